@@ -1,0 +1,184 @@
+"""Plumbing every built-in constraint script shares: arguments, paths, exit codes, output size.
+
+Invariants:
+- a script's arguments are checked against the ``args`` schema in its own header block, so the
+  declaration the agent reads and the validation the script applies cannot drift apart;
+- every path an agent supplies resolves inside the workspace root (the current directory), or the
+  script exits 2 before touching anything;
+- stdout stays under OUTPUT_BUDGET characters by construction (callers size their lines with
+  ``fit``), well below the runner's 16,000-character cap.
+
+Exit codes: 2 = bad input (schema, path, regex), 1 = everything else, including a refusal because
+the answer would be too big. Messages go to stderr and say what to do next.
+
+Standard library only; no file in the work tree is ever written from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable, NoReturn
+
+OUTPUT_BUDGET = 12_000  # characters of body text; headers and footers stay well under 1,000 more
+
+
+class UsageError(Exception):
+    """The caller asked for something malformed or forbidden (exit 2)."""
+
+
+class Refusal(Exception):
+    """The request is well-formed but cannot be answered as asked (exit 1)."""
+
+
+def run(main: Callable[[dict[str, Any]], str], script: str) -> NoReturn:
+    """Read and validate the JSON arguments, call ``main``, print its text, exit with the contract's code."""
+    try:
+        args = validate(read_stdin_json(), header_schema(script))
+        out = main(args)
+    except UsageError as e:
+        _die(2, str(e))
+    except Refusal as e:
+        _die(1, str(e))
+    except OSError as e:
+        _die(1, f"{e.strerror or e} ({e.filename or 'file'}). Check the path with stat and retry.")
+    sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    sys.exit(0)
+
+
+def _die(code: int, message: str) -> NoReturn:
+    sys.stderr.write(message.rstrip() + "\n")
+    sys.exit(code)
+
+
+def read_stdin_json() -> dict[str, Any]:
+    raw = sys.stdin.read() if not sys.stdin.isatty() else ""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"Arguments must be one JSON object on stdin; could not parse it: {e}.")
+    if not isinstance(value, dict):
+        raise UsageError("Arguments must be a JSON object, e.g. {\"path\": \"journal/worklog.jsonl\"}.")
+    return value
+
+
+def header_schema(script: str) -> dict[str, Any]:
+    """The ``args`` schema from the script's own ``---gitspace---`` header block."""
+    fields: dict[str, str] = {}
+    key = None
+    leader = None
+    with open(script, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if leader is None:
+                if line.endswith("---gitspace---"):
+                    leader = line[: -len("---gitspace---")]
+                continue
+            body = line[len(leader):]
+            if body == "---":
+                break
+            if body.startswith("  ") and key:
+                fields[key] += " " + body.strip()
+            elif ":" in body:
+                key, _, value = body.partition(":")
+                key = key.strip()
+                fields[key] = value.strip()
+    return json.loads(fields["args"])
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,), "string": (str,), "integer": (int,), "number": (int, float),
+    "boolean": (bool,), "array": (list,),
+}
+
+
+def validate(value: Any, schema: dict[str, Any], where: str = "arguments") -> Any:
+    """Check ``value`` against the small JSON Schema subset headers may use; fill in defaults."""
+    kind = schema.get("type")
+    if kind:
+        ok = isinstance(value, _TYPES[kind]) and not (kind != "boolean" and isinstance(value, bool))
+        if not ok:
+            raise UsageError(f"{where} must be of type {kind}, got {json.dumps(value)[:60]}.")
+    if "enum" in schema and value not in schema["enum"]:
+        raise UsageError(f"{where} must be one of {', '.join(map(str, schema['enum']))}.")
+    if kind in ("integer", "number"):
+        if "minimum" in schema and value < schema["minimum"]:
+            raise UsageError(f"{where} must be at least {schema['minimum']}, got {value}.")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise UsageError(f"{where} must be at most {schema['maximum']}, got {value}.")
+    if kind == "array" and "items" in schema:
+        value = [validate(v, schema["items"], f"{where}[{i}]") for i, v in enumerate(value)]
+    if kind == "object":
+        props = schema.get("properties", {})
+        missing = [k for k in schema.get("required", []) if k not in value]
+        if missing:
+            raise UsageError(f"Missing required argument {missing[0]!r}. Expected: {list(props)}.")
+        if schema.get("additionalProperties") is False:
+            extra = [k for k in value if k not in props]
+            if extra:
+                raise UsageError(f"Unknown argument {extra[0]!r}. Allowed: {', '.join(props)}.")
+        value = dict(value)
+        for name, sub in props.items():
+            if name in value:
+                value[name] = validate(value[name], sub, name)
+            elif "default" in sub:
+                value[name] = sub["default"]
+    return value
+
+
+def root() -> Path:
+    return Path.cwd().resolve()
+
+
+def resolve(rel: str, *, must_exist: bool = True) -> Path:
+    """An agent-supplied relative path, resolved and proven to stay inside the workspace."""
+    if not rel or "\x00" in rel:
+        raise UsageError("The path is empty. Give a path relative to the workspace root, e.g. \"notes\".")
+    if rel.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", rel):
+        raise UsageError(f"Absolute paths are not allowed: {rel!r}. Use a path relative to the workspace root.")
+    parts = re.split(r"[\\/]+", rel)
+    if ".." in parts:
+        raise UsageError(f"'..' is not allowed in paths: {rel!r}. Paths stay inside the workspace.")
+    if ".git" in parts:
+        raise UsageError(f"{rel!r} is inside .git, which is not part of the workspace's files.")
+    base = root()
+    target = (base / rel).resolve()  # follows symlinks, so a link pointing outside is caught here
+    if target != base and base not in target.parents:
+        raise UsageError(f"{rel!r} resolves outside the workspace (a symlink?); refusing to follow it.")
+    if must_exist and not target.exists():
+        raise UsageError(f"No such file or folder: {rel!r}. Use stat on a parent folder to see what exists.")
+    return target
+
+
+def display(path: Path) -> str:
+    """A path as the agent should write it back: relative to the workspace root, with slashes."""
+    rel = path.relative_to(root()).as_posix()
+    return rel or "."
+
+
+def fit(lines: list[str], budget: int = OUTPUT_BUDGET, floor: int = 60) -> tuple[list[str], int]:
+    """Truncate every line to an equal share of ``budget`` (never below ``floor``) and return the width.
+
+    Callers cap the number of lines at budget // floor, so the total is bounded by construction.
+    """
+    width = max(floor, min(400, budget // max(1, len(lines))))
+    return [clip(line, width) for line in lines], width
+
+
+def clip(text: str, width: int) -> str:
+    text = " ".join(text.split())  # newlines and tabs inside a value would break the one-line layout
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def human_size(n: int) -> str:
+    size = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{n:,} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n:,} bytes"

@@ -1,0 +1,5 @@
+"""python -m gitspace"""
+
+from gitspace.cli import main
+
+main()

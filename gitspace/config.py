@@ -1,0 +1,53 @@
+"""The only module that reads the process environment.
+
+Everything else receives what it needs from here, so a library call never changes behaviour
+because of a variable nobody passed to it. Secrets are read here and nowhere else, and are never
+put into a child process's environment by the helpers below.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+# Variables a child process (git, a constraint script) may inherit. Everything else is dropped:
+# API keys, tokens, and every GIT_* variable that could redirect git to another repository.
+_CHILD_ALLOWED = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME", "TERM")
+_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+
+
+def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A scrubbed environment for a child process: locale and PATH, no secrets, no GIT_*."""
+    env = {k: v for k, v in os.environ.items() if k in _CHILD_ALLOWED or k.startswith("LC_")}
+    env = {k: v for k, v in env.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+    if extra:
+        env.update(extra)
+    return env
+
+
+def inherited_git_variables() -> list[str]:
+    """Names of GIT_* variables in our environment (they must be neutralised for git children)."""
+    return [k for k in os.environ if k.startswith("GIT_")]
+
+
+def default_agent() -> str | None:
+    """The agent name from GITSPACE_AGENT, if set."""
+    return os.environ.get("GITSPACE_AGENT") or None
+
+
+def anthropic_api_key() -> str | None:
+    """The Anthropic API key, if one is configured. Never log or echo the value."""
+    return os.environ.get("ANTHROPIC_API_KEY") or None
+
+
+def anthropic_base_url() -> str | None:
+    """An alternative Messages API base URL (the standard SDK variable)."""
+    return os.environ.get("ANTHROPIC_BASE_URL") or None
+
+
+def max_file_bytes(default: int = 1 << 20) -> int:
+    """The size cap for files gitspace stages (GITSPACE_MAX_FILE_BYTES, default 1 MiB)."""
+    raw = os.environ.get("GITSPACE_MAX_FILE_BYTES")
+    if raw and raw.isdigit():
+        return int(raw)
+    return default

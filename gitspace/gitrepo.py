@@ -1,0 +1,587 @@
+"""The only door to git: objects, trees, commits, refs, tags and the few plumbing commands we use.
+
+Invariants:
+- GitPython is imported here and nowhere else. It serves object reads through its persistent
+  ``git cat-file`` processes; everything this module returns is gitspace's own value types.
+- Objects are written as loose objects by a tmp-file-and-rename, so a crash never leaves a partial
+  object; a tree write rebuilds only the trees on the changed paths.
+- A ref moves only by compare-and-swap under git's own lock file (``<ref>.lock``), so no writer,
+  gitspace or git, ever loses a commit; every move is recorded in the reflog.
+- Every git child process runs with hooks disabled, without inherited ``GIT_*`` variables, with
+  the repository pinned explicitly. Identities are passed in, never taken from the environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import git as gitpython
+
+from . import config
+from .errors import ConcurrentUpdate, GitspaceError, NotAWorkspace, NotFound
+
+TREE_MODE = 0o040000
+FILE_MODE = 0o100644
+EXEC_MODE = 0o100755
+LINK_MODE = 0o120000
+GITLINK_MODE = 0o160000
+ZERO = "0" * 40
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A tree entry: a mode and an object id."""
+
+    mode: int
+    sha: str
+
+    @property
+    def is_tree(self) -> bool:
+        return self.mode == TREE_MODE
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    email: str
+
+    def line(self, when: float | None = None) -> str:
+        when = time.time() if when is None else when
+        offset = time.localtime(when).tm_gmtoff // 60
+        sign = "+" if offset >= 0 else "-"
+        tz = f"{sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
+        return f"{_clean_ident(self.name)} <{_clean_ident(self.email)}> {int(when)} {tz}"
+
+
+def _clean_ident(text: str) -> str:
+    cleaned = "".join(c for c in text if c.isprintable() and c not in "<>\n")
+    return cleaned.strip() or "unknown"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    tree: str
+    parents: tuple[str, ...]
+    author: str
+    committer: str
+    message: str
+
+    @property
+    def author_name(self) -> str:
+        return self.author.split(" <", 1)[0]
+
+    @property
+    def time(self) -> int:
+        return int(self.committer.rsplit(" ", 2)[-2])
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path that differs between two trees (None = absent on that side)."""
+
+    path: str
+    old: Entry | None
+    new: Entry | None
+
+
+class GitCommandError(GitspaceError):
+    """A git plumbing command failed."""
+
+
+def _mode_bytes(mode: int) -> bytes:
+    return b"40000" if mode == TREE_MODE else b"%o" % mode
+
+
+def _tree_sort_key(item: tuple[bytes, Entry]) -> bytes:
+    name, entry = item
+    return name + b"/" if entry.is_tree else name
+
+
+class GitRepo:
+    """A git repository with one work tree (the main one or a linked worktree)."""
+
+    def __init__(self, root: Path, gitdir: Path, commondir: Path) -> None:
+        self.root = root
+        self.gitdir = gitdir
+        self.commondir = commondir
+        self.objects = commondir / "objects"
+        self._env = self._child_env()
+        self._py = gitpython.Repo(str(root))
+        self._py.git.update_environment(**self._env_overrides())
+        self._trees: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
+        self._packed: tuple[float, dict[str, str]] | None = None
+        self._last_gc = 0.0
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path) -> GitRepo:
+        env = config.child_environment({"GIT_CEILING_DIRECTORIES": ""})
+        out = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"],
+            cwd=path,
+            env=env,
+            capture_output=True,
+        )
+        if out.returncode != 0:
+            raise NotAWorkspace(
+                f"{path} is not inside a git repository.",
+                hint="Run 'gitspace init' there first, or pass -C with a workspace folder.",
+            )
+        top, gitdir, common = out.stdout.decode().splitlines()[:3]
+        commondir = Path(common) if os.path.isabs(common) else Path(path, common)
+        return cls(Path(top), Path(gitdir), commondir.resolve())
+
+    @classmethod
+    def init(cls, path: Path, branch: str) -> GitRepo:
+        path.mkdir(parents=True, exist_ok=True)
+        env = config.child_environment()
+        subprocess.run(
+            ["git", "init", "--quiet", f"--initial-branch={branch}", str(path)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        repo = cls.open(path)
+        # Our own repositories: no CRLF rewriting, so work-tree bytes equal blob bytes.
+        repo.git("config", "core.autocrlf", "false")
+        return repo
+
+    def close(self) -> None:
+        self._py.close()
+
+    def _env_overrides(self) -> dict[str, str]:
+        # GitPython starts from os.environ; neutralise every inherited GIT_* and pin the repo.
+        overrides = {name: "" for name in config.inherited_git_variables()}
+        overrides.update(self._pinned())
+        return overrides
+
+    def _pinned(self) -> dict[str, str]:
+        return {
+            "GIT_DIR": str(self.gitdir),
+            "GIT_WORK_TREE": str(self.root),
+            "GIT_INDEX_FILE": str(self.gitdir / "index"),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+
+    def _child_env(self) -> dict[str, str]:
+        return config.child_environment(self._pinned())
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        """Run a git command with hooks disabled and the repository pinned; return stdout."""
+        cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
+        proc = subprocess.run(cmd, cwd=self.root, env=self._env, input=input, capture_output=True)
+        if check and proc.returncode != 0:
+            raise GitCommandError(
+                f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}"
+            )
+        return proc.stdout
+
+    def git_status(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
+        return subprocess.run(cmd, cwd=self.root, env=self._env, capture_output=True)
+
+    # -- objects -----------------------------------------------------------------------------
+
+    def read_object(self, sha: str) -> tuple[str, bytes]:
+        try:
+            stream = self._py.odb.stream(bytes.fromhex(sha))
+        except (ValueError, gitpython.exc.GitError, gitpython.BadObject, gitpython.BadName) as e:
+            raise NotFound(f"Object {sha} does not exist in this repository.") from e
+        return stream.type.decode(), stream.read()
+
+    def read_blob(self, sha: str) -> bytes:
+        kind, data = self.read_object(sha)
+        if kind != "blob":
+            raise NotFound(f"Object {sha} is a {kind}, not a file.")
+        return data
+
+    def has_object(self, sha: str) -> bool:
+        try:
+            self._py.odb.info(bytes.fromhex(sha))
+            return True
+        except Exception:
+            return False
+
+    @staticmethod
+    def hash_object(kind: str, data: bytes) -> str:
+        return hashlib.sha1(b"%s %d\0" % (kind.encode(), len(data)) + data).hexdigest()
+
+    def write_object(self, kind: str, data: bytes) -> str:
+        raw = b"%s %d\0" % (kind.encode(), len(data)) + data
+        sha = hashlib.sha1(raw).hexdigest()
+        folder = self.objects / sha[:2]
+        target = folder / sha[2:]
+        if target.exists():
+            return sha
+        folder.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(zlib.compress(raw, 1))
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return sha
+
+    def write_blob(self, data: bytes) -> str:
+        return self.write_object("blob", data)
+
+    # -- trees -------------------------------------------------------------------------------
+
+    def tree(self, sha: str | None) -> dict[bytes, Entry]:
+        """The entries of a tree (cached: trees are immutable)."""
+        if sha is None or sha == EMPTY_TREE:
+            return {}
+        cached = self._trees.get(sha)
+        if cached is not None:
+            self._trees.move_to_end(sha)
+            return cached
+        kind, data = self.read_object(sha)
+        if kind != "tree":
+            raise NotFound(f"Object {sha} is a {kind}, not a folder.")
+        entries: dict[bytes, Entry] = {}
+        i = 0
+        while i < len(data):
+            space = data.index(b" ", i)
+            nul = data.index(b"\0", space)
+            mode = int(data[i:space], 8)
+            entries[data[space + 1 : nul]] = Entry(mode, data[nul + 1 : nul + 21].hex())
+            i = nul + 21
+        self._trees[sha] = entries
+        if len(self._trees) > 4096:
+            self._trees.popitem(last=False)
+        return entries
+
+    def write_tree(self, entries: Mapping[bytes, Entry]) -> str:
+        body = b"".join(
+            _mode_bytes(e.mode) + b" " + name + b"\0" + bytes.fromhex(e.sha)
+            for name, e in sorted(entries.items(), key=_tree_sort_key)
+        )
+        sha = self.write_object("tree", body)
+        self._trees[sha] = dict(entries)
+        return sha
+
+    def entry_at(self, tree: str, path: str) -> Entry | None:
+        """The entry at ``path`` (a/b/c) in ``tree``, or None."""
+        entry: Entry | None = Entry(TREE_MODE, tree)
+        for part in os.fsencode(path).split(b"/"):
+            if entry is None or not entry.is_tree:
+                return None
+            entry = self.tree(entry.sha).get(part)
+        return entry
+
+    def update_tree(self, tree: str | None, changes: Mapping[str, Entry | None]) -> str:
+        """A new tree: ``tree`` with each path set to its entry (None removes it)."""
+        split = {tuple(os.fsencode(p).split(b"/")): e for p, e in changes.items()}
+        return self._update(tree, split) or self.write_tree({})
+
+    def _update(self, tree: str | None, changes: dict[tuple[bytes, ...], Entry | None]) -> str | None:
+        entries = dict(self.tree(tree))
+        nested: dict[bytes, dict[tuple[bytes, ...], Entry | None]] = {}
+        for parts, entry in changes.items():
+            if len(parts) == 1:
+                if entry is None:
+                    entries.pop(parts[0], None)
+                else:
+                    entries[parts[0]] = entry
+            else:
+                nested.setdefault(parts[0], {})[parts[1:]] = entry
+        for name, sub in nested.items():
+            current = entries.get(name)
+            base = current.sha if current is not None and current.is_tree else None
+            new = self._update(base, sub)
+            if new is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = Entry(TREE_MODE, new)
+        if not entries:
+            return None
+        return self.write_tree(entries)
+
+    def diff_trees(self, a: str | None, b: str | None, prefix: bytes = b"") -> Iterator[Change]:
+        """Every file path whose entry differs between trees ``a`` and ``b``."""
+        if a == b:
+            return
+        left, right = self.tree(a), self.tree(b)
+        for name in sorted(set(left) | set(right)):
+            old, new = left.get(name), right.get(name)
+            if old == new:
+                continue
+            path = prefix + name
+            if old is not None and old.is_tree or new is not None and new.is_tree:
+                yield from self.diff_trees(
+                    old.sha if old and old.is_tree else None,
+                    new.sha if new and new.is_tree else None,
+                    path + b"/",
+                )
+            if (old is None or not old.is_tree) and (new is None or not new.is_tree):
+                yield Change(os.fsdecode(path), old, new)
+            elif old is not None and not old.is_tree:
+                yield Change(os.fsdecode(path), old, None)
+            elif new is not None and not new.is_tree:
+                yield Change(os.fsdecode(path), None, new)
+
+    def walk_files(self, tree: str | None, prefix: bytes = b"") -> Iterator[tuple[str, Entry]]:
+        for name, entry in sorted(self.tree(tree).items()):
+            if entry.is_tree:
+                yield from self.walk_files(entry.sha, prefix + name + b"/")
+            else:
+                yield os.fsdecode(prefix + name), entry
+
+    # -- commits -----------------------------------------------------------------------------
+
+    def write_commit(
+        self,
+        tree: str,
+        parents: list[str],
+        message: str,
+        author: Identity,
+        committer: Identity,
+        when: float | None = None,
+    ) -> str:
+        lines = [f"tree {tree}", *(f"parent {p}" for p in parents)]
+        lines += [f"author {author.line(when)}", f"committer {committer.line(when)}"]
+        return self.write_object("commit", ("\n".join(lines) + "\n\n" + message).encode())
+
+    def commit(self, sha: str) -> Commit:
+        kind, data = self.read_object(sha)
+        if kind != "commit":
+            raise NotFound(f"{sha} is a {kind}, not a commit.")
+        head, _, message = data.decode(errors="surrogateescape").partition("\n\n")
+        fields: dict[str, list[str]] = {}
+        for line in head.splitlines():
+            key, _, value = line.partition(" ")
+            fields.setdefault(key, []).append(value)
+        return Commit(
+            sha=sha,
+            tree=fields["tree"][0],
+            parents=tuple(fields.get("parent", [])),
+            author=fields["author"][0],
+            committer=fields["committer"][0],
+            message=message,
+        )
+
+    def log(self, rev: str, limit: int | None = None, first_parent: bool = True) -> list[Commit]:
+        """Commits reachable from ``rev``, newest first, in one git process."""
+        args = ["log", "-z", "--date=format:%z",
+                "--format=%H%x1f%T%x1f%P%x1f%an <%ae> %at %ad%x1f%cn <%ce> %ct %cd%x1f%B"]
+        if first_parent:
+            args.append("--first-parent")
+        if limit is not None:
+            args.append(f"-n{limit}")
+        out = self.git(*args, rev, "--")
+        commits = []
+        for record in out.decode(errors="surrogateescape").split("\0"):
+            if not record.strip("\n"):
+                continue
+            sha, tree, parents, author, committer, message = record.lstrip("\n").split("\x1f", 5)
+            commits.append(Commit(sha, tree, tuple(parents.split()), author, committer, message))
+        return commits
+
+    def resolve(self, rev: str) -> str | None:
+        """The commit a revision names, or None (a tag resolves to its commit)."""
+        if rev.startswith("-"):
+            return None
+        proc = self.git_status("rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}")
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    # -- refs --------------------------------------------------------------------------------
+
+    def _ref_path(self, ref: str) -> Path:
+        base = self.gitdir if ref == "HEAD" else self.commondir
+        return base / ref
+
+    def read_ref(self, ref: str) -> str | None:
+        """The object a ref points at (following one symbolic level), or None."""
+        try:
+            text = self._ref_path(ref).read_text().strip()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return self._packed_refs().get(ref)
+        if text.startswith("ref: "):
+            return self.read_ref(text[5:])
+        return text or None
+
+    def _packed_refs(self) -> dict[str, str]:
+        path = self.commondir / "packed-refs"
+        try:
+            mtime = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return {}
+        if self._packed and self._packed[0] == mtime:
+            return self._packed[1]
+        refs = {}
+        for line in path.read_text().splitlines():
+            if line and line[0] not in "#^":
+                sha, _, name = line.partition(" ")
+                refs[name] = sha
+        self._packed = (mtime, refs)
+        return refs
+
+    def head_branch(self) -> str | None:
+        """The branch HEAD points at, or None when HEAD is detached."""
+        text = (self.gitdir / "HEAD").read_text().strip()
+        if text.startswith("ref: refs/heads/"):
+            return text[len("ref: refs/heads/") :]
+        return None
+
+    def set_head(self, branch: str, ident: Identity, old: str | None, new: str | None) -> None:
+        self._write_locked(self.gitdir / "HEAD", f"ref: refs/heads/{branch}\n")
+        if old and new:
+            self._reflog("HEAD", old, new, ident, f"checkout: moving to {branch}")
+
+    def cas_ref(self, ref: str, old: str | None, new: str, ident: Identity, message: str) -> None:
+        """Point ``ref`` at ``new`` if it currently points at ``old`` (None: must not exist)."""
+        path = self._ref_path(ref)
+        lock = path.with_name(path.name + ".lock")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise GitspaceError(f"Cannot create {ref}: a ref with a prefix of that name exists.") from None
+        fd = self._lock(lock)
+        try:
+            current = self.read_ref(ref)
+            if current != old:
+                raise ConcurrentUpdate(
+                    f"{ref} moved from {(old or 'nothing')[:12]} to {(current or 'nothing')[:12]} "
+                    "while this op was being prepared.",
+                    hint="Nothing was changed; run the command again.",
+                )
+            os.write(fd, (new + "\n").encode())
+            os.close(fd)
+            fd = -1
+            os.replace(lock, path)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            lock.unlink(missing_ok=True)
+            raise
+        self._reflog(ref, old or ZERO, new, ident, message)
+        if ref.startswith("refs/heads/") and self.head_branch() == ref[len("refs/heads/") :]:
+            self._reflog("HEAD", old or ZERO, new, ident, message)
+
+    def _lock(self, lock: Path, wait: float = 5.0) -> int:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                if time.monotonic() > deadline:
+                    raise GitspaceError(
+                        f"{lock} exists: another git process is updating this ref.",
+                        hint="If no git process is running, remove that file and try again.",
+                    ) from None
+                time.sleep(0.005)
+
+    def _write_locked(self, path: Path, text: str) -> None:
+        lock = path.with_name(path.name + ".lock")
+        fd = self._lock(lock)
+        try:
+            os.write(fd, text.encode())
+            os.close(fd)
+            os.replace(lock, path)
+        except BaseException:
+            lock.unlink(missing_ok=True)
+            raise
+
+    def _reflog(self, ref: str, old: str, new: str, ident: Identity, message: str) -> None:
+        base = self.gitdir if ref == "HEAD" else self.commondir
+        log = base / "logs" / ref
+        log.parent.mkdir(parents=True, exist_ok=True)
+        line = f"{old} {new} {ident.line()}\t{' '.join(message.split())[:200]}\n"
+        with open(log, "a", encoding="utf-8", errors="surrogateescape") as out:
+            out.write(line)
+
+    def create_tag(self, name: str, target: str, message: str, tagger: Identity) -> str:
+        body = f"object {target}\ntype commit\ntag {name}\ntagger {tagger.line()}\n\n{message}"
+        tag = self.write_object("tag", body.encode())
+        self.cas_ref(f"refs/tags/{name}", None, tag, tagger, f"checkpoint {name}")
+        return tag
+
+    def refs(self, prefix: str) -> list[tuple[str, str, str]]:
+        """(refname, object, peeled commit) for refs under ``prefix``, via for-each-ref."""
+        out = self.git("for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", prefix)
+        rows = []
+        for line in out.decode().splitlines():
+            name, obj, peeled = line.split("\0")
+            rows.append((name, obj, peeled or obj))
+        return rows
+
+    def tag_message(self, tag_sha: str) -> tuple[str, str]:
+        """(tagger line, message) of an annotated tag object."""
+        kind, data = self.read_object(tag_sha)
+        if kind != "tag":
+            return "", ""
+        head, _, message = data.decode(errors="replace").partition("\n\n")
+        tagger = next((ln[7:] for ln in head.splitlines() if ln.startswith("tagger ")), "")
+        return tagger, message
+
+    # -- work tree helpers -------------------------------------------------------------------
+
+    def status_paths(self) -> list[str]:
+        """Paths that differ between HEAD, the index and the work tree (not ignored)."""
+        out = self.git(
+            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+            "--ignore-submodules=all",
+        )
+        paths = []
+        for record in out.split(b"\0"):
+            if len(record) > 3:
+                paths.append(os.fsdecode(record[3:]))
+        return paths
+
+    def is_ignored(self, paths: list[str]) -> set[str]:
+        if not paths:
+            return set()
+        out = self.git(
+            "check-ignore", "-z", "--stdin",
+            input=b"\0".join(os.fsencode(p) for p in paths) + b"\0",
+            check=False,
+        )
+        return {os.fsdecode(p) for p in out.split(b"\0") if p}
+
+    def merge_blobs(self, ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
+        """A three-way merge of file contents, or None when it conflicts."""
+        with tempfile.TemporaryDirectory(prefix="gitspace-merge-") as tmp:
+            files = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                p = Path(tmp, name)
+                p.write_bytes(data)
+                files.append(str(p))
+            proc = self.git_status("merge-file", "-p", *files)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def maybe_pack(self, threshold: int = 2048) -> bool:
+        """Start a background ``git gc --auto`` when loose objects pile up. True if started."""
+        if time.monotonic() - self._last_gc < 30 or (self.commondir / "gc.pid").exists():
+            return False
+        try:
+            sample = len(os.listdir(self.objects / "17"))
+        except FileNotFoundError:
+            return False
+        if sample * 256 < threshold:
+            return False
+        self._last_gc = time.monotonic()
+        subprocess.Popen(
+            ["git", "-c", "core.hooksPath=/dev/null", "-c", f"gc.auto={threshold}",
+             "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"],
+            cwd=self.root, env=self._env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        return True
