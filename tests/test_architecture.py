@@ -1,0 +1,96 @@
+"""The layering rules, checked by parsing imports (a failure names the rule that broke)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(PACKAGE))
+
+
+def test_only_gitrepo_imports_gitpython() -> None:
+    offenders = [_rel(p) for p in _modules() if "git" in _imports(p) and p.name != "gitrepo.py"]
+    assert not offenders, f"Only gitrepo.py may import GitPython (git); found in {offenders}"
+
+
+def test_only_front_ends_import_typer_and_rich() -> None:
+    allowed = {"cli.py", "render.py"}
+    offenders = [
+        _rel(p) for p in _modules() if _imports(p) & {"typer", "rich"} and p.name not in allowed
+    ]
+    assert not offenders, f"Only cli.py and render.py may import typer or rich; found in {offenders}"
+
+
+def test_only_config_reads_the_environment() -> None:
+    offenders = []
+    for path in _modules():
+        if path.name == "config.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv"):
+                offenders.append(f"{_rel(path)}:{node.lineno}")
+    assert not offenders, f"Only config.py may read os.environ/os.getenv; found at {offenders}"
+
+
+def test_library_never_prints() -> None:
+    front = {"cli.py", "render.py", "__main__.py"}
+    offenders = []
+    for path in _modules():
+        if path.name in front:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+                offenders.append(f"{_rel(path)}:{node.lineno}")
+    assert not offenders, f"The library never prints (return values instead); found {offenders}"
+
+
+def test_heavy_integrations_are_imported_lazily() -> None:
+    heavy = {"anthropic", "mcp", "watchdog"}
+    offenders = []
+    for path in _modules():
+        tree = ast.parse(path.read_text())
+        for node in tree.body:  # module level only: function-level imports are lazy
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = _imports_of(node)
+                if names & heavy:
+                    offenders.append(_rel(path))
+    assert not offenders, f"anthropic/mcp/watchdog must be imported inside functions: {offenders}"
+
+
+def _imports_of(node: ast.Import | ast.ImportFrom) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {a.name.split(".")[0] for a in node.names}
+    return {node.module.split(".")[0]} if node.module and node.level == 0 else set()
+
+
+def test_plain_import_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, gitspace.cli; print(','.join(m for m in ('anthropic','mcp','watchdog','rich') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"importing the CLI pulled in {out.stdout.strip()}"
+
+
+def test_public_api_is_small() -> None:
+    import gitspace
+
+    assert sorted(gitspace.__all__) == ["GitspaceError", "Result", "Workspace", "init", "open"]
