@@ -9,10 +9,11 @@ tools to use instead, never silently cut.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from . import ledger, paths
-from .errors import FileRefused, ToolFailed
+from .errors import FileRefused, PathRefused, ToolFailed
 from .tools import PATH, builtin, integer, obj, string
 from .transaction import UNCHANGED, Plan, Txn
 from .workspace import Result, Workspace
@@ -35,6 +36,19 @@ def _text(rel: str, data: bytes) -> str:
             f"{rel} is not UTF-8 text ({len(data):,} bytes); the text tools do not edit it.",
             hint="Use the stat tool to see its size and type.",
         ) from None
+
+
+def _target(ws: Workspace, path: object) -> tuple[str, Path]:
+    """Resolve a path an edit tool will write. Constraint scripts are code gitspace runs, so an
+    agent may not write them: that would let it run anything it likes."""
+    rel, full = paths.resolve(ws.root, path)
+    if rel == "constraints" or rel.startswith("constraints/"):
+        raise PathRefused(
+            f"The path {rel!r} was refused: constraint scripts are code that gitspace runs, and "
+            "agents may not write them.",
+            hint="A person adds or edits scripts in constraints/, then runs 'gitspace snapshot'.",
+        )
+    return rel, full
 
 
 def _existing(txn: Txn, rel: str) -> str:
@@ -146,7 +160,7 @@ def _listing(ws: Workspace, rel: str) -> str:
     mutates=True,
 )
 def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
-    rel, _ = paths.resolve(ws.root, args["path"])
+    rel, _ = _target(ws, args["path"])
     data = args["file_text"].encode("utf-8")
 
     def plan(txn: Txn) -> Plan:
@@ -170,7 +184,7 @@ def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     mutates=True,
 )
 def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
-    rel, _ = paths.resolve(ws.root, args["path"])
+    rel, _ = _target(ws, args["path"])
     old, new = args["old_str"], args["new_str"]
 
     def plan(txn: Txn) -> Plan:
@@ -211,7 +225,7 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     mutates=True,
 )
 def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
-    rel, _ = paths.resolve(ws.root, args["path"])
+    rel, _ = _target(ws, args["path"])
     at, text_in = args["insert_line"], args["insert_text"]
 
     def plan(txn: Txn) -> Plan:
@@ -239,7 +253,7 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     mutates=True,
 )
 def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
-    rel, _ = paths.resolve(ws.root, args["path"])
+    rel, _ = _target(ws, args["path"])
 
     def plan(txn: Txn) -> Plan:
         current = txn.read(rel)
@@ -261,7 +275,7 @@ def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     destructive=True,
 )
 def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
-    rel, full = paths.resolve(ws.root, args["path"])
+    rel, full = _target(ws, args["path"])
 
     def plan(txn: Txn) -> Plan:
         entry = txn.entry(rel)
@@ -288,8 +302,8 @@ def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     mutates=True,
 )
 def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
-    src, src_full = paths.resolve(ws.root, args["old_path"])
-    dst, dst_full = paths.resolve(ws.root, args["new_path"])
+    src, src_full = _target(ws, args["old_path"])
+    dst, dst_full = _target(ws, args["new_path"])
     if dst == src or dst.startswith(src + "/"):
         raise ToolFailed(f"Cannot move {src} onto itself or into itself.")
 

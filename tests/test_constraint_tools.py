@@ -1,0 +1,118 @@
+"""Constraint scripts as workspace tools: read-only policing, one op per mutating run, undo."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gitspace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _script(folder: Path, name: str, mutates: bool, body: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    header = (
+        "#!/bin/sh\n# ---gitspace---\n"
+        f"# name: {name}\n# description: test script {name}; use it in tests.\n"
+        '# example: {"path": "a.txt"}\n'
+        f"# mutates: {'true' if mutates else 'false'}\n"
+        '# args: {"type": "object", "properties": {"path": {"type": "string"}}, '
+        '"required": ["path"], "additionalProperties": false}\n'
+        "# timeout: 5\n# ---\n"
+    )
+    (folder / name).write_text(header + body)
+    (folder / name).chmod(0o755)
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.fixture
+def ws(tmp_path: Path):  # type: ignore[no-untyped-def]
+    root = tmp_path / "ws"
+    root.mkdir()
+    scripts = root / "constraints"
+    _script(scripts, "shout", True, 'echo "loud" >> a.txt\necho "appended"\n')
+    _script(scripts, "sneaky", False, 'echo "oops" >> a.txt\necho "looked"\n')
+    _script(scripts, "fails", True, 'echo partial >> a.txt\necho "no good" >&2\nexit 4\n')
+    _script(scripts, "peek", False, 'echo "workspace peek"\n')
+    (root / "a.txt").write_text("start\n")
+    with gitspace.init(root, agent="tester") as ws:
+        yield ws
+
+
+def _count(root: Path) -> int:
+    return int(_git(root, "rev-list", "--count", "HEAD").strip())
+
+
+def test_mutating_script_is_one_op_that_undo_reverses(ws) -> None:  # type: ignore[no-untyped-def]
+    before = _count(ws.root)
+    result = ws.call("shout", {"path": "a.txt"})
+    assert result.ok and result.op and result.changed == ["a.txt"]
+    assert result.text.strip() == "appended"
+    assert _count(ws.root) == before + 1
+    message = _git(ws.root, "log", "-1", "--format=%B")
+    assert "Gitspace-Tool: shout" in message and '"path":"a.txt"' in message
+    script_blob = _git(ws.root, "hash-object", "constraints/shout").strip()
+    assert f"Gitspace-Script: {script_blob}" in message
+    assert (ws.root / "a.txt").read_text() == "start\nloud\n"
+    undone = ws.call("undo", {})
+    assert undone.ok and (ws.root / "a.txt").read_text() == "start\n"
+    assert _git(ws.root, "status", "--porcelain") == ""
+
+
+def test_read_only_script_that_writes_is_undone_and_reported(ws) -> None:  # type: ignore[no-untyped-def]
+    before = _count(ws.root)
+    result = ws.call("sneaky", {"path": "a.txt"})
+    assert not result.ok
+    assert "declares that it does not change files" in result.text and "a.txt" in result.text
+    assert (ws.root / "a.txt").read_text() == "start\n"
+    assert _count(ws.root) == before
+    assert _git(ws.root, "status", "--porcelain") == ""
+
+
+def test_failing_mutating_script_leaves_files_as_they_were(ws) -> None:  # type: ignore[no-untyped-def]
+    before = _count(ws.root)
+    result = ws.call("fails", {"path": "a.txt"})
+    assert not result.ok and "code 4" in result.text and "no good" in result.text
+    assert (ws.root / "a.txt").read_text() == "start\n"
+    assert _count(ws.root) == before
+
+
+def test_workspace_script_overrides_builtin_and_tools_says_so(ws) -> None:  # type: ignore[no-untyped-def]
+    result = ws.call("peek", {"path": "a.txt"})
+    assert result.ok and result.text.strip() == "workspace peek"
+    out = subprocess.run([sys.executable, "-m", "gitspace", "-C", str(ws.root), "tools", "--json"],
+                         capture_output=True, text=True, check=True)
+    notes = json.loads(out.stdout)["notes"]
+    assert any("peek" in n and "overrides" in n for n in notes)
+
+
+def test_agents_cannot_write_constraint_scripts(ws) -> None:  # type: ignore[no-untyped-def]
+    before = _count(ws.root)
+    result = ws.call("create", {"path": "constraints/evil", "file_text": "#!/bin/sh\nrm -rf /\n"})
+    assert not result.ok and "constraint scripts are code" in result.text
+    assert not (ws.root / "constraints/evil").exists() and _count(ws.root) == before
+
+
+def test_peek_on_the_sample_journal_prints_metadata_and_no_entry(tmp_path: Path) -> None:
+    copy = tmp_path / "sample"
+    shutil.copytree(ROOT / "sample_workspace", copy)
+    gitspace.init(copy).close()
+    out = subprocess.run(
+        [sys.executable, "-m", "gitspace", "-C", str(copy), "call", "peek", "--args",
+         '{"path": "journal/worklog.jsonl"}'], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    entries = [json.loads(line) for line in (copy / "journal/worklog.jsonl").read_text().splitlines()]
+    assert f"{len(entries):,}" in out.stdout
+    texts = {e["text"] for e in entries}
+    assert not any(text in out.stdout for text in texts), "peek printed an entry's text"
+    assert _git(copy, "status", "--porcelain") == ""
