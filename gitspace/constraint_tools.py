@@ -26,7 +26,7 @@ State = tuple[bytes, int] | None
 def builtin_dir() -> Path | None:
     """The built-in scripts: the source tree's constraints/, or the copy installed with us."""
     here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "constraints", here / "_constraints"):
+    for candidate in (here / "_constraints", here.parent / "constraints"):
         if candidate.is_dir():
             return candidate
     return None
