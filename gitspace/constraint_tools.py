@@ -17,7 +17,7 @@ from . import constraints
 from .errors import ConstraintError, FileRefused, ToolFailed
 from .gitrepo import GitRepo
 from .tools import Tool
-from .transaction import UNCHANGED, Plan, Txn, _disk_state
+from .transaction import Plan, Txn, _disk_state
 from .workspace import Result, Workspace
 
 State = tuple[bytes, int] | None
@@ -126,7 +126,6 @@ def _run_mutating(ws: Workspace, script: constraints.Script, args: dict[str, Any
                   tool_use_id: str | None, op_id: str | None) -> Result:
     script_blob = ws.repo.hash_object("blob", script.path.read_bytes())
     op = ws.new_op(script.name, args, tool_use_id=tool_use_id, op_id=op_id, script=script_blob)
-    output: list[str] = []
 
     def plan(txn: Txn) -> Plan:
         before = _snapshot(ws)
@@ -141,10 +140,6 @@ def _run_mutating(ws: Workspace, script: constraints.Script, args: dict[str, Any
                 raise FileRefused(f"{script.name} wrote {rel}, over the size cap; undone.")
             txn.disk[rel] = pre
             txn.writes[rel] = post
-        output.append(result.text)
         return Plan(result.text, f"{script.name} " + ", ".join(sorted(changes))[:60])
 
-    done = ws.transact(op, plan)
-    text = done.text if done.op_id else UNCHANGED
-    return Result(ok=True, text=text, tool=script.name, op=done.op_id, commit=done.commit,
-                  changed=done.changed, external_op=done.external_op)
+    return Result.of(script.name, ws.transact(op, plan))

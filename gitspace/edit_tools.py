@@ -15,7 +15,7 @@ from typing import Any
 from . import ledger, paths
 from .errors import FileRefused, PathRefused, ToolFailed
 from .tools import PATH, builtin, integer, obj, string
-from .transaction import UNCHANGED, Plan, Txn
+from .transaction import Plan, Txn
 from .workspace import Result, Workspace
 
 VIEW_CAP = 16_000
@@ -63,10 +63,7 @@ def edit(ws: Workspace, tool: str, args: dict[str, Any], plan: Any, *,
     """Run ``plan(txn) -> Plan`` as one op and wrap the outcome as a Result."""
     op = ws.new_op(tool, record if record is not None else args, tool_use_id=tool_use_id,
                    op_id=op_id)
-    done = ws.transact(op, plan)
-    text = done.text if done.op_id else UNCHANGED
-    return Result(ok=True, text=text, tool=tool, op=done.op_id, commit=done.commit,
-                  changed=done.changed, external_op=done.external_op)
+    return Result.of(tool, ws.transact(op, plan))
 
 
 def numbered(lines: list[str], start: int) -> str:
@@ -340,7 +337,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     mutates=False,
 )
 def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
-    rel = paths.normalize(args.get("path", ""), allow_root=True)
+    rel, _ = paths.resolve(ws.root, args.get("path", ""), allow_root=True)
     proc = ws.repo.git_status(
         "grep", "--untracked", "-I", "-n", "-E", "--no-color", "-e", args["pattern"], "--",
         rel or ".",

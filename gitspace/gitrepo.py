@@ -165,6 +165,9 @@ class GitRepo:
         # GitPython starts from os.environ; neutralise every inherited GIT_* and pin the repo.
         overrides = {name: "" for name in config.inherited_git_variables()}
         overrides.update(self._pinned())
+        # An empty value does not unset these: git would look for objects in a folder named "".
+        overrides["GIT_OBJECT_DIRECTORY"] = str(self.objects)
+        overrides["GIT_COMMON_DIR"] = str(self.commondir)
         return overrides
 
     def _pinned(self) -> dict[str, str]:

@@ -8,16 +8,9 @@ from typing import Any
 from . import branches, checkpoints, history, undo
 from .errors import BadArguments
 from .tools import builtin, integer, obj, string
-from .transaction import UNCHANGED
 from .workspace import Result, Workspace
 
 CHECKPOINT_NAME = string("Checkpoint name: letters, digits, '.', '_', '-'.")
-
-
-def _op_result(ws: Workspace, tool: str, done: Any) -> Result:
-    text = done.text if done.op_id else UNCHANGED
-    return Result(ok=True, text=text, tool=tool, op=done.op_id, commit=done.commit,
-                  changed=done.changed, external_op=done.external_op)
 
 
 @builtin(
@@ -47,7 +40,7 @@ def restore(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = No
     target = checkpoints.resolve(ws, args["name"])
     op = ws.new_op("restore", {"name": args["name"]}, tool_use_id=tool_use_id, op_id=op_id)
     done = ws.transact(op, checkpoints.restore_plan(ws, args["name"], target))
-    return _op_result(ws, "restore", done)
+    return Result.of("restore", done)
 
 
 @builtin(
@@ -67,7 +60,7 @@ def undo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
                else undo.undo_targets(ws, args.get("count", 1)))
     op = ws.new_op("undo", args, tool_use_id=tool_use_id, op_id=op_id,
                    undo_of=tuple(o.op_id for o, _ in targets))
-    return _op_result(ws, "undo", ws.transact(op, undo.undo_plan(ws, targets)))
+    return Result.of("undo", ws.transact(op, undo.undo_plan(ws, targets)))
 
 
 @builtin(
@@ -81,7 +74,7 @@ def redo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
               op_id: str | None = None) -> Result:
     undo_op, commit = undo.redo_target(ws)
     op = ws.new_op("redo", args, tool_use_id=tool_use_id, op_id=op_id, redo_of=undo_op.op_id)
-    return _op_result(ws, "redo", ws.transact(op, undo.redo_plan(ws, undo_op, commit)))
+    return Result.of("redo", ws.transact(op, undo.redo_plan(ws, undo_op, commit)))
 
 
 @builtin(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import stat as statmod
 import tempfile
 import time
@@ -34,6 +35,8 @@ from .gitrepo import EXEC_MODE, FILE_MODE, LINK_MODE, Entry, GitRepo, Identity
 if TYPE_CHECKING:
     from .workspace import Workspace
 
+# The names tempfile.mkstemp(prefix=".gitspace-") gives put_file's tmp files.
+_TMP_NAME = re.compile(r"\.gitspace-[a-z0-9_]{8}")
 COMMITTER = Identity("gitspace", "gitspace@localhost")
 UNCHANGED = "unchanged: the files already hold that content, so no op was recorded."
 
@@ -241,8 +244,10 @@ class Transactions:
         written: list[str] = []
         try:
             for rel, staged in txn.writes.items():
-                written.append(rel)
                 self.put_file(rel, staged)
+                # Only after it succeeded: put_file changes nothing when it fails, and "restoring"
+                # a path it refused (a folder in the way) would destroy what is there.
+                written.append(rel)
             known = {rel: st for rel, st in txn.stats.items() if rel not in txn.writes}
             self.sync_index(txn.disk.keys(), new, known)
         except BaseException:
@@ -352,6 +357,8 @@ class Transactions:
             self.journal.unlink(missing_ok=True)
             return False
         ref, old, new = record["ref"], record["old"], record["new"]
+        self._break_stale_locks(ref)
+        self._remove_tmp_files(record["paths"])
         if "head" in record:  # an interrupted switch: finish moving HEAD, then the files
             self.repo.set_head(record["head"], COMMITTER, None, None)
         tip = self.repo.read_ref(ref)
@@ -370,6 +377,40 @@ class Transactions:
         # Otherwise something outside gitspace moved the ref: leave its work alone.
         self.journal.unlink(missing_ok=True)
         return True
+
+
+    def _remove_tmp_files(self, paths: list[str]) -> None:
+        """Delete the tmp files ``put_file`` of a crashed op left next to the journal's paths."""
+        folders = {(self.ws.root / rel).parent for rel in paths}
+        for folder in folders:
+            try:
+                names = os.listdir(folder)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in names:
+                if _TMP_NAME.fullmatch(name):
+                    (folder / name).unlink(missing_ok=True)
+
+    def _break_stale_locks(self, ref: str, wait: float = 0.5) -> None:
+        """Remove the lock files a crashed op left behind.
+
+        We hold the workspace lock and a journal exists, so the process that wrote it died mid-op;
+        a ref/index/HEAD lock taken after its journal is its own. A live git process holds such a
+        lock for milliseconds, so one that is still there after ``wait`` seconds is stale.
+        """
+        since = self.journal.stat().st_mtime_ns if self.journal.exists() else 0
+        ref_path = self.repo.commondir / ref
+        locks = [ref_path.with_name(ref_path.name + ".lock"), self.repo.gitdir / "index.lock",
+                 self.repo.gitdir / "HEAD.lock"]
+        deadline = time.monotonic() + wait
+        for lock in locks:
+            while lock.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            try:
+                if lock.stat().st_mtime_ns >= since:
+                    lock.unlink()
+            except FileNotFoundError:
+                pass
 
 
 def _entry_of(repo: GitRepo, state: tuple[bytes, int] | None, *, write: bool) -> Entry | None:

@@ -16,7 +16,7 @@ from typing import Any
 from . import ledger
 from .errors import GitspaceError, NotAWorkspace
 from .gitrepo import GitRepo, Identity
-from .transaction import COMMITTER, Committed, Plan, Transactions, Txn
+from .transaction import COMMITTER, UNCHANGED, Committed, Plan, Transactions, Txn
 
 DEFAULT_IGNORE = "# gitspace: session transcripts stay local unless you opt in\n.gitspace/\n"
 
@@ -37,6 +37,13 @@ class Result:
     @property
     def unchanged(self) -> bool:
         return self.ok and self.op is None
+
+    @classmethod
+    def of(cls, tool: str, done: Committed) -> Result:
+        """The result of a transaction (an op, or 'unchanged' when nothing changed)."""
+        return cls(ok=True, text=done.text if done.op_id else UNCHANGED, tool=tool,
+                   op=done.op_id, commit=done.commit, changed=done.changed,
+                   external_op=done.external_op)
 
 
 class Workspace:
