@@ -1,4 +1,4 @@
-"""Deterministic generator of realistic JSON Lines worklogs: the sample journal and benchmark inputs.
+"""Deterministic generator of realistic JSON Lines worklogs, for the sample and the benchmarks.
 
 Invariant: the same (entries, years, seed) always yields the same entries, byte for byte, so the
 sample workspace's ``journal/worklog.jsonl`` can be regenerated and reviewed as a diff.
@@ -19,7 +19,7 @@ import argparse
 import json
 import random
 from collections.abc import Iterator
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 SEED = 3
@@ -54,7 +54,7 @@ KINDS: list[tuple[list[str], str, bool]] = [
     (["1on1"], "1:1 with {person}: {topic}", False),
     (["refactor", "{area}"], "Refactored the {component} to simplify {topic}", True),
     (["data"], "Backfilled {n}k rows for {project}", True),
-    (["incident", "oncall"], "Incident: the {component} was down {n} min; postmortem drafted", False),
+    (["incident", "oncall"], "Incident: the {component} was down {n} min; postmortem done", False),
 ]
 WEIGHTS = [14, 10, 9, 4, 4, 4, 4, 3, 6, 3, 2, 3, 2, 4, 5, 3, 1]
 
@@ -129,7 +129,7 @@ def generate(entries: int | None = None, years: int = 2, seed: int = SEED) -> It
         projects = calendar.active(day)
         for minute in minutes:
             when = datetime(day.year, day.month, day.day, minute // 60, minute % 60,
-                            tzinfo=timezone.utc)
+                            tzinfo=UTC)
             yield _entry(rng, when, projects)
             produced += 1
             if produced == entries:

@@ -17,11 +17,11 @@ Standard library only; no file in the work tree is ever written from here.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 OUTPUT_BUDGET = 12_000  # characters of body text; headers and footers stay well under 1,000 more
 
@@ -35,7 +35,7 @@ class Refusal(Exception):
 
 
 def run(main: Callable[[dict[str, Any]], str], script: str) -> NoReturn:
-    """Read and validate the JSON arguments, call ``main``, print its text, exit with the contract's code."""
+    """Validate the JSON arguments, call ``main``, print its text, exit with the contract's code."""
     try:
         args = validate(read_stdin_json(), header_schema(script))
         out = main(args)
@@ -61,9 +61,10 @@ def read_stdin_json() -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
-        raise UsageError(f"Arguments must be one JSON object on stdin; could not parse it: {e}.")
+        raise UsageError(f"Arguments must be one JSON object on stdin; could not parse it: {e}.") \
+            from None
     if not isinstance(value, dict):
-        raise UsageError("Arguments must be a JSON object, e.g. {\"path\": \"journal/worklog.jsonl\"}.")
+        raise UsageError('Arguments must be a JSON object, e.g. {"path": "journal/worklog.jsonl"}.')
     return value
 
 
@@ -138,9 +139,11 @@ def root() -> Path:
 def resolve(rel: str, *, must_exist: bool = True) -> Path:
     """An agent-supplied relative path, resolved and proven to stay inside the workspace."""
     if not rel or "\x00" in rel:
-        raise UsageError("The path is empty. Give a path relative to the workspace root, e.g. \"notes\".")
+        raise UsageError('The path is empty. Give a path relative to the workspace root, '
+                         'e.g. "notes".')
     if rel.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", rel):
-        raise UsageError(f"Absolute paths are not allowed: {rel!r}. Use a path relative to the workspace root.")
+        raise UsageError(f"Absolute paths are not allowed: {rel!r}. "
+                         "Use a path relative to the workspace root.")
     parts = re.split(r"[\\/]+", rel)
     if ".." in parts:
         raise UsageError(f"'..' is not allowed in paths: {rel!r}. Paths stay inside the workspace.")
@@ -149,9 +152,11 @@ def resolve(rel: str, *, must_exist: bool = True) -> Path:
     base = root()
     target = (base / rel).resolve()  # follows symlinks, so a link pointing outside is caught here
     if target != base and base not in target.parents:
-        raise UsageError(f"{rel!r} resolves outside the workspace (a symlink?); refusing to follow it.")
+        raise UsageError(f"{rel!r} resolves outside the workspace (a symlink?); "
+                         "refusing to follow it.")
     if must_exist and not target.exists():
-        raise UsageError(f"No such file or folder: {rel!r}. Use stat on a parent folder to see what exists.")
+        raise UsageError(f"No such file or folder: {rel!r}. "
+                         "Use stat on a parent folder to see what exists.")
     return target
 
 
@@ -162,7 +167,7 @@ def display(path: Path) -> str:
 
 
 def fit(lines: list[str], budget: int = OUTPUT_BUDGET, floor: int = 60) -> tuple[list[str], int]:
-    """Truncate every line to an equal share of ``budget`` (never below ``floor``) and return the width.
+    """Cut every line to an equal share of ``budget`` (never below ``floor``); return the width.
 
     Callers cap the number of lines at budget // floor, so the total is bounded by construction.
     """
@@ -171,7 +176,7 @@ def fit(lines: list[str], budget: int = OUTPUT_BUDGET, floor: int = 60) -> tuple
 
 
 def clip(text: str, width: int) -> str:
-    text = " ".join(text.split())  # newlines and tabs inside a value would break the one-line layout
+    text = " ".join(text.split())  # a newline inside a value would break one entry per line
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

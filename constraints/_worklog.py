@@ -28,9 +28,10 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 from _common import Refusal, UsageError, fit, resolve, root
 
@@ -195,28 +196,42 @@ def _write_cache(file: Path, idx: dict[str, Any]) -> None:
         pass  # an unwritable cache only costs speed
 
 
+def _current_index(f: BinaryIO, path: Path, key: list[int]) -> dict[str, Any]:
+    """The cached index if ``key`` (size, mtime, ctime, inode) matches, else extended or rebuilt."""
+    cache = _cache_file(path)
+    idx = _read_cache(cache, path)
+    if idx is not None and idx["stat"] == key:
+        return idx
+    if not _grew_only(f, idx, key):
+        idx = {**_new_index(), "path": str(path)}
+    assert idx is not None
+    _scan(f, idx, key[0])
+    idx["head"], idx["tail"] = _edges(f, idx["end"])
+    idx["stat"] = key
+    if cache is not None:
+        _write_cache(cache, idx)
+    return idx
+
+
+def _grew_only(f: BinaryIO, idx: dict[str, Any] | None, key: list[int]) -> bool:
+    """Same inode, longer, and the indexed region's first and last 4 KiB unchanged."""
+    if idx is None or key[3] != idx["stat"][3] or key[0] <= idx["stat"][0]:
+        return False
+    return _edges(f, idx["end"]) == (idx["head"], idx["tail"])
+
+
 class Worklog:
-    """One worklog opened against a validated index (a private copy: queries never mutate the cache)."""
+    """A worklog opened against a validated index; queries never change the cached copy."""
 
     def __init__(self, path: Path) -> None:
-        if path.is_dir():
-            raise UsageError(f"{path.name!r} is a folder; give the path of a .jsonl worklog file.")
+        if not path.is_file():
+            raise UsageError(f"{path.name!r} is not a file; give the path of a .jsonl worklog.")
         self.path = path.resolve()
         st = os.stat(self.path)
         self.size = st.st_size
         key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-        cache = _cache_file(self.path)
-        idx = _read_cache(cache, self.path)
         with open(self.path, "rb") as f:
-            if idx is None or idx["stat"] != key:
-                if not self._grew_only(f, idx, key):
-                    idx = _new_index()
-                    idx["path"] = str(self.path)
-                _scan(f, idx, self.size)
-                idx["head"], idx["tail"] = _edges(f, idx["end"])
-                idx["stat"] = key
-                if cache is not None:
-                    _write_cache(cache, idx)
+            idx = _current_index(f, self.path, key)
             if idx["end"] < self.size:  # an unterminated last line: counted now, never cached
                 f.seek(idx["end"])
                 idx = {**idx, "tags": dict(idx["tags"]), "projects": dict(idx["projects"]),
@@ -225,18 +240,12 @@ class Worklog:
         self.count: int = idx["count"]
         self.malformed: int = idx["malformed"]
         self.ordered: bool = idx["ordered"]
-        self.earliest: int | None = idx["min"]
-        self.latest: int | None = idx["max"]
+        self.earliest: int = idx["min"] or 0  # only shown when count > 0
+        self.latest: int = idx["max"] or 0
         self.tags: dict[str, int] = idx["tags"]
         self.projects: dict[str, int] = idx["projects"]
         self.pts_us: list[int] = idx["pts_us"]
         self.pts_off: list[int] = idx["pts_off"]
-
-    @staticmethod
-    def _grew_only(f: BinaryIO, idx: dict[str, Any] | None, key: list[int]) -> bool:
-        if idx is None or key[3] != idx["stat"][3] or key[0] <= idx["stat"][0]:
-            return False
-        return _edges(f, idx["end"]) == (idx["head"], idx["tail"])
 
     # ------------------------------------------------------------ queries
 
@@ -258,7 +267,7 @@ class Worklog:
         return ordinal, stop
 
     def select(self, start: int, end: int, limit: int) -> tuple[int, list[dict[str, Any]], int]:
-        """(count, entries, malformed) for start <= ts < end; entries is empty when count > limit."""
+        """(count, entries, malformed) for start <= ts < end; no entries when count > limit."""
         with open(self.path, "rb") as f:
             if not self.ordered:
                 return self._select_by_scan(f, start, end, limit)
@@ -342,7 +351,7 @@ def window_listing(log: Worklog, start: int, end: int, limit: int, label: str,
     """The entries with start <= ts < end, or a Refusal that says how to narrow the window.
 
     ``advice`` turns a window length that would fit into a sentence for this particular tool;
-    ``until`` replaces the printed upper bound (last_hours ends at "now", inclusive).
+    ``until`` replaces the printed upper bound with an inclusive one (last_hours ends at "now").
     """
     count, entries, malformed = log.select(start, end, limit)
     if count > limit:
@@ -354,7 +363,7 @@ def window_listing(log: Worklog, start: int, end: int, limit: int, label: str,
         span = (f"The log runs from {fmt_us(log.earliest)} to {fmt_us(log.latest)} UTC."
                 if log.count else "The log is empty.")
         notes.insert(0, span)
-    bounds = until or f"< {fmt_bound(end)}"
+    bounds = f"<= {until}" if until else f"< {fmt_bound(end)}"
     header = (f"{count} entr{'y' if count == 1 else 'ies'} in {label.lower()}, "
               f"{fmt_bound(start)} <= ts {bounds} (times UTC):")
     return listing(header, entries, malformed, "\n".join(notes))

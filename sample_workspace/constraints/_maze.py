@@ -60,7 +60,9 @@ def at_exit(maze: dict, pos: dict) -> bool:
 
 
 def describe(maze: dict, pos: dict) -> str:
-    where = f"Position: row {pos['row']}, col {pos['col']} ({pos['moves']} moves so far)."
+    n = pos["moves"]
+    moves = f"{n} move{'' if n == 1 else 's'} so far"
+    where = f"Position: row {pos['row']}, col {pos['col']} ({moves})."
     doors = f"Open: {', '.join(open_directions(maze, pos)) or 'none'}."
     if at_exit(maze, pos):
         return f"{where}\n{doors}\nThis is the exit: you have escaped the maze."
