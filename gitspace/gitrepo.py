@@ -120,6 +120,7 @@ class GitRepo:
         self._py = gitpython.Repo(str(root))
         self._py.git.update_environment(**self._env_overrides())
         self._trees: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
+        self._commits: dict[str, Commit] = {}
         self._packed: tuple[float, dict[str, str]] | None = None
         self._last_gc = 0.0
 
@@ -361,9 +362,22 @@ class GitRepo:
     ) -> str:
         lines = [f"tree {tree}", *(f"parent {p}" for p in parents)]
         lines += [f"author {author.line(when)}", f"committer {committer.line(when)}"]
-        return self.write_object("commit", ("\n".join(lines) + "\n\n" + message).encode())
+        sha = self.write_object("commit", ("\n".join(lines) + "\n\n" + message).encode())
+        self._commits[sha] = Commit(sha, tree, tuple(parents), lines[-2][7:], lines[-1][10:],
+                                    message)
+        return sha
 
     def commit(self, sha: str) -> Commit:
+        """A parsed commit (cached: commits are immutable)."""
+        cached = self._commits.get(sha)
+        if cached is not None:
+            return cached
+        if len(self._commits) > 4096:
+            self._commits.clear()
+        self._commits[sha] = found = self._read_commit(sha)
+        return found
+
+    def _read_commit(self, sha: str) -> Commit:
         kind, data = self.read_object(sha)
         if kind != "commit":
             raise NotFound(f"{sha} is a {kind}, not a commit.")
