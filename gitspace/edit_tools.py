@@ -337,7 +337,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     mutates=False,
 )
 def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
-    rel, _ = paths.resolve(ws.root, args.get("path", ""), allow_root=True)
+    rel = paths.resolve(ws.root, args.get("path", ""), allow_root=True)[0]
     proc = ws.repo.git_status(
         "grep", "--untracked", "-I", "-n", "-E", "--no-color", "-e", args["pattern"], "--",
         rel or ".",

@@ -80,9 +80,8 @@ class Index:
 
     def encode(self) -> bytes:
         count = len(self.paths) + sum(self.extra_stages.values())
-        body = _HEADER.pack(b"DIRC", self.version, count) + b"".join(
-            self.raw[p] for p in self.paths
-        )
+        raw = self.raw
+        body = _HEADER.pack(b"DIRC", self.version, count) + b"".join([raw[p] for p in self.paths])
         return body + hashlib.sha1(body).digest()
 
 
@@ -184,8 +183,17 @@ def _identity(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def load(path: Path) -> Index:
-    """The index at ``path`` (an empty one if the file does not exist), cached by identity."""
+def forget(path: Path) -> None:
+    """Drop the cached index for ``path`` (after a caller changed it but did not store it)."""
+    _cache.pop(str(path), None)
+
+
+def load(path: Path, *, copy: bool = True) -> Index:
+    """The index at ``path`` (an empty one if the file does not exist), cached by identity.
+
+    With ``copy=False`` the cached object itself is returned: the caller must ``store`` it or
+    ``forget`` the path, because the cache now holds whatever the caller did to it.
+    """
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -193,10 +201,10 @@ def load(path: Path) -> Index:
     key = str(path)
     hit = _cache.get(key)
     if hit and hit[0] == _identity(st):
-        return _copy(hit[1])
+        return _copy(hit[1]) if copy else hit[1]
     index = parse(path.read_bytes())
     _cache[key] = (_identity(st), index)
-    return _copy(index)
+    return _copy(index) if copy else index
 
 
 def _copy(index: Index) -> Index:
@@ -229,4 +237,4 @@ def store(path: Path, index: Index, *, wait: float = 5.0) -> None:
     except BaseException:
         lock.unlink(missing_ok=True)
         raise
-    _cache[str(path)] = (_identity(os.stat(path)), _copy(index))
+    _cache[str(path)] = (_identity(os.stat(path)), index)

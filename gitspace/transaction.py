@@ -303,10 +303,26 @@ class Transactions:
         tree = self.repo.commit(commit).tree
         index_path = self.repo.gitdir / "index"
         try:
-            index = gitindex.load(index_path)
+            # No defensive copy of a 10,000-entry index per op: on any failure we forget it.
+            index = gitindex.load(index_path, copy=False)
         except gitindex.IndexUnsupported:
             self._sync_index_with_git(list(paths), tree)
             return
+        try:
+            self._update_entries(index, paths, tree, known)
+            gitindex.store(index_path, index)
+        except gitindex.IndexLocked:
+            gitindex.forget(index_path)
+            raise LockTimeout(
+                f"{index_path}.lock exists: another git process is updating the index.",
+                hint="If no git process is running, remove that file and try again.",
+            ) from None
+        except BaseException:
+            gitindex.forget(index_path)
+            raise
+
+    def _update_entries(self, index: gitindex.Index, paths: Iterable[str], tree: str,
+                        known: dict[str, os.stat_result]) -> None:
         for rel in paths:
             entry = self.repo.entry_at(tree, rel)
             if entry is None or entry.is_tree:
@@ -319,7 +335,6 @@ class Transactions:
                     except FileNotFoundError:
                         st = None
                 index.set(rel, entry.sha, entry.mode, st)
-        gitindex.store(index_path, index)
 
     def _sync_index_with_git(self, paths: list[str], tree: str) -> None:
         lines = []

@@ -1,0 +1,212 @@
+"""Shared fixtures: hermetic real-git workspaces in temporary folders.
+
+Every test runs with HOME pointing at an empty temporary folder and no global or system git config,
+and any attempt by this process to write under the real home directory fails the test. Git is never
+mocked: helpers here run the real ``git`` CLI against the repositories gitspace made.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gitspace
+from gitspace.ledger import LedgerError, Op, parse_message
+
+REAL_HOME = Path(os.path.expanduser("~")).resolve()
+_guard = {"on": False}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_WRITE_EVENTS = {"os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.symlink", "os.link",
+                 "os.chmod", "os.truncate", "os.utime", "shutil.rmtree", "shutil.move"}
+
+
+class WroteToRealHome(AssertionError):
+    """A test tried to write under the real $HOME."""
+
+
+def _under_home(path: object) -> bool:
+    if isinstance(path, int) or path is None:
+        return False
+    try:
+        full = Path(os.fsdecode(path)).absolute()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return full == REAL_HOME or REAL_HOME in full.parents
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if not _guard["on"]:
+        return
+    if event == "open":
+        path, mode, flags = (tuple(args) + (None, None, None))[:3]
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            isinstance(flags, int) and flags & _WRITE_FLAGS
+        )
+        if writing and _under_home(path):
+            raise WroteToRealHome(f"a test tried to write {path} under the real HOME")
+    elif event in _WRITE_EVENTS and args and any(_under_home(a) for a in args[:2]):
+        raise WroteToRealHome(f"a test tried {event} on {args[:2]} under the real HOME")
+
+
+sys.addaudithook(_audit)
+
+
+def _home_fingerprint() -> dict[str, tuple[int, int]]:
+    """mtime and size of the real home folder and its direct children (git config lives there)."""
+    out = {}
+    for p in [REAL_HOME, *REAL_HOME.iterdir(), REAL_HOME / ".config" / "git"]:
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        out[str(p)] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """HOME is an empty tmp folder, git reads no global/system config, real HOME is untouched."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                 "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES", "GITSPACE_AGENT"):
+        monkeypatch.delenv(name, raising=False)
+    before = _home_fingerprint()
+    _guard["on"] = True
+    try:
+        yield home
+    finally:
+        _guard["on"] = False
+    assert _home_fingerprint() == before, "something wrote into the real home folder"
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def git_env() -> dict[str, str]:
+    """The environment our own git CLI calls use: no inherited GIT_* redirection, fixed identity."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1",
+               GIT_AUTHOR_NAME="Test Human", GIT_AUTHOR_EMAIL="human@example.com",
+               GIT_COMMITTER_NAME="Test Human", GIT_COMMITTER_EMAIL="human@example.com")
+    return env
+
+
+def git_run(root: Path | str, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", *args], cwd=root, env=git_env(), input=input, capture_output=True)
+
+
+def git(root: Path | str, *args: str, input: bytes | None = None) -> str:
+    """Run the real git CLI in ``root`` and return stdout; fail the test on a non-zero exit."""
+    proc = git_run(root, *args, input=input)
+    assert proc.returncode == 0, f"git {' '.join(args)} failed: {proc.stderr.decode()}"
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def assert_clean(root: Path | str) -> None:
+    """Nothing pending in ``git status`` and ``git fsck --strict`` accepts the repository."""
+    status = git(root, "status", "--porcelain", "--untracked-files=all")
+    assert status == "", f"git status is not clean:\n{status}"
+    fsck = git_run(root, "fsck", "--strict", "--no-progress")
+    assert fsck.returncode == 0, f"git fsck failed:\n{fsck.stdout.decode()}{fsck.stderr.decode()}"
+    assert not list(Path(root, ".git").rglob("*.lock")), "a .lock file was left behind"
+    assert not Path(root, ".git", "gitspace", "journal.json").exists(), "a journal was left behind"
+
+
+def ops(root: Path | str, rev: str = "HEAD", first_parent: bool = True) -> list[Op]:
+    """The ops on ``rev`` according to plain ``git log``, oldest first (non-op commits skipped)."""
+    args = ["log", "-z", "--format=%B", "--reverse"]
+    if first_parent:
+        args.append("--first-parent")
+    out = git(root, *args, rev, "--")
+    found = []
+    for message in out.split("\0"):
+        if message.strip():
+            op = parse_message(message.lstrip("\n"))
+            if op is not None:
+                found.append(op)
+    return found
+
+
+def op_ids(root: Path | str, rev: str = "HEAD") -> list[str]:
+    return [op.op_id for op in ops(root, rev)]
+
+
+def head(root: Path | str, rev: str = "HEAD") -> str:
+    return git(root, "rev-parse", rev).strip()
+
+
+def message_of(root: Path | str, rev: str = "HEAD") -> str:
+    return git(root, "log", "-1", "--format=%B", rev)
+
+
+def changed_files(root: Path | str, rev: str = "HEAD") -> list[str]:
+    """Paths a commit changes relative to its first parent."""
+    out = git(root, "diff-tree", "-r", "--no-commit-id", "--name-only", "-z", f"{rev}^", rev)
+    return sorted(p for p in out.split("\0") if p)
+
+
+def files(root: Path | str) -> dict[str, str]:
+    """Every work-tree file outside .git as {relative path: text}."""
+    base = Path(root)
+    out = {}
+    for p in sorted(base.rglob("*")):
+        rel = p.relative_to(base).as_posix()
+        if rel == ".git" or rel.startswith(".git/") or p.is_dir():
+            continue
+        out[rel] = p.read_bytes().decode("utf-8", "surrogateescape") if not p.is_symlink() \
+            else "-> " + os.readlink(p)
+    return out
+
+
+def state(root: Path | str) -> tuple[str, str, bytes, dict[str, str]]:
+    """(branch ref, HEAD target, index bytes, files): everything a failed op must leave alone."""
+    base = Path(root)
+    index = base / ".git" / "index"
+    return (
+        git(root, "symbolic-ref", "HEAD").strip(),
+        head(root),
+        index.read_bytes() if index.exists() else b"",
+        files(root),
+    )
+
+
+def parse_or_error(message: str) -> Op | None | LedgerError:
+    try:
+        return parse_message(message)
+    except LedgerError as e:
+        return e
+
+
+# -- fixtures --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ws_root(tmp_path: Path) -> Path:
+    return tmp_path / "ws"
+
+
+@pytest.fixture
+def ws(ws_root: Path) -> Iterator[gitspace.Workspace]:
+    """A freshly initialised workspace for agent "tester", closed afterwards."""
+    workspace = gitspace.init(ws_root, agent="tester")
+    try:
+        yield workspace
+    finally:
+        workspace.close()
+
+
+def call_ok(ws: gitspace.Workspace, tool: str, args: Mapping[str, Any] | None = None) -> gitspace.Result:
+    """Call a tool that must succeed and return its result."""
+    result = ws.call(tool, dict(args or {}))
+    assert result.ok, f"{tool} {args} failed: {result.text}"
+    return result

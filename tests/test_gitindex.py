@@ -1,0 +1,151 @@
+"""The index gitspace writes is one git reads as its own: clean status, entries equal HEAD, and
+indexes in formats the writer does not handle fall back to git and still end clean."""
+
+from __future__ import annotations
+
+import functools
+import random
+from pathlib import Path
+
+import pytest
+from conftest import assert_clean, call_ok, git
+
+import gitspace
+from gitspace import gitindex
+from gitspace.errors import LockTimeout
+
+FILES = 2000
+
+
+def _populate(root: Path) -> list[str]:
+    paths = []
+    for i in range(FILES):
+        rel = f"d{i % 7}/e{i % 11}/f{i % 3}/file{i}.txt"
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"file {i}\n" + "line\n" * (i % 5))
+        paths.append(rel)
+    return paths
+
+
+def assert_index_matches_head(root: Path) -> None:
+    index = [ln.split(None, 3) for ln in git(root, "ls-files", "-s").splitlines()]
+    tree = [ln.split(None, 3) for ln in git(root, "ls-tree", "-r", "HEAD").splitlines()]
+    assert [(mode, sha, path) for mode, sha, _stage, path in index] == [
+        (mode, sha, path) for mode, _kind, sha, path in tree]
+    assert git(root, "diff-index", "--cached", "HEAD") == ""
+    assert_clean(root)
+
+
+def _many_ops(ws: gitspace.Workspace, paths: list[str], seed: int, count: int = 40) -> None:
+    rng = random.Random(seed)
+    for n in range(count):
+        rel = rng.choice(paths)
+        kind = n % 5
+        if kind == 0:
+            call_ok(ws, "append", {"path": rel, "text": f"op {n}\n"})
+        elif kind == 1:
+            call_ok(ws, "str_replace", {"path": rel, "old_str": "file", "new_str": f"F{n}"})
+        elif kind == 2:
+            new = f"new/{n}/x{n}.txt"
+            call_ok(ws, "create", {"path": new, "file_text": f"{n}\n"})
+            paths.append(new)
+        elif kind == 3:
+            call_ok(ws, "delete", {"path": rel})
+            paths.remove(rel)
+        else:
+            new = f"moved/{n}.txt"
+            call_ok(ws, "rename", {"old_path": rel, "new_path": new})
+            paths[paths.index(rel)] = new
+
+
+def test_many_ops_on_a_large_nested_tree_keep_the_index_exact(ws_root: Path) -> None:
+    ws_root.mkdir()
+    paths = _populate(ws_root)
+    with gitspace.init(ws_root, agent="tester") as ws:
+        assert git(ws_root, "ls-files").count("\n") == FILES + 1
+        assert_index_matches_head(ws_root)
+        _many_ops(ws, paths, seed=1)
+        assert_index_matches_head(ws_root)
+        call_ok(ws, "undo", {"count": 5})
+        call_ok(ws, "checkpoint", {"name": "cp"})
+        call_ok(ws, "delete", {"path": "d3"})
+        assert not (ws_root / "d3").exists()
+        assert_index_matches_head(ws_root)
+        call_ok(ws, "restore", {"name": "cp"})
+        assert_index_matches_head(ws_root)
+
+
+def test_our_index_round_trips_a_git_written_index(ws: gitspace.Workspace) -> None:
+    root = ws.root
+    for i in range(20):
+        (root / f"f{i}.txt").write_text(f"{i}\n")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=x", "-c", "user.email=y@z", "commit", "-q", "-m", "by git")
+    git(root, "update-index", "--refresh")
+    listing = git(root, "ls-files", "-s", "--debug")
+    index_path = root / ".git" / "index"
+    gitindex.store(index_path, gitindex.parse(index_path.read_bytes()))
+    assert git(root, "ls-files", "-s", "--debug") == listing
+    assert_clean(root)
+
+
+def _prepare(ws: gitspace.Workspace) -> None:
+    for i in range(30):
+        call_ok(ws, "create", {"path": f"dir{i % 3}/f{i}.txt", "file_text": f"{i}\n"})
+
+
+@pytest.mark.parametrize("setup", [
+    ["update-index", "--index-version", "3"],
+    ["update-index", "--index-version", "4"],
+    ["update-index", "--split-index"],
+    ["update-index", "--untracked-cache"],
+])
+def test_index_formats_written_by_git_still_work(ws: gitspace.Workspace, setup: list[str]) -> None:
+    root = ws.root
+    _prepare(ws)
+    git(root, *setup)
+    git(root, "status", "--porcelain")  # let git rewrite the index in that format
+    for n in range(6):
+        call_ok(ws, "append", {"path": f"dir{n % 3}/f{n}.txt", "text": "more\n"})
+    call_ok(ws, "create", {"path": "dir9/new.txt", "file_text": "new\n"})
+    call_ok(ws, "delete", {"path": "dir2/f2.txt"})
+    call_ok(ws, "rename", {"old_path": "dir1", "new_path": "dir7"})
+    call_ok(ws, "undo", {})
+    (root / "outside.txt").write_text("x\n")
+    assert ws.snapshot().ok
+    assert (root / "dir0" / "f0.txt").read_text() == "0\nmore\n"
+    assert_index_matches_head(root)
+
+
+def test_skip_worktree_flag_in_a_version_3_index_is_preserved(ws: gitspace.Workspace) -> None:
+    root = ws.root
+    _prepare(ws)
+    git(root, "update-index", "--skip-worktree", "dir0/f0.txt")
+    assert (root / ".git" / "index").read_bytes()[4:8] == b"\0\0\0\3"  # git upgraded it
+    for n in range(1, 6):
+        call_ok(ws, "append", {"path": f"dir{n % 3}/f{n}.txt", "text": "more\n"})
+    flags = {ln[2:]: ln[0] for ln in git(root, "ls-files", "-v").splitlines()}
+    assert flags["dir0/f0.txt"] == "S" and flags["dir1/f1.txt"] == "H"
+    assert_index_matches_head(root)
+    # An op on the skip-worktree path itself replaces its entry with a plain one.
+    call_ok(ws, "append", {"path": "dir0/f0.txt", "text": "more\n"})
+    assert_index_matches_head(root)
+
+
+def test_index_lock_held_by_git_makes_the_op_fail_cleanly(
+    ws: gitspace.Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call_ok(ws, "create", {"path": "a.txt", "file_text": "1\n"})
+    monkeypatch.setattr(gitindex, "store", functools.partial(gitindex.store, wait=0.1))
+    lock = ws.root / ".git" / "index.lock"
+    lock.write_bytes(b"")
+    before = git(ws.root, "rev-parse", "HEAD").strip()
+    result = ws.call("append", {"path": "a.txt", "text": "2\n"})
+    assert not result.ok and isinstance(result.error, LockTimeout)
+    assert "index.lock exists" in result.text
+    assert lock.read_bytes() == b""  # someone else's lock is left alone
+    lock.unlink()
+    assert git(ws.root, "rev-parse", "HEAD").strip() == before
+    assert (ws.root / "a.txt").read_text() == "1\n"
+    assert_index_matches_head(ws.root)
