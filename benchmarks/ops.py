@@ -273,7 +273,10 @@ def disk_usage(path: Path) -> tuple[int, int]:
     blocks = apparent = 0
     for dirpath, dirnames, filenames in os.walk(path):
         for name in dirnames + filenames:
-            st = os.lstat(os.path.join(dirpath, name))
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except FileNotFoundError:  # a background repack removed it while we walked
+                continue
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
@@ -296,8 +299,13 @@ def wait_for_gc(gitdir: Path, limit: float = 180.0, repo: object = None) -> floa
 
 def loose_objects(gitdir: Path) -> int:
     objects = gitdir / "objects"
-    return sum(len(os.listdir(objects / d)) for d in os.listdir(objects)
-               if len(d) == 2 and (objects / d).is_dir())
+    total = 0
+    for d in os.listdir(objects):
+        try:
+            total += len(os.listdir(objects / d)) if len(d) == 2 else 0
+        except (FileNotFoundError, NotADirectoryError):  # removed by a repack meanwhile
+            continue
+    return total
 
 
 # -- the run ---------------------------------------------------------------------------------
