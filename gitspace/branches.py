@@ -48,7 +48,7 @@ def create(ws: Workspace, name: str, start: str) -> Branch:
     if ws.repo.read_ref(f"refs/heads/{name}") is not None:
         raise GitspaceError(f"A branch named {name!r} already exists.",
                             hint="Switch to it with the switch tool, or pick another name.")
-    ws.repo.cas_ref(f"refs/heads/{name}", None, start, ws.author, f"gitspace: branch {name}")
+    ws.transactions.create_ref(f"refs/heads/{name}", start, ws.author, f"gitspace: branch {name}")
     return Branch(name, start, False)
 
 

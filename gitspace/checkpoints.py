@@ -50,18 +50,18 @@ def create(ws: Workspace, name: str, message: str = "") -> Checkpoint:
     text = " ".join(message.split())[:500]
     body = f"{text or 'checkpoint ' + name}\n\nGitspace-Checkpoint: {name}\n" \
            f"Gitspace-Branch: {branch}\nGitspace-Agent: {agent}\n"
-    ws.repo.create_tag(f"gitspace/{name}", tip, body, Identity(agent, f"{agent}@gitspace"))
+    tagger = Identity(agent, f"{agent}@gitspace")
+    tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
+    ws.transactions.create_ref(PREFIX + name, tag, tagger, f"checkpoint {name}")
     return Checkpoint(name, tip, branch, agent, ws.repo.commit(tip).time, text)
 
 
 def listing(ws: Workspace) -> list[Checkpoint]:
     out = []
-    for ref, obj, commit in ws.repo.refs(PREFIX.rstrip("/")):
-        tagger, message = ws.repo.tag_message(obj)
+    for ref, _, commit, when, message in ws.repo.tags(PREFIX.rstrip("/")):
         fields = dict(
             line.split(": ", 1) for line in message.splitlines() if line.startswith("Gitspace-")
         )
-        when = int(tagger.rsplit(" ", 2)[-2]) if tagger.count(" ") >= 2 else 0
         out.append(Checkpoint(
             name=ref[len(PREFIX):], commit=commit,
             branch=fields.get("Gitspace-Branch", "?"), agent=fields.get("Gitspace-Agent", "?"),

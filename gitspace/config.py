@@ -51,3 +51,11 @@ def max_file_bytes(default: int = 1 << 20) -> int:
     if raw and raw.isdigit():
         return int(raw)
     return default
+
+
+def pack_threshold(default: int = 1024) -> int:
+    """Loose objects that trigger a background repack (GITSPACE_PACK_THRESHOLD; 0 turns it off)."""
+    raw = os.environ.get("GITSPACE_PACK_THRESHOLD")
+    if raw and raw.isdigit():
+        return int(raw)
+    return default

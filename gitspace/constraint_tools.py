@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import constraints
-from .errors import ConstraintError, FileRefused, ToolFailed
+from .errors import FileRefused, ToolFailed
 from .gitrepo import GitRepo
 from .tools import Tool
 from .transaction import Plan, Txn, _disk_state
@@ -59,7 +59,7 @@ def _cache_dir(ws: Workspace) -> Path:
 
 def _snapshot(ws: Workspace) -> dict[str, State]:
     """Disk state of every path git reports as differing (before a script runs)."""
-    before = {}
+    before: dict[str, State] = {}
     for rel in ws.repo.status_paths():
         path = ws.root / rel
         if os.path.isfile(path) and os.path.getsize(path) > ws.max_file_bytes:
@@ -93,12 +93,7 @@ def _undo_changes(ws: Workspace, changes: dict[str, tuple[State, State]]) -> Non
 
 
 def _run(ws: Workspace, script: constraints.Script, args: dict[str, Any]) -> constraints.RunResult:
-    try:
-        return constraints.run(script, args, cwd=ws.root, cache_dir=_cache_dir(ws))
-    except ConstraintError:
-        raise
-    except OSError as e:
-        raise ToolFailed(f"{script.name} could not be started: {e.strerror}.") from None
+    return constraints.run(script, args, cwd=ws.root, cache_dir=_cache_dir(ws))
 
 
 def run_script(ws: Workspace, script: constraints.Script, args: dict[str, Any], *,

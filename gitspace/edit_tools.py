@@ -338,7 +338,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
 )
 def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
     rel = paths.resolve(ws.root, args.get("path", ""), allow_root=True)[0]
-    proc = ws.repo.git_status(
+    proc = ws.repo.run_git(
         "grep", "--untracked", "-I", "-n", "-E", "--no-color", "-e", args["pattern"], "--",
         rel or ".",
     )

@@ -18,9 +18,10 @@ import bisect
 import hashlib
 import os
 import struct
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import lockfile
 
 _HEADER = struct.Struct(">4sLL")
 _ENTRY = struct.Struct(">10L20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, sha, flags
@@ -219,22 +220,9 @@ def _copy(index: Index) -> Index:
 
 
 def store(path: Path, index: Index, *, wait: float = 5.0) -> None:
-    """Write ``index`` to ``path`` under git's lock protocol."""
-    lock = path.with_name(path.name + ".lock")
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            break
-        except FileExistsError:
-            if time.monotonic() > deadline:
-                raise IndexLocked(str(lock)) from None
-            time.sleep(0.005)
+    """Write ``index`` to ``path`` under git's lock protocol (IndexLocked if git holds it)."""
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(index.encode())
-        os.replace(lock, path)
-    except BaseException:
-        lock.unlink(missing_ok=True)
-        raise
+        lockfile.replace(path, index.encode(), wait)
+    except lockfile.Locked as e:
+        raise IndexLocked(str(e.lock)) from None
     _cache[str(path)] = (_identity(os.stat(path)), index)

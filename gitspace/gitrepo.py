@@ -26,7 +26,7 @@ from pathlib import Path
 
 import git as gitpython
 
-from . import config
+from . import config, lockfile
 from .errors import ConcurrentUpdate, GitspaceError, NotAWorkspace, NotFound
 
 TREE_MODE = 0o040000
@@ -99,6 +99,13 @@ class GitCommandError(GitspaceError):
     """A git plumbing command failed."""
 
 
+def _locked(lock: Path) -> GitspaceError:
+    return GitspaceError(
+        f"{lock} exists: another git process is updating it.",
+        hint="If no git process is running, remove that file and try again.",
+    )
+
+
 def _mode_bytes(mode: int) -> bytes:
     return b"40000" if mode == TREE_MODE else b"%o" % mode
 
@@ -161,8 +168,6 @@ class GitRepo:
 
     def close(self) -> None:
         self._py.close()
-        if self._packer is not None and self._packer.poll() is not None:
-            self._packer = None
 
     def _env_overrides(self) -> dict[str, str]:
         # GitPython starts from os.environ; neutralise every inherited GIT_* and pin the repo.
@@ -187,19 +192,19 @@ class GitRepo:
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-        """Run a git command with hooks disabled and the repository pinned; return stdout."""
+    def run_git(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        """Run a git command with hooks disabled and the repository pinned."""
         cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
-        proc = subprocess.run(cmd, cwd=self.root, env=self._env, input=input, capture_output=True)
+        return subprocess.run(cmd, cwd=self.root, env=self._env, input=input, capture_output=True)
+
+    def git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        """``run_git`` returning stdout; a failure raises GitCommandError unless check=False."""
+        proc = self.run_git(*args, input=input)
         if check and proc.returncode != 0:
             raise GitCommandError(
                 f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}"
             )
         return proc.stdout
-
-    def git_status(self, *args: str) -> subprocess.CompletedProcess[bytes]:
-        cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
-        return subprocess.run(cmd, cwd=self.root, env=self._env, capture_output=True)
 
     # -- objects -----------------------------------------------------------------------------
 
@@ -418,7 +423,8 @@ class GitRepo:
         """The commit a revision names, or None (a tag resolves to its commit)."""
         if rev.startswith("-"):
             return None
-        proc = self.git_status("rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}")
+        proc = self.run_git("rev-parse", "--verify", "--quiet", "--end-of-options",
+                            rev + "^{commit}")
         return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
     # -- refs --------------------------------------------------------------------------------
@@ -461,7 +467,11 @@ class GitRepo:
         return None
 
     def set_head(self, branch: str, ident: Identity, old: str | None, new: str | None) -> None:
-        self._write_locked(self.gitdir / "HEAD", f"ref: refs/heads/{branch}\n")
+        head = self.gitdir / "HEAD"
+        try:
+            lockfile.replace(head, f"ref: refs/heads/{branch}\n".encode())
+        except lockfile.Locked:
+            raise _locked(head.with_name("HEAD.lock")) from None
         if old and new:
             self._reflog("HEAD", old, new, ident, f"checkout: moving to {branch}")
 
@@ -473,7 +483,10 @@ class GitRepo:
             path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
             raise GitspaceError(f"Cannot create {ref}: a ref with a prefix of that name exists.") from None
-        fd = self._lock(lock)
+        try:
+            fd = lockfile.acquire(lock)
+        except lockfile.Locked:
+            raise _locked(lock) from None
         try:
             current = self.read_ref(ref)
             if current != old:
@@ -495,30 +508,6 @@ class GitRepo:
         if ref.startswith("refs/heads/") and self.head_branch() == ref[len("refs/heads/") :]:
             self._reflog("HEAD", old or ZERO, new, ident, message)
 
-    def _lock(self, lock: Path, wait: float = 5.0) -> int:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                return os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                if time.monotonic() > deadline:
-                    raise GitspaceError(
-                        f"{lock} exists: another git process is updating this ref.",
-                        hint="If no git process is running, remove that file and try again.",
-                    ) from None
-                time.sleep(0.005)
-
-    def _write_locked(self, path: Path, text: str) -> None:
-        lock = path.with_name(path.name + ".lock")
-        fd = self._lock(lock)
-        try:
-            os.write(fd, text.encode())
-            os.close(fd)
-            os.replace(lock, path)
-        except BaseException:
-            lock.unlink(missing_ok=True)
-            raise
-
     def _reflog(self, ref: str, old: str, new: str, ident: Identity, message: str) -> None:
         base = self.gitdir if ref == "HEAD" else self.commondir
         log = base / "logs" / ref
@@ -527,29 +516,26 @@ class GitRepo:
         with open(log, "a", encoding="utf-8", errors="surrogateescape") as out:
             out.write(line)
 
-    def create_tag(self, name: str, target: str, message: str, tagger: Identity) -> str:
+    def write_tag(self, name: str, target: str, message: str, tagger: Identity) -> str:
+        """An annotated tag object (the ref is the caller's to set)."""
         body = f"object {target}\ntype commit\ntag {name}\ntagger {tagger.line()}\n\n{message}"
-        tag = self.write_object("tag", body.encode())
-        self.cas_ref(f"refs/tags/{name}", None, tag, tagger, f"checkpoint {name}")
-        return tag
+        return self.write_object("tag", body.encode())
 
     def refs(self, prefix: str) -> list[tuple[str, str, str]]:
         """(refname, object, peeled commit) for refs under ``prefix``, via for-each-ref."""
-        out = self.git("for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", prefix)
-        rows = []
-        for line in out.decode().splitlines():
-            name, obj, peeled = line.split("\0")
-            rows.append((name, obj, peeled or obj))
-        return rows
+        return [(name, obj, peeled) for name, obj, peeled, _, _ in self.tags(prefix)]
 
-    def tag_message(self, tag_sha: str) -> tuple[str, str]:
-        """(tagger line, message) of an annotated tag object."""
-        kind, data = self.read_object(tag_sha)
-        if kind != "tag":
-            return "", ""
-        head, _, message = data.decode(errors="replace").partition("\n\n")
-        tagger = next((ln[7:] for ln in head.splitlines() if ln.startswith("tagger ")), "")
-        return tagger, message
+    def tags(self, prefix: str) -> list[tuple[str, str, str, int, str]]:
+        """(refname, object, peeled commit, tagger time, tag message) under ``prefix``, one call."""
+        fmt = "%(refname)%00%(objectname)%00%(*objectname)%00%(taggerdate:unix)%00%(contents)%1e"
+        out = self.git("for-each-ref", f"--format={fmt}", prefix)
+        rows = []
+        for record in out.decode(errors="replace").split("\x1e"):
+            record = record.lstrip("\n")
+            if record:
+                name, obj, peeled, when, message = record.split("\0", 4)
+                rows.append((name, obj, peeled or obj, int(when or 0), message))
+        return rows
 
     # -- work tree helpers -------------------------------------------------------------------
 
@@ -565,28 +551,18 @@ class GitRepo:
                 paths.append(os.fsdecode(record[3:]))
         return paths
 
-    def is_ignored(self, paths: list[str]) -> set[str]:
-        if not paths:
-            return set()
-        out = self.git(
-            "check-ignore", "-z", "--stdin",
-            input=b"\0".join(os.fsencode(p) for p in paths) + b"\0",
-            check=False,
-        )
-        return {os.fsdecode(p) for p in out.split(b"\0") if p}
-
     def merge_blobs(self, ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
         """A three-way merge of file contents, or None when it conflicts."""
-        with tempfile.TemporaryDirectory(prefix="gitspace-merge-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="gitspace-merge-", dir=self.gitdir) as tmp:
             files = []
             for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
                 p = Path(tmp, name)
                 p.write_bytes(data)
                 files.append(str(p))
-            proc = self.git_status("merge-file", "-p", *files)
+            proc = self.run_git("merge-file", "-p", *files)
         return proc.stdout if proc.returncode == 0 else None
 
-    def maybe_pack(self, threshold: int = 1024, pack_limit: int = 12) -> bool:
+    def maybe_pack(self, threshold: int | None = None, pack_limit: int = 12) -> bool:
         """Pack loose objects in the background once about ``threshold`` have piled up.
 
         Cheap enough for every op: it looks at two of the 256 fan-out folders (as ``git gc --auto``
@@ -594,7 +570,8 @@ class GitRepo:
         merged into one (``repack -a``) once there are more than ``pack_limit`` of them, so the
         repository stays near its ``git gc`` size. True if a repack was started.
         """
-        if self._packer is not None and self._packer.poll() is None:
+        threshold = config.pack_threshold() if threshold is None else threshold
+        if threshold <= 0 or self._packer is not None and self._packer.poll() is None:
             return False
         self._packer = None
         sample = 0

@@ -91,12 +91,11 @@ def redo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
 def branch_tool(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
     start = checkpoints.resolve(ws, args["from"]) if "from" in args else ws.tip()
     created = branches.create(ws, args["name"], start)
-    text = f"Branch {created.name} created at {start[:12]}"
+    text = f"Branch {created.name} created at {start[:12]}."
     if args.get("switch", True):
         changed = branches.switch(ws, created.name)
-        text += f" and checked out ({changed} file(s) changed)."
-    return Result(ok=True, text=text + ("" if text.endswith(")") or text.endswith(".") else "."),
-                  tool="branch", commit=start)
+        text = f"{text[:-1]} and checked out ({changed} file(s) changed)."
+    return Result(ok=True, text=text, tool="branch", commit=start)
 
 
 @builtin(

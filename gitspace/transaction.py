@@ -22,7 +22,7 @@ import re
 import stat as statmod
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,12 +62,14 @@ class Committed:
 
 
 def _disk_state(
-    path: Path, stats: dict[str, os.stat_result] | None = None, rel: str = ""
+    path: Path, stats: dict[str, os.stat_result] | None = None, rel: str = "",
+    limit: int | None = None,
 ) -> tuple[bytes, int] | None:
     """(content, git mode) of a work-tree path, None when absent.
 
     The stat is taken before the content is read and kept in ``stats``: an index entry built from
-    it can only ever be older than the content, so git re-checks rather than trusts it.
+    it can only ever be older than the content, so git re-checks rather than trusts it. A regular
+    file larger than ``limit`` is refused before it is read.
     """
     try:
         st = os.lstat(path)
@@ -79,6 +81,11 @@ def _disk_state(
         return os.fsencode(os.readlink(path)), LINK_MODE
     if statmod.S_ISDIR(st.st_mode):
         return None
+    if limit is not None and st.st_size > limit:
+        raise FileRefused(
+            f"{rel} is {st.st_size:,} bytes, over the {limit:,}-byte cap for files gitspace edits.",
+            hint="Read it with the constraint tools (stat, grep, peek, range).",
+        )
     mode = EXEC_MODE if st.st_mode & 0o100 else FILE_MODE
     return path.read_bytes(), mode
 
@@ -96,16 +103,10 @@ class Txn:
 
     def _disk(self, rel: str) -> tuple[bytes, int] | None:
         if rel not in self.disk:
-            path = self.ws.root / rel
             try:
-                if path.is_file() and path.stat().st_size > self.ws.max_file_bytes:
-                    raise FileRefused(
-                        f"{rel} is {path.stat().st_size:,} bytes, over the "
-                        f"{self.ws.max_file_bytes:,}-byte cap for files gitspace edits.",
-                        hint="Read it with the constraint tools (stat, grep, peek, range).",
-                    )
-                self.disk[rel] = _disk_state(path, self.stats, rel)
-            except (IsADirectoryError, PermissionError) as e:
+                self.disk[rel] = _disk_state(self.ws.root / rel, self.stats, rel,
+                                             limit=self.ws.max_file_bytes)
+            except PermissionError as e:
                 raise ToolFailed(f"{rel} cannot be read: {e.strerror}.") from None
         return self.disk[rel]
 
@@ -149,7 +150,6 @@ class Transactions:
         self.state_dir = ws.repo.gitdir / "gitspace"
         self.state_dir.mkdir(exist_ok=True)
         self.journal = self.state_dir / "journal.json"
-        self.tmp_dir = self.state_dir / "tmp"
 
     # -- locking -----------------------------------------------------------------------------
 
@@ -198,9 +198,9 @@ class Transactions:
         repo = self.repo
         external: dict[str, Entry | None] = {}
         for rel, state in txn.disk.items():
-            entry = txn.entry(rel)
-            if _entry_of(repo, state, write=False) != entry:
-                external[rel] = _entry_of(repo, state, write=True)
+            found = _entry_of(repo, state, write=False)
+            if found != txn.entry(rel):
+                external[rel] = found
         tool_changes: dict[str, Entry | None] = {}
         for rel, staged in txn.writes.items():
             if staged != txn.disk.get(rel):
@@ -209,33 +209,55 @@ class Transactions:
             return Committed(text=outcome.text or "unchanged", op_id=None, commit=None)
         base_tree, parent, ext_id = txn.tree, txn.tip, None
         if external:
-            ext_op = ledger.Op(
-                op_id=ledger.new_op_id(),
-                tool="external_edit",
-                args={"paths": sorted(external)},
-                source="external",
-                agent=self.ws.external_author,
-            )
-            base_tree = repo.update_tree(base_tree, external)
-            message = ledger.encode_message(
-                ext_op, f"external edit of {_summary(sorted(external))}",
-                "Outside changes found before " + op.tool + ".",
-            )
-            parent = repo.write_commit(
-                base_tree, [parent], message, Identity(self.ws.external_author, "unknown@gitspace"),
-                COMMITTER,
-            )
-            ext_id = ext_op.op_id
+            for rel, state in txn.disk.items():
+                if rel in external and state is not None:
+                    repo.write_blob(state[0])
+            parent, base_tree, ext_id = self.commit_external(
+                parent, base_tree, external, f"Outside changes found before {op.tool}.")
         new_tree = repo.update_tree(base_tree, tool_changes)
         message = ledger.encode_message(op, outcome.subject, outcome.body)
         commit = repo.write_commit(new_tree, [parent], message, author, COMMITTER)
-        self._apply(branch, txn.tip, commit, txn, author, op.tool)
+        known = {rel: st for rel, st in txn.stats.items() if rel not in txn.writes}
+        self.publish(branch, txn.tip, commit, txn.writes, txn.disk, known, author, op.tool)
         self.repo.maybe_pack()
         return Committed(outcome.text, op.op_id, commit, sorted(tool_changes), ext_id)
 
-    def _apply(self, branch: str, old: str, new: str, txn: Txn, ident: Identity, tool: str) -> None:
+    def commit_external(
+        self, parent: str, tree: str, changes: dict[str, Entry | None], note: str
+    ) -> tuple[str, str, str]:
+        """Commit outside changes (blobs already written) on ``parent``: (commit, tree, op id)."""
+        paths = sorted(changes)
+        op = ledger.Op(
+            op_id=ledger.new_op_id(),
+            tool="external_edit",
+            args={"count": len(paths), "paths": paths[:100]},
+            source="external",
+            agent=self.ws.external_author,
+            session=self.ws.session,
+        )
+        new_tree = self.repo.update_tree(tree, changes)
+        body = note + "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in paths[:200])
+        message = ledger.encode_message(op, f"external edit of {_summary(paths)}", body)
+        commit = self.repo.write_commit(new_tree, [parent], message, self.ws.external_identity,
+                                        COMMITTER)
+        return commit, new_tree, op.op_id
+
+    def publish(
+        self,
+        branch: str,
+        old: str | None,
+        new: str,
+        writes: dict[str, tuple[bytes, int] | None],
+        before: Mapping[str, tuple[bytes, int] | None],
+        known: dict[str, os.stat_result],
+        ident: Identity,
+        tool: str,
+    ) -> None:
+        """Move ``branch`` from ``old`` to ``new``, write ``writes`` to the work tree, and sync the
+        index for every path in ``before`` (their pre-op disk states, used to roll back)."""
         ref = f"refs/heads/{branch}"
-        self.journal_write({"ref": ref, "old": old, "new": new, "paths": sorted(txn.disk)})
+        paths = sorted(set(before) | set(writes))
+        self.journal_write({"ref": ref, "old": old, "new": new, "paths": paths})
         try:
             self.repo.cas_ref(ref, old, new, ident, f"gitspace: {tool}")
         except BaseException:
@@ -243,20 +265,31 @@ class Transactions:
             raise
         written: list[str] = []
         try:
-            for rel, staged in txn.writes.items():
+            for rel, staged in writes.items():
                 self.put_file(rel, staged)
                 # Only after it succeeded: put_file changes nothing when it fails, and "restoring"
                 # a path it refused (a folder in the way) would destroy what is there.
                 written.append(rel)
-            known = {rel: st for rel, st in txn.stats.items() if rel not in txn.writes}
-            self.sync_index(txn.disk.keys(), new, known)
+            self.sync_index(paths, new, known)
         except BaseException:
+            if old is None:
+                raise  # a branch's first commit: the journal stays, the next open finishes it
             for rel in written:
-                self.put_file(rel, txn.disk.get(rel))
+                self.put_file(rel, before.get(rel))
             self.repo.cas_ref(ref, new, old, ident, f"gitspace: roll back failed {tool}")
             self.journal.unlink(missing_ok=True)
             raise
         self.journal.unlink(missing_ok=True)
+
+    def create_ref(self, ref: str, target: str, ident: Identity, message: str) -> None:
+        """Create ``ref`` (a branch or checkpoint tag), journaled: a crash never strands its lock."""
+        with self.lock():
+            self.recover_locked()
+            self.journal_write({"ref": ref, "old": None, "new": target, "paths": []})
+            try:
+                self.repo.cas_ref(ref, None, target, ident, message)
+            finally:
+                self.journal.unlink(missing_ok=True)
 
     # -- files and index ---------------------------------------------------------------------
 
@@ -380,7 +413,7 @@ class Transactions:
         if tip == old:
             self.repo.cas_ref(ref, old, new, COMMITTER, "gitspace: finish interrupted op")
             tip = new
-        if tip == new:
+        if tip == new and record["paths"]:  # (a created branch or tag has no files to finish)
             tree = self.repo.commit(new).tree
             for rel in record["paths"]:
                 entry = self.repo.entry_at(tree, rel)
@@ -392,7 +425,6 @@ class Transactions:
         # Otherwise something outside gitspace moved the ref: leave its work alone.
         self.journal.unlink(missing_ok=True)
         return True
-
 
     def _remove_tmp_files(self, paths: list[str]) -> None:
         """Delete the tmp files ``put_file`` of a crashed op left next to the journal's paths."""

@@ -83,6 +83,11 @@ class Workspace:
         name = self.agent or "human"
         return Identity(name, f"{name}@gitspace")
 
+    @property
+    def external_identity(self) -> Identity:
+        """Who outside changes are attributed to (a person's name, or 'unknown')."""
+        return Identity(self.external_author, f"{self.external_author}@gitspace")
+
     # -- state -------------------------------------------------------------------------------
 
     def branch(self) -> str:
@@ -177,16 +182,16 @@ def init(path: str | os.PathLike[str], *, branch: str = "main", **options: Any) 
 def _first_commit(ws: Workspace, branch: str) -> None:
     from .snapshot import pending_changes
 
-    changes, skipped = pending_changes(ws, initial=True)
+    changes, skipped = pending_changes(ws, initial=True, write=True)
     tree = ws.repo.update_tree(None, {rel: entry for rel, (entry, _) in changes.items()})
     op = ledger.Op(op_id=ledger.new_op_id(), tool="init", args={"files": len(changes)},
                    source="init", agent=ws.agent, session=ws.session)
     body = "Skipped:\n" + "\n".join(skipped) if skipped else ""
     commit = ws.repo.write_commit(tree, [], ledger.encode_message(op, "init workspace", body),
                                   ws.author, COMMITTER)
-    ws.repo.cas_ref(f"refs/heads/{branch}", None, commit, ws.author, "gitspace: init")
-    known = {rel: st for rel, (_, st) in changes.items()}
-    ws.transactions.sync_index(list(changes), commit, known)
+    known = {rel: st for rel, (_, st) in changes.items() if st is not None}
+    ws.transactions.publish(branch, None, commit, {}, dict.fromkeys(changes), known, ws.author,
+                            "init")
 
 
 __all__ = ["Plan", "Result", "Txn", "Workspace", "init", "open"]

@@ -77,6 +77,9 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # No background repack unless a test asks for one: git fsck run while a repack prunes loose
+    # objects reports them missing. tests/test_packing.py turns it on and waits for it.
+    monkeypatch.setenv("GITSPACE_PACK_THRESHOLD", "0")
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES", "GITSPACE_AGENT"):
         monkeypatch.delenv(name, raising=False)
@@ -118,7 +121,7 @@ def assert_clean(root: Path | str) -> None:
     assert status == "", f"git status is not clean:\n{status}"
     fsck = git_run(root, "fsck", "--strict", "--no-progress")
     assert fsck.returncode == 0, f"git fsck failed:\n{fsck.stdout.decode()}{fsck.stderr.decode()}"
-    assert not list(Path(root, ".git").rglob("*.lock")), "a .lock file was left behind"
+    assert not lock_files(root), f"a .lock file was left behind: {lock_files(root)}"
     assert not Path(root, ".git", "gitspace", "journal.json").exists(), "a journal was left behind"
 
 
@@ -155,17 +158,33 @@ def changed_files(root: Path | str, rev: str = "HEAD") -> list[str]:
     return sorted(p for p in out.split("\0") if p)
 
 
+def work_tree_files(root: Path | str) -> list[Path]:
+    """Every non-folder entry of the work tree, never descending into .git.
+
+    A background repack may be changing .git/objects while a test looks, so .git is pruned from
+    the walk rather than filtered out afterwards.
+    """
+    found = []
+    for folder, dirs, names in os.walk(root):
+        if Path(folder) == Path(root) and ".git" in dirs:
+            dirs.remove(".git")
+        found += [Path(folder, n) for n in names]
+    return sorted(found)
+
+
+def lock_files(root: Path | str) -> list[str]:
+    """Names of *.lock files anywhere under .git (tolerant of a concurrent repack)."""
+    return [n for _, _, names in os.walk(Path(root, ".git")) for n in names if n.endswith(".lock")]
+
+
 def files(root: Path | str) -> dict[str, str]:
     """Every work-tree file outside .git as {relative path: text}."""
     base = Path(root)
-    out = {}
-    for p in sorted(base.rglob("*")):
-        rel = p.relative_to(base).as_posix()
-        if rel == ".git" or rel.startswith(".git/") or p.is_dir():
-            continue
-        out[rel] = p.read_bytes().decode("utf-8", "surrogateescape") if not p.is_symlink() \
-            else "-> " + os.readlink(p)
-    return out
+    return {
+        p.relative_to(base).as_posix(): p.read_bytes().decode("utf-8", "surrogateescape")
+        if not p.is_symlink() else "-> " + os.readlink(p)
+        for p in work_tree_files(base)
+    }
 
 
 def state(root: Path | str) -> tuple[str, str, bytes, dict[str, str]]:

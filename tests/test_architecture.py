@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
@@ -39,26 +40,29 @@ def test_only_front_ends_import_typer_and_rich() -> None:
     assert not offenders, f"Only cli.py and render.py may import typer or rich; found in {offenders}"
 
 
-def test_only_config_reads_the_environment() -> None:
-    offenders = []
+def _nodes_where(match: Callable[[ast.AST], bool], skip: set[str]) -> list[str]:
+    """file:line of every AST node in the package that ``match`` accepts, outside ``skip``."""
+    found = []
     for path in _modules():
-        if path.name == "config.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv"):
-                offenders.append(f"{_rel(path)}:{node.lineno}")
+        if path.name not in skip:
+            found += [f"{_rel(path)}:{getattr(n, 'lineno', 0)}"
+                      for n in ast.walk(ast.parse(path.read_text())) if match(n)]
+    return found
+
+
+def test_only_config_reads_the_environment() -> None:
+    offenders = _nodes_where(
+        lambda n: isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv", "putenv"),
+        {"config.py"},
+    )
     assert not offenders, f"Only config.py may read os.environ/os.getenv; found at {offenders}"
 
 
 def test_library_never_prints() -> None:
-    front = {"cli.py", "render.py", "__main__.py"}
-    offenders = []
-    for path in _modules():
-        if path.name in front:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
-                offenders.append(f"{_rel(path)}:{node.lineno}")
+    offenders = _nodes_where(
+        lambda n: isinstance(n, ast.Call) and getattr(n.func, "id", None) == "print",
+        {"cli.py", "render.py", "__main__.py"},
+    )
     assert not offenders, f"The library never prints (return values instead); found {offenders}"
 
 
@@ -85,7 +89,8 @@ def test_plain_import_stays_light() -> None:
     import subprocess
     import sys
 
-    code = "import sys, gitspace.cli; print(','.join(m for m in ('anthropic','mcp','watchdog','rich') if m in sys.modules))"
+    heavy = "('anthropic', 'mcp', 'watchdog', 'rich')"
+    code = f"import sys, gitspace.cli; print(','.join(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"importing the CLI pulled in {out.stdout.strip()}"
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_clean, git, head, op_ids, ops
+from conftest import assert_clean, git, head, op_ids, ops, work_tree_files
 
 import gitspace
 from gitspace.history import verify
@@ -77,7 +77,8 @@ def _reopen_and_check(root: Path, acknowledged: list[str]) -> None:
         assert verify(ws).ok
     assert_clean(root)
     assert git(root, "diff-index", "--cached", "HEAD") == ""
-    assert not [p for p in root.rglob(".gitspace-*")], "a temporary file was left in the work tree"
+    assert not [p for p in work_tree_files(root) if p.name.startswith(".gitspace-")], \
+        "a temporary file was left in the work tree"
 
 
 def test_random_sigkill_never_loses_an_acknowledged_op(ws_root: Path) -> None:
@@ -121,15 +122,20 @@ CRASH_AT = textwrap.dedent("""
             return original(*a, **k)
         setattr(owner, name, wrapper)
 
-    if point == "before-cas":
-        die_on(gitrepo.GitRepo, "cas_ref")
-    elif point == "holding-ref-lock":
+    def die_renaming_lock(folder):
         original_replace = os.replace
         def replace(src, dst, *a, **k):
-            if str(src).endswith(".lock") and "/refs/heads/" in str(src):
+            if str(src).endswith(".lock") and folder in str(src):
                 os._exit(9)
             return original_replace(src, dst, *a, **k)
         os.replace = replace
+
+    if point == "before-cas":
+        die_on(gitrepo.GitRepo, "cas_ref")
+    elif point == "holding-ref-lock":
+        die_renaming_lock("/refs/heads/")
+    elif point == "holding-tag-lock":
+        die_renaming_lock("/refs/tags/")
     elif point == "after-cas-before-files":
         die_on(transaction.Transactions, "put_file")
     elif point == "between-files":
@@ -197,4 +203,17 @@ def test_crash_in_a_switch_is_finished_on_reopen(ws_root: Path) -> None:
         assert git(ws_root, "symbolic-ref", "--short", "HEAD").strip() == "main"
         assert (ws_root / "a.txt").read_text() == "main\n"
         assert not (ws_root / "b.txt").exists()
+    assert_clean(ws_root)
+
+
+def test_crash_while_creating_a_checkpoint_is_finished_on_reopen(ws_root: Path) -> None:
+    with gitspace.init(ws_root, agent="crasher") as ws:
+        ws.call("create", {"path": "a.txt", "file_text": "a\n"})
+    tip = head(ws_root)
+    _crash(ws_root, "holding-tag-lock", "checkpoint", '{"name": "cp1"}')
+    assert (ws_root / ".git" / "refs" / "tags" / "gitspace" / "cp1.lock").exists()
+    with gitspace.open(ws_root, agent="crasher") as ws:
+        # The journal names the tag: recovery removes the dead process's lock and creates it.
+        assert git(ws_root, "rev-parse", "gitspace/cp1^{commit}").strip() == tip
+        assert ws.call("checkpoint", {"name": "cp2"}).ok
     assert_clean(ws_root)

@@ -42,12 +42,13 @@ def outside(tmp_path: Path) -> Path:
 
 def _tree_listing(base: Path) -> dict[str, bytes]:
     out = {}
-    for p in sorted(base.rglob("*")):
-        rel = p.relative_to(base).as_posix()
-        if "/.git/" in f"/{rel}/" or p.is_dir():
-            continue
-        out[rel] = os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
-    return out
+    for folder, dirs, names in os.walk(base):
+        dirs[:] = [d for d in dirs if d != ".git"]  # a background repack may be changing it
+        for name in names:
+            p = Path(folder, name)
+            rel = p.relative_to(base).as_posix()
+            out[rel] = os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
+    return dict(sorted(out.items()))
 
 
 def _calls(path: str) -> list[tuple[str, dict[str, object]]]:

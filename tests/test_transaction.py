@@ -16,9 +16,11 @@ from conftest import (
     git,
     git_run,
     head,
+    lock_files,
     message_of,
     ops,
     state,
+    work_tree_files,
 )
 
 import gitspace
@@ -180,9 +182,10 @@ def test_failed_op_changes_nothing(ws: gitspace.Workspace, why: str, tool: str,
     assert words in result.text
     assert result.op is None and result.commit is None
     assert state(root) == before
-    assert not list((root / ".git").rglob("*.lock"))
+    assert not lock_files(root)
     assert not (root / ".git" / "gitspace" / "journal.json").exists()
-    assert not [p for p in root.rglob(".gitspace-*")], "a temporary file was left behind"
+    assert not [p for p in work_tree_files(root) if p.name.startswith(".gitspace-")], \
+        "a temporary file was left behind"
     for rel in ("big.txt", "blob.bin", "latin1.txt"):
         (root / rel).unlink()
     assert_clean(root)
@@ -219,7 +222,7 @@ def test_outside_edit_of_touched_file_is_its_own_op(ws: gitspace.Workspace) -> N
     external, tool = ops(root)[-2:]
     assert (external.op_id, external.tool, external.source, external.agent) == (
         result.external_op, "external_edit", "external", "unknown")
-    assert external.args == {"paths": ["a.txt"]}
+    assert external.args == {"count": 1, "paths": ["a.txt"]}
     assert (tool.op_id, tool.tool, tool.source) == (result.op, "str_replace", "tool")
     # The outside change is exactly the external commit; the tool's change exactly the op.
     assert changed_files(root, "HEAD~1") == ["a.txt"]
