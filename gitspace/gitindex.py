@@ -3,9 +3,16 @@
 Invariant: the file this module writes is an index git reads as if git had written it. Entries
 we do not touch are copied byte for byte; entries we replace carry the work-tree file's real stat
 data, so ``git status`` stays clean and fast. Optional extensions (cache-tree, untracked cache,
-resolve-undo, offset tables) are dropped on write: they are caches git rebuilds. An index that
-uses a *mandatory* extension (split index, sparse directories) or version 4 raises
-``IndexUnsupported`` and the caller falls back to ``git update-index``.
+resolve-undo, offset tables) are dropped on write: they are caches git rebuilds. Version 4 and
+sparse directories raise ``IndexUnsupported``; the caller then falls back to ``git update-index``.
+
+Large indexes are written *split* (git's ``core.splitIndex`` format): the bulk of the entries
+sits in an immutable ``sharedindex.<sha>`` file and ``.git/index`` holds only the entries that
+changed since, with the link extension's delete/replace bitmaps. An op then writes and hashes a
+few entries instead of a 1 MB file. An index of at least ``SPLIT_AT`` entries is split unless
+``core.splitIndex`` is false (tools built on libgit2 cannot read a split index: set
+``core.splitIndex=false`` if you use one). The changed entries are folded into a new shared file
+every ``FOLD_AT`` paths.
 
 Writes follow git's lock protocol: create ``index.lock`` exclusively, write, rename over the
 index. A parsed index is cached per file identity (inode, size, mtime, ctime), so an op in a
@@ -18,16 +25,20 @@ import bisect
 import hashlib
 import os
 import struct
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import lockfile
+from . import ewah, lockfile
 
 _HEADER = struct.Struct(">4sLL")
 _ENTRY = struct.Struct(">10L20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, sha, flags
 _EXTENDED = 0x4000
 _NAME_MASK = 0x0FFF
-_STAGE_SHIFT = 12
+_STAGE_MASK = 0x3000
+SPLIT_AT = 5000
+FOLD_AT = 256
+_SHARED_KEEP_SECONDS = 3600  # old shared files a concurrent reader may still be opening
 
 
 class IndexUnsupported(Exception):
@@ -38,25 +49,25 @@ class IndexLocked(Exception):
     """Another process holds index.lock."""
 
 
+@dataclass(frozen=True)
+class Shared:
+    """A shared index file: its checksum and where each path's entries sit in it."""
+
+    checksum: str
+    positions: dict[bytes, tuple[int, int, bool]]  # path -> (first position, entries, one stage-0)
+
+
 @dataclass
 class Index:
-    """An index held as raw entries keyed by path (all stages of a path kept together)."""
+    """The full index (sorted paths, raw entries per path) and, when split, what changed since
+    the shared file."""
 
     version: int = 2
     paths: list[bytes] = field(default_factory=list)  # sorted
-    raw: dict[bytes, bytes] = field(default_factory=dict)  # path -> raw entry bytes (all stages)
-    shas: dict[bytes, bytes] = field(default_factory=dict)  # path -> stage-0 sha (20 bytes)
-    stats: dict[bytes, tuple[int, ...]] = field(default_factory=dict)  # path -> stat tuple
+    raw: dict[bytes, bytes] = field(default_factory=dict)  # path -> raw entries (all stages)
     extra_stages: dict[bytes, int] = field(default_factory=dict)  # path -> entries beyond one
-
-    def sha_of(self, path: str) -> str | None:
-        sha = self.shas.get(os.fsencode(path))
-        return sha.hex() if sha else None
-
-    def stat_matches(self, path: str, st: os.stat_result) -> bool:
-        """True when the index's stat data for path matches ``st`` (git's 'unchanged' test)."""
-        cached = self.stats.get(os.fsencode(path))
-        return cached is not None and cached == _stat_key(st)
+    shared: Shared | None = None
+    changed: set[bytes] = field(default_factory=set)  # paths that differ from ``shared``
 
     def set(self, path: str, sha_hex: str, mode: int, st: os.stat_result | None) -> None:
         key = os.fsencode(path)
@@ -64,38 +75,61 @@ class Index:
             bisect.insort(self.paths, key)
         self.raw[key] = _encode_entry(key, bytes.fromhex(sha_hex), mode, st)
         self.extra_stages.pop(key, None)
-        self.shas[key] = bytes.fromhex(sha_hex)
-        if st is not None:
-            self.stats[key] = _stat_key(st)
-        else:
-            self.stats.pop(key, None)
+        self.changed.add(key)
 
     def remove(self, path: str) -> None:
         key = os.fsencode(path)
         if key in self.raw:
             del self.raw[key]
             self.paths.pop(bisect.bisect_left(self.paths, key))
-            self.shas.pop(key, None)
-            self.stats.pop(key, None)
             self.extra_stages.pop(key, None)
+            self.changed.add(key)
+
+    def entry_count(self) -> int:
+        return len(self.paths) + sum(self.extra_stages.values())
 
     def encode(self) -> bytes:
-        count = len(self.paths) + sum(self.extra_stages.values())
+        """The whole index as one plain file."""
         raw = self.raw
-        body = _HEADER.pack(b"DIRC", self.version, count) + b"".join([raw[p] for p in self.paths])
+        body = _HEADER.pack(b"DIRC", self.version, self.entry_count()) + b"".join(
+            [raw[p] for p in self.paths])
+        return body + hashlib.sha1(body).digest()
+
+    def encode_split(self) -> bytes:
+        """``.git/index`` holding only what changed since ``self.shared``, plus the link extension."""
+        assert self.shared is not None
+        replaced: list[tuple[int, bytes]] = []
+        added: list[tuple[bytes, bytes]] = []
+        deleted: list[int] = []
+        for path in self.changed:
+            where = self.shared.positions.get(path)
+            current = self.raw.get(path)
+            single = current is not None and path not in self.extra_stages and not (
+                _flags(current, 0) & _STAGE_MASK)
+            if where is not None and where[1] == 1 and where[2] and single:
+                assert current is not None
+                replaced.append((where[0], _strip_name(current)))
+                continue
+            if where is not None:
+                deleted.extend(range(where[0], where[0] + where[1]))
+            if current is not None:
+                added.append((path, current))
+        replaced.sort()
+        added.sort()
+        count = len(replaced) + sum(1 + self.extra_stages.get(p, 0) for p, _ in added)
+        link = (bytes.fromhex(self.shared.checksum) + ewah.encode(sorted(deleted))
+                + ewah.encode([pos for pos, _ in replaced]))
+        body = b"".join([
+            _HEADER.pack(b"DIRC", self.version, count),
+            *(entry for _, entry in replaced),
+            *(entry for _, entry in added),
+            b"link", struct.pack(">L", len(link)), link,
+        ])
         return body + hashlib.sha1(body).digest()
 
 
-def _stat_key(st: os.stat_result) -> tuple[int, ...]:
-    m = 0xFFFFFFFF
-    return (
-        int(st.st_mtime_ns // 1_000_000_000) & m,
-        int(st.st_mtime_ns % 1_000_000_000),
-        int(st.st_ctime_ns // 1_000_000_000) & m,
-        int(st.st_ctime_ns % 1_000_000_000),
-        st.st_ino & m,
-        st.st_size & m,
-    )
+def _flags(raw: bytes, off: int) -> int:
+    return int(struct.unpack_from(">H", raw, off + 60)[0])
 
 
 def _encode_entry(path: bytes, sha: bytes, mode: int, st: os.stat_result | None) -> bytes:
@@ -115,15 +149,29 @@ def _encode_entry(path: bytes, sha: bytes, mode: int, st: os.stat_result | None)
             st.st_gid & m,
             st.st_size & m,
         )
-    flags = min(len(path), _NAME_MASK)
-    head = _ENTRY.pack(*fields, sha, flags)
+    return _with_name(_ENTRY.pack(*fields, sha, 0), path)
+
+
+def _head_length(raw: bytes, off: int = 0) -> int:
+    return 64 if _flags(raw, off) & _EXTENDED else 62
+
+
+def _with_name(head: bytes, path: bytes) -> bytes:
+    """An on-disk entry: ``head`` (62 or 64 bytes) with its name length set, the name, padding."""
+    flags = (_flags(head, 0) & ~_NAME_MASK) | min(len(path), _NAME_MASK)
+    head = head[:60] + struct.pack(">H", flags) + head[62:]
     size = (len(head) + len(path) + 8) & ~7
     return head + path + b"\0" * (size - len(head) - len(path))
 
 
+def _strip_name(raw: bytes) -> bytes:
+    """A replacement entry for the split index: git takes the name from the shared entry."""
+    return _with_name(raw[: _head_length(raw)], b"")
+
+
 def _entry_length(data: bytes, off: int, version: int) -> tuple[int, bytes, int]:
     """(length, path, flags) of the entry at ``off``."""
-    flags = struct.unpack_from(">H", data, off + 60)[0]
+    flags = _flags(data, off)
     name_off = off + 62
     if flags & _EXTENDED:
         if version < 3:
@@ -137,7 +185,8 @@ def _entry_length(data: bytes, off: int, version: int) -> tuple[int, bytes, int]
     return length, path, flags
 
 
-def parse(data: bytes) -> Index:
+def _entries(data: bytes) -> tuple[int, list[tuple[bytes, bytes]], int]:
+    """(version, [(path, raw entry)] in file order, offset of the extensions) of an index file."""
     if len(data) < 32 or data[:4] != b"DIRC":
         raise IndexUnsupported("not an index file")
     if hashlib.sha1(data[:-20]).digest() != data[-20:]:
@@ -145,36 +194,100 @@ def parse(data: bytes) -> Index:
     _, version, count = _HEADER.unpack_from(data, 0)
     if version not in (2, 3):
         raise IndexUnsupported(f"index version {version}")
-    index = Index(version=version)
     off = _HEADER.size
-    groups: dict[bytes, list[bytes]] = {}
-    order: list[bytes] = []
+    out = []
     for _ in range(count):
-        length, path, flags = _entry_length(data, off, version)
-        raw = data[off : off + length]
-        if path not in groups:
-            groups[path] = []
-            order.append(path)
-        groups[path].append(raw)
-        if (flags >> _STAGE_SHIFT) & 3 == 0:
-            fields = _ENTRY.unpack_from(data, off)
-            index.shas[path] = fields[10]
-            index.stats[path] = (fields[2], fields[3], fields[0], fields[1], fields[5], fields[9])
+        length, path, _ = _entry_length(data, off, version)
+        out.append((path, data[off : off + length]))
         off += length
-    _check_extensions(data, off)
-    index.paths = order
-    index.raw = {p: b"".join(parts) for p, parts in groups.items()}
-    index.extra_stages = {p: len(parts) - 1 for p, parts in groups.items() if len(parts) > 1}
-    return index
+    return version, out, off
 
 
-def _check_extensions(data: bytes, off: int) -> None:
+def _extensions(data: bytes, off: int) -> dict[bytes, bytes]:
+    found = {}
     end = len(data) - 20
     while off + 8 <= end:
         signature, size = struct.unpack_from(">4sL", data, off)
-        if not (65 <= signature[0] <= 90):  # lowercase first letter = mandatory
+        if not (65 <= signature[0] <= 90) and signature != b"link":
             raise IndexUnsupported(f"mandatory index extension {signature!r}")
+        found[signature] = data[off + 8 : off + 8 + size]
         off += 8 + size
+    return found
+
+
+def _grouped(version: int, entries: list[tuple[bytes, bytes]]) -> Index:
+    """An Index from entries sorted by path then stage."""
+    index = Index(version=version)
+    for path, raw in entries:
+        if path in index.raw:
+            index.raw[path] += raw
+            index.extra_stages[path] = index.extra_stages.get(path, 0) + 1
+        else:
+            index.paths.append(path)
+            index.raw[path] = raw
+    return index
+
+
+def parse(data: bytes, gitdir: Path | None = None) -> Index:
+    """The index in ``data``; a split index also reads its shared file from ``gitdir``."""
+    version, entries, off = _entries(data)
+    link = _extensions(data, off).get(b"link")
+    if link is None:
+        return _grouped(version, entries)
+    if gitdir is None:
+        raise IndexUnsupported("a split index needs its git directory")
+    return _merge_split(version, entries, link, gitdir)
+
+
+_shared_cache: dict[str, tuple[list[tuple[bytes, bytes]], Shared]] = {}
+
+
+def _load_shared(gitdir: Path, checksum: str) -> tuple[list[tuple[bytes, bytes]], Shared]:
+    hit = _shared_cache.get(checksum)
+    if hit is None:
+        try:
+            data = (gitdir / f"sharedindex.{checksum}").read_bytes()
+        except FileNotFoundError:
+            raise IndexUnsupported(f"shared index {checksum} is missing") from None
+        _, entries, _ = _entries(data)
+        hit = _shared_cache[checksum] = (entries, _positions(checksum, entries))
+    return hit
+
+
+def _positions(checksum: str, entries: list[tuple[bytes, bytes]]) -> Shared:
+    positions: dict[bytes, tuple[int, int, bool]] = {}
+    for pos, (path, raw) in enumerate(entries):
+        if path in positions:
+            first, n, _ = positions[path]
+            positions[path] = (first, n + 1, False)
+        else:
+            positions[path] = (pos, 1, not _flags(raw, 0) & _STAGE_MASK)
+    return Shared(checksum, positions)
+
+
+def _merge_split(version: int, entries: list[tuple[bytes, bytes]], link: bytes,
+                 gitdir: Path) -> Index:
+    """Apply a split index (replacements, deletions, additions) to its shared file."""
+    checksum = link[:20].hex()
+    base, shared = _load_shared(gitdir, checksum)
+    deleted, used = ewah.decode(link, 20) if len(link) > 20 else ([], 0)
+    replaced, _ = ewah.decode(link, 20 + used) if len(link) > 20 else ([], 0)
+    merged: list[tuple[bytes, bytes] | None] = list(base)
+    changed: set[bytes] = set()
+    for n, pos in enumerate(replaced):
+        path = base[pos][0]
+        merged[pos] = (path, _with_name(entries[n][1][: _head_length(entries[n][1])], path))
+        changed.add(path)
+    for pos in deleted:
+        changed.add(base[pos][0])
+        merged[pos] = None
+    survivors = {(p, _flags(r, 0) & _STAGE_MASK): r for p, r in (m for m in merged if m)}
+    for path, raw in entries[len(replaced):]:
+        survivors[(path, _flags(raw, 0) & _STAGE_MASK)] = raw
+        changed.add(path)
+    index = _grouped(version, [(p, survivors[(p, s)]) for p, s in sorted(survivors)])
+    index.shared, index.changed = shared, changed
+    return index
 
 
 _cache: dict[str, tuple[tuple[int, ...], Index]] = {}
@@ -203,26 +316,69 @@ def load(path: Path, *, copy: bool = True) -> Index:
     hit = _cache.get(key)
     if hit and hit[0] == _identity(st):
         return _copy(hit[1]) if copy else hit[1]
-    index = parse(path.read_bytes())
+    index = parse(path.read_bytes(), path.parent)
     _cache[key] = (_identity(st), index)
     return _copy(index) if copy else index
 
 
 def _copy(index: Index) -> Index:
-    return Index(
-        index.version,
-        list(index.paths),
-        dict(index.raw),
-        dict(index.shas),
-        dict(index.stats),
-        dict(index.extra_stages),
-    )
+    return Index(index.version, list(index.paths), dict(index.raw), dict(index.extra_stages),
+                 index.shared, set(index.changed))
 
 
-def store(path: Path, index: Index, *, wait: float = 5.0) -> None:
-    """Write ``index`` to ``path`` under git's lock protocol (IndexLocked if git holds it)."""
+def store(path: Path, index: Index, *, wait: float = 5.0, split: bool | None = None) -> None:
+    """Write ``index`` to ``path`` under git's lock protocol (IndexLocked if git holds it).
+
+    ``split``: True/False follow ``core.splitIndex``; None splits an index of ``SPLIT_AT`` or
+    more entries.
+    """
+    folded = False
+    if split if split is not None else len(index.paths) >= SPLIT_AT:
+        if index.shared is None or len(index.changed) > FOLD_AT:
+            _fold(path.parent, index)
+            folded = True
+        data = index.encode_split()
+    else:
+        index.shared, index.changed = None, set()
+        data = index.encode()
     try:
-        lockfile.replace(path, index.encode(), wait)
+        lockfile.replace(path, data, wait)
     except lockfile.Locked as e:
         raise IndexLocked(str(e.lock)) from None
     _cache[str(path)] = (_identity(os.stat(path)), index)
+    if folded and index.shared is not None:
+        # Only now: until the new index is in place, the old one still names the old shared file.
+        _prune_shared(path.parent, keep=f"sharedindex.{index.shared.checksum}")
+
+
+def _fold(gitdir: Path, index: Index) -> None:
+    """Write the whole index as a new shared file and make it the base of ``index``."""
+    data = index.encode()
+    checksum = data[-20:].hex()
+    target = gitdir / f"sharedindex.{checksum}"
+    if not target.exists():
+        lockfile.replace(target, data)
+    entries = [(p, r) for p in index.paths for r in _split_stages(index.raw[p], index.version)]
+    _shared_cache[checksum] = (entries, _positions(checksum, entries))
+    index.shared, index.changed = _shared_cache[checksum][1], set()
+
+
+def _split_stages(raw: bytes, version: int) -> list[bytes]:
+    out, off = [], 0
+    while off < len(raw):
+        length = _entry_length(raw, off, version)[0]
+        out.append(raw[off : off + length])
+        off += length
+    return out
+
+
+def _prune_shared(gitdir: Path, keep: str) -> None:
+    """Remove shared index files nothing has used for an hour (git expires them likewise)."""
+    cutoff = time.time() - _SHARED_KEEP_SECONDS
+    for name in os.listdir(gitdir):
+        if name.startswith("sharedindex.") and name != keep:
+            try:
+                if os.stat(gitdir / name).st_mtime < cutoff:
+                    os.unlink(gitdir / name)
+            except FileNotFoundError:
+                pass

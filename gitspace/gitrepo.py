@@ -239,8 +239,7 @@ class GitRepo:
         target = folder / sha[2:]
         if target.exists():
             return sha
-        folder.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+        fd, tmp = self._object_tmp(folder)
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(zlib.compress(raw, 1))
@@ -250,6 +249,19 @@ class GitRepo:
             Path(tmp).unlink(missing_ok=True)
             raise
         return sha
+
+    @staticmethod
+    def _object_tmp(folder: Path) -> tuple[int, str]:
+        # A background repack's prune-packed removes empty fan-out folders at any moment (git's
+        # own writers retry likewise); once our tmp file is inside, the folder stays.
+        for attempt in range(10):
+            folder.mkdir(exist_ok=True)
+            try:
+                return tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+            except FileNotFoundError:
+                if attempt == 9:
+                    raise
+        raise AssertionError("unreachable")
 
     def write_blob(self, data: bytes) -> str:
         return self.write_object("blob", data)
@@ -566,9 +578,9 @@ class GitRepo:
         """Pack loose objects in the background once about ``threshold`` have piled up.
 
         Cheap enough for every op: it looks at two of the 256 fan-out folders (as ``git gc --auto``
-        does with one) and starts at most one repack at a time per process. Small packs are
-        merged into one (``repack -a``) once there are more than ``pack_limit`` of them, so the
-        repository stays near its ``git gc`` size. True if a repack was started.
+        does with one) and starts at most one repack at a time per process. Once there are
+        ``pack_limit`` packs they are merged geometrically, so the repository stays near its
+        ``git gc`` size. True if a repack was started.
         """
         threshold = config.pack_threshold() if threshold is None else threshold
         if threshold <= 0 or self._packer is not None and self._packer.poll() is None:
@@ -586,7 +598,9 @@ class GitRepo:
             packs = sum(1 for n in os.listdir(self.objects / "pack") if n.endswith(".pack"))
         except FileNotFoundError:
             packs = 0
-        mode = ["-a", "-d"] if packs >= pack_limit else ["-d"]
+        # Past pack_limit packs, merge them geometrically (each object is rewritten O(log n)
+        # times over a long session) rather than all at once with -a, whose cost grows with it.
+        mode = ["--geometric=2", "-d"] if packs >= pack_limit else ["-d"]
         self._packer = subprocess.Popen(
             ["git", "-c", "core.hooksPath=/dev/null", "repack", "-q", *mode],
             cwd=self.root, env=self._env, stdin=subprocess.DEVNULL,

@@ -150,6 +150,7 @@ class Transactions:
         self.state_dir = ws.repo.gitdir / "gitspace"
         self.state_dir.mkdir(exist_ok=True)
         self.journal = self.state_dir / "journal.json"
+        self._split_allowed: bool | None = None  # core.splitIndex, read once when it matters
 
     # -- locking -----------------------------------------------------------------------------
 
@@ -343,7 +344,7 @@ class Transactions:
             return
         try:
             self._update_entries(index, paths, tree, known)
-            gitindex.store(index_path, index)
+            gitindex.store(index_path, index, split=self._split_index(index))
         except gitindex.IndexLocked:
             gitindex.forget(index_path)
             raise LockTimeout(
@@ -353,6 +354,15 @@ class Transactions:
         except BaseException:
             gitindex.forget(index_path)
             raise
+
+    def _split_index(self, index: gitindex.Index) -> bool:
+        """Write this index split? Only a large one, and never against core.splitIndex=false."""
+        if len(index.paths) < gitindex.SPLIT_AT:
+            return False
+        if self._split_allowed is None:
+            value = self.repo.git("config", "--type=bool", "--get", "core.splitIndex", check=False)
+            self._split_allowed = value.strip() != b"false"
+        return self._split_allowed
 
     def _update_entries(self, index: gitindex.Index, paths: Iterable[str], tree: str,
                         known: dict[str, os.stat_result]) -> None:
