@@ -31,6 +31,9 @@ class Tool:
     run: Callable[..., Result]
     origin: str = "builtin"
     destructive: bool = False
+    # A tool Anthropic defines itself (e.g. "memory_20250818"): models get {"type", "name"}
+    # instead of a schema, and gitspace only supplies the backend.
+    wire_type: str | None = None
 
     def definition(self) -> dict[str, Any]:
         """A neutral definition: what the model-facing front ends translate."""
@@ -69,12 +72,13 @@ def builtin(
     *,
     mutates: bool,
     destructive: bool = False,
+    wire_type: str | None = None,
 ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
     """Register a built-in tool function ``fn(ws, args, *, tool_use_id, op_id) -> Result``."""
 
     def register(fn: Callable[..., Result]) -> Callable[..., Result]:
         _BUILTINS[name] = Tool(name, description, example, args_schema, mutates, fn,
-                               destructive=destructive)
+                               destructive=destructive, wire_type=wire_type)
         return fn
 
     return register
@@ -82,6 +86,7 @@ def builtin(
 
 def builtin_tools() -> dict[str, Tool]:
     from . import edit_tools, history_tools  # noqa: F401  (registration side effect)
+    from .agent import memory, plan  # noqa: F401
 
     return dict(_BUILTINS)
 

@@ -229,3 +229,6 @@ def call_ok(ws: gitspace.Workspace, tool: str, args: Mapping[str, Any] | None = 
     result = ws.call(tool, dict(args or {}))
     assert result.ok, f"{tool} {args} failed: {result.text}"
     return result
+
+
+from fake_anthropic import fake_api  # noqa: E402,F401  (the fake Messages API fixture)
