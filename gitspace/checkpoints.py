@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import ledger
 from .errors import BadArguments, GitspaceError, NotFound
 from .gitrepo import Identity
 from .transaction import Plan, Txn
@@ -38,7 +39,7 @@ def check_name(name: str) -> str:
     return name
 
 
-def create(ws: Workspace, name: str, message: str = "") -> Checkpoint:
+def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None) -> Checkpoint:
     check_name(name)
     branch, tip = ws.branch(), ws.tip()
     if ws.repo.read_ref(PREFIX + name) is not None:
@@ -50,10 +51,22 @@ def create(ws: Workspace, name: str, message: str = "") -> Checkpoint:
     text = " ".join(message.split())[:500]
     body = f"{text or 'checkpoint ' + name}\n\nGitspace-Checkpoint: {name}\n" \
            f"Gitspace-Branch: {branch}\nGitspace-Agent: {agent}\n"
+    if op_id:
+        body += f"Gitspace-Op: {ledger.check_token('op id', op_id)}\n"
     tagger = Identity(agent, f"{agent}@gitspace")
     tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
     ws.transactions.create_ref(PREFIX + name, tag, tagger, f"checkpoint {name}")
     return Checkpoint(name, tip, branch, agent, ws.repo.commit(tip).time, text)
+
+
+def op_of(ws: Workspace, name: str) -> str | None:
+    """The op id a checkpoint was created under (None for one made outside an agent run)."""
+    sha = ws.repo.read_ref(PREFIX + name)
+    if sha is None:
+        return None
+    kind, data = ws.repo.read_object(sha)
+    found = re.search(r"^Gitspace-Op: (\S+)$", data.decode("utf-8", "replace"), re.M)
+    return found.group(1) if kind == "tag" and found else None
 
 
 def listing(ws: Workspace) -> list[Checkpoint]:

@@ -280,6 +280,56 @@ def demo(directory: Annotated[Optional[Path], typer.Option("--dir")] = None) -> 
     run_demo(directory, typer.echo)
 
 
+@app.command()
+def run(
+    task: Annotated[Optional[str], typer.Argument(help="What the agent should do.")] = None,  # noqa: UP045
+    policy: Annotated[Optional[str], typer.Option(help="Offline scripted policy: maze or journal.")] = None,  # noqa: UP045,E501
+    model: Annotated[Optional[str], typer.Option(help="Claude model (needs ANTHROPIC_API_KEY).")] = None,  # noqa: UP045,E501
+    max_steps: Annotated[int, typer.Option(min=1, help="Model calls allowed in this run.")] = 40,
+    resume: Annotated[Optional[str], typer.Option(help="Continue this saved session.")] = None,  # noqa: UP045
+    budget: Annotated[int, typer.Option(min=2000,
+                                        help="Conversation characters before compaction.")] = 60_000,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run an agent on the workspace: Claude with an API key, else an offline scripted policy."""
+    from .agent import runner
+    from .agent.loop import Loop, Options
+    from .agent.session import Session
+
+    if (task is None) == (resume is None):
+        raise BadArguments("Give a TASK, or --resume SESSION to continue one (not both).")
+    real = {"api_key": config.anthropic_api_key(), "base_url": config.anthropic_base_url()}
+    with _open() as ws:
+        if resume:
+            saved = Session.load(ws.root, resume)
+            client = runner.client_for_session(saved.scripted, saved.client, model=model, **real)
+        else:
+            client = runner.make_client(policy=policy, model=model, **real)
+        label = getattr(client, "label", None) or f"model {client.name}"
+        if not as_json:
+            typer.echo(f"Running {label} on {ws.root} (up to {max_steps} model calls).")
+
+        def show(event: Any) -> None:
+            line = runner.describe(event)
+            if line and not as_json:
+                typer.echo(line)
+
+        loop = Loop(ws, client, Options(max_steps=max_steps, budget=budget), show)
+        outcome = loop.resume(resume) if resume else loop.start(task or "")
+    _render().outcome(outcome, as_json)
+    if not outcome.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def sessions(as_json: JsonOpt = False) -> None:
+    """List the saved agent sessions of this workspace (newest last)."""
+    from .agent.session import listing
+
+    with _open() as ws:
+        _render().sessions(listing(ws.root), as_json)
+
+
 def main() -> None:
     try:
         app()

@@ -21,8 +21,8 @@ CHECKPOINT_NAME = string("Checkpoint name: letters, digits, '.', '_', '-'.")
     obj(["name"], name=CHECKPOINT_NAME, message=string("Why you saved here.")),
     mutates=True,
 )
-def checkpoint(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
-    cp = checkpoints.create(ws, args["name"], args.get("message", ""))
+def checkpoint(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None, **_: Any) -> Result:
+    cp = checkpoints.create(ws, args["name"], args.get("message", ""), op_id)
     return Result(ok=True, text=f"Checkpoint {cp.name} saved at {cp.commit[:12]} on {cp.branch}.",
                   tool="checkpoint", commit=cp.commit)
 

@@ -147,3 +147,43 @@ def verify(report: Any) -> None:
         out.print("[green]Every op parses.[/green]")
     for commit, problem in report.problems:
         out.print(f"[red]{commit[:12]} malformed:[/red] {escape(problem)}")
+
+
+def outcome(result: Any, as_json: bool = False) -> None:
+    s = result.session
+    if as_json:
+        import json
+
+        out.print_json(json.dumps({"status": result.status, "text": result.text, "session": s.id,
+                                   "calls": result.calls, "steps": s.steps,
+                                   "stats": vars(s.stats)}))
+        return
+    colour = "green" if result.ok else "yellow"
+    out.print(f"\n[{colour}]{escape(result.status)}[/{colour}] after {result.calls} model call(s) "
+              f"this run ({s.steps} in session {s.id}).")
+    out.print(escape(result.text))
+    st = s.stats
+    out.print(f"[dim]{st.tool_calls} tool calls, {st.bytes_read:,} characters of tool results, "
+              f"largest {st.largest_result:,}; peak conversation {st.peak_request:,} characters, "
+              f"{st.compactions} compaction(s).[/dim]")
+
+
+def sessions(rows: list[Any], as_json: bool = False) -> None:
+    if as_json:
+        import json
+
+        out.print_json(json.dumps([{"session": s.id, "status": s.status, "agent": s.agent,
+                                    "client": s.client, "scripted": s.scripted, "steps": s.steps,
+                                    "task": s.task} for s in rows]))
+        return
+    if not rows:
+        out.print("No saved sessions. Start one with 'gitspace run TASK'.")
+        return
+    table = Table(box=None, pad_edge=False)
+    for col in ("session", "status", "agent", "client", "steps", "task"):
+        table.add_column(col, overflow="fold")
+    for s in rows:
+        client = f"{s.client} (scripted)" if s.scripted else s.client
+        table.add_row(s.id, s.status, s.agent or "-", escape(client), str(s.steps),
+                      escape(s.task[:60]))
+    out.print(table)

@@ -1,0 +1,74 @@
+"""The Anthropic SDK as a ``ModelClient``; the SDK is imported only when one is made.
+
+Invariant: API failures surface as ``ModelError`` with a sentence a person can act on (status,
+error type, the server's message) and never the API key; the SDK's own retries handle transient
+failures before that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import GitspaceError
+from .model import Block, Message, Reply
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+
+
+class ModelError(GitspaceError):
+    """The model API failed; the session is saved and can be resumed."""
+
+
+class AnthropicClient:
+    """``client.messages.create`` with the full history on every call."""
+
+    scripted = False
+
+    def __init__(self, *, model: str = DEFAULT_MODEL, api_key: str | None = None,
+                 base_url: str | None = None, max_retries: int = 2, sdk_client: Any = None) -> None:
+        if sdk_client is None:
+            import anthropic
+
+            sdk_client = anthropic.Anthropic(api_key=api_key, base_url=base_url,
+                                             max_retries=max_retries)
+        self.sdk = sdk_client
+        self.model = model
+        self.name = model
+
+    def create(self, *, system: list[Block], messages: list[Message], tools: list[dict[str, Any]],
+               max_tokens: int) -> Reply:
+        import anthropic
+
+        try:
+            response = self.sdk.messages.create(model=self.model, max_tokens=max_tokens,
+                                                system=system, messages=messages, tools=tools)
+        except anthropic.APIStatusError as e:
+            raise ModelError(_status_message(e), hint=_status_hint(e.status_code)) from None
+        except anthropic.APIConnectionError as e:
+            raise ModelError(f"Could not reach the Messages API: {e}.",
+                             hint="Check the network or ANTHROPIC_BASE_URL, then resume.") from None
+        content = [block.model_dump(mode="json", exclude_none=True) for block in response.content]
+        usage = {k: v for k, v in response.usage.model_dump().items() if isinstance(v, int)}
+        return Reply(content, response.stop_reason, usage, response.model)
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        pass
+
+
+def _status_message(e: Any) -> str:
+    body = e.body if isinstance(e.body, dict) else {}
+    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    kind = error.get("type", "error")
+    message = error.get("message") or str(e)
+    return f"The Messages API answered {e.status_code} ({kind}): {message}"
+
+
+def _status_hint(status: int) -> str:
+    if status in (401, 403):
+        return "Check ANTHROPIC_API_KEY (the key is never printed), then resume the session."
+    if status == 429 or status >= 500:
+        return "The API is busy or failing; wait a moment, then resume with 'gitspace run --resume'."
+    return "The request was refused; fix what the message says, then resume the session."

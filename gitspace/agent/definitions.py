@@ -1,0 +1,59 @@
+"""The model-facing tool list and system prompt, built from the one tool registry.
+
+Invariant: for the same workspace and registry the list is byte-identical from call to call
+(sorted by name, keys sorted at every level), and only the last definition carries
+``cache_control``, so Anthropic's prompt cache can reuse the whole tool prefix. Tools Anthropic
+defines itself (``wire_type``, e.g. the memory tool) are sent as ``{"type", "name"}`` only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tools import Tool, all_tools
+from ..workspace import Workspace
+
+CACHE = {"type": "ephemeral"}
+
+SYSTEM = """\
+You work inside a gitspace workspace: a folder that is a git repository. Every tool call that \
+changes files becomes one git commit recording the tool, its arguments and you as the author, so \
+nothing you do is lost and everything can be undone.
+
+- Files can be large. Never guess at sizes: use the constraint tools a file's folder suggests \
+(for a worklog, peek first, then range one window at a time) instead of viewing big files whole.
+- Checkpoint before you try something that may not work; restore brings the files back and \
+keeps the abandoned path in the log. undo reverts your last op.
+- Keep a plan with plan_add / plan_done and read it with plan_show after a restart or when the \
+conversation was compacted: the plan is a file (plan.md), so it survives both.
+- Long-term memory is the memory tool (/memories): look there first, and record what a future \
+session should know.
+- When the task is done, answer briefly in plain text without calling a tool."""
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def definition(tool: Tool) -> dict[str, Any]:
+    if tool.wire_type:
+        return {"name": tool.name, "type": tool.wire_type}
+    return _sorted(tool.definition())
+
+
+def tool_definitions(ws: Workspace, *, cache: bool = True) -> list[dict[str, Any]]:
+    defs = [definition(tool) for tool in all_tools(ws).values()]
+    if cache and defs:
+        defs[-1] = {**defs[-1], "cache_control": dict(CACHE)}
+    return defs
+
+
+def system_blocks(extra: str = "", *, cache: bool = True) -> list[dict[str, Any]]:
+    block: dict[str, Any] = {"type": "text", "text": SYSTEM + (f"\n\n{extra}" if extra else "")}
+    if cache:
+        block["cache_control"] = dict(CACHE)
+    return [block]

@@ -1,0 +1,242 @@
+"""The tool loop: call the model, run every tool it asks for, send the results back, repeat.
+
+Invariants:
+- every tool_use block of a reply gets exactly one tool_result, all in one user message, results
+  first, ``is_error`` on failures; a tool call cut off by ``max_tokens`` is never run;
+- every stop reason is handled on purpose: ``tool_use`` runs tools, ``pause_turn`` continues,
+  ``end_turn``/``stop_sequence`` finish, ``max_tokens`` retries with more room or stops, and
+  ``refusal``, context-window and API errors stop with a message that says so;
+- model calls are counted against ``max_steps``; at the limit the run stops honestly with every
+  op so far committed, and can be resumed;
+- the session is saved after every step, and a mutating call's op id is saved before it runs, so a
+  resumed run reads a finished op back from the ledger instead of applying it twice;
+- the conversation sent never breaks a tool_use/tool_result pairing (checked before each call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ledger
+from ..errors import GitspaceError
+from ..tools import find_tool
+from ..workspace import Result, Workspace
+from . import history, recovery
+from .clients import ModelError
+from .definitions import system_blocks, tool_definitions
+from .model import DONE, Block, ModelClient, Reply, tool_result_block
+from .session import CALL, TOOLS, Session
+
+MAX_TOKENS_CEILING = 16_384
+
+
+@dataclass
+class Event:
+    """Something the loop did, for a front end to show as it happens."""
+
+    kind: str  # model | tool | compacted | retry
+    step: int
+    name: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+    result: Result | None = None
+    text: str = ""
+    stop_reason: str | None = None
+    recovered: bool = False
+    size: int = 0
+
+
+@dataclass
+class Outcome:
+    status: str  # done | max_steps | max_tokens | refusal | context_window | api_error | stopped
+    text: str
+    session: Session
+    calls: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "done"
+
+
+@dataclass
+class Options:
+    max_steps: int = 40
+    max_tokens: int = 4096
+    budget: int = 60_000  # characters of conversation before compaction folds the middle
+    keep_last: int = 6
+    system: str = ""
+
+
+class Loop:
+    def __init__(self, ws: Workspace, client: ModelClient, options: Options | None = None,
+                 on_event: Callable[[Event], None] | None = None) -> None:
+        self.ws = ws
+        self.client = client
+        self.options = options or Options()
+        self.on_event = on_event or (lambda event: None)
+        self.max_tokens = self.options.max_tokens
+        self.calls = 0
+
+    # -- entry points ------------------------------------------------------------------------
+
+    def start(self, task: str) -> Outcome:
+        session = Session.new(self.ws.root, task, agent=self.ws.agent, client=self.client.name,
+                              scripted=self.client.scripted)
+        session.client_state = self.client.state()
+        session.save()
+        return self._run(session)
+
+    def resume(self, session_id: str) -> Outcome:
+        session = Session.load(self.ws.root, session_id)
+        if session.status == "done":
+            return Outcome("done", "This session already finished; start a new run.", session, 0)
+        if session.scripted != self.client.scripted or (
+                session.scripted and session.client != self.client.name):
+            raise GitspaceError(
+                f"Session {session.id} was run by {session.client}, not {self.client.name}.",
+                hint="Resume it with the same --policy (or model) it started with.")
+        self.client.load_state(session.client_state)
+        session.status = "running"
+        return self._run(session)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def _run(self, s: Session) -> Outcome:
+        previous = self.ws.session
+        self.ws.session = s.id
+        try:
+            return self._drive(s)
+        finally:
+            self.ws.session = previous
+
+    def _drive(self, s: Session) -> Outcome:
+        while True:
+            if s.next == TOOLS:
+                self._run_tools(s)
+                continue
+            if self.calls >= self.options.max_steps:
+                return self._stop(s, "max_steps", (
+                    f"Stopped after {self.calls} model calls, the limit for this run, before the "
+                    f"model finished. Every op so far is committed and the workspace is "
+                    f"consistent. Continue with: gitspace run --resume {s.id}"))
+            try:
+                reply = self._call(s)
+            except ModelError as e:
+                return self._stop(s, "api_error", f"{e}\nThe session is saved; resume it with: "
+                                                  f"gitspace run --resume {s.id}")
+            outcome = self._handle(s, reply)
+            if outcome is not None:
+                return outcome
+
+    def _call(self, s: Session) -> Reply:
+        fitted = history.fit(s.messages, self.options.budget, keep_last=self.options.keep_last)
+        if len(fitted) != len(s.messages):
+            before = history.size(s.messages)
+            s.messages = fitted
+            s.stats.compactions += 1
+            self.on_event(Event("compacted", s.steps, size=history.size(fitted), text=str(before)))
+        problems = history.check(s.messages)
+        if problems:
+            raise GitspaceError("The conversation would break the tool pairing rule: "
+                                + "; ".join(problems) + ". This is a bug in gitspace.")
+        s.stats.peak_request = max(s.stats.peak_request, history.size(s.messages))
+        reply = self.client.create(system=system_blocks(self.options.system),
+                                   messages=s.messages, tools=tool_definitions(self.ws),
+                                   max_tokens=self.max_tokens)
+        self.calls += 1
+        s.steps += 1
+        s.client_state = self.client.state()
+        self.on_event(Event("model", s.steps, text=reply.text(), stop_reason=reply.stop_reason,
+                            size=history.size(s.messages)))
+        return reply
+
+    def _handle(self, s: Session, reply: Reply) -> Outcome | None:
+        """Act on one reply; an Outcome means the run ends here."""
+        reason = reply.stop_reason
+        if reply.tool_uses() and reason in ("tool_use", *DONE):
+            self._append(s, reply.content, TOOLS)  # the model asked for tools: answer them
+            return None
+        if reason == "pause_turn":
+            self._append(s, reply.content, CALL)  # the server paused a long turn: call again
+            return None
+        if reason in DONE or reason == "tool_use":
+            self._append(s, reply.content or [{"type": "text", "text": "(no answer)"}], CALL)
+            return self._stop(s, "done", reply.text() or "(The model finished without text.)")
+        if reason == "max_tokens":
+            return self._max_tokens(s, reply)
+        if reason == "refusal":
+            return self._stop(s, "refusal", "The model declined to continue (stop reason "
+                              f"'refusal'). {reply.text()}".strip())
+        if reason == "model_context_window_exceeded":
+            return self._stop(s, "context_window", (
+                "The conversation no longer fits the model's context window. Resume with a "
+                f"smaller --budget so compaction folds more: gitspace run --resume {s.id}"))
+        return self._stop(s, "stopped", f"The model stopped for a reason gitspace does not know "
+                                        f"({reason!r}); nothing was run.")
+
+    def _max_tokens(self, s: Session, reply: Reply) -> Outcome | None:
+        if reply.tool_uses():
+            # The last tool call may be cut off mid-arguments: run none of them, ask again with room.
+            if self.max_tokens < MAX_TOKENS_CEILING:
+                self.max_tokens = min(self.max_tokens * 2, MAX_TOKENS_CEILING)
+                self.on_event(Event("retry", s.steps, text=f"max_tokens {self.max_tokens}"))
+                s.save()
+                return None
+            return self._stop(s, "max_tokens", (
+                f"The model's reply was cut off at {self.max_tokens} tokens in the middle of a "
+                "tool call, so the call was not run."))
+        self._append(s, reply.content or [{"type": "text", "text": "(cut off)"}], CALL)
+        return self._stop(s, "max_tokens", (reply.text() + "\n[The answer was cut off at "
+                                            f"max_tokens={self.max_tokens}.]").strip())
+
+    def _append(self, s: Session, content: list[Block], next_step: str) -> None:
+        s.messages.append({"role": "assistant", "content": content})
+        s.next = next_step
+        s.save()
+
+    def _stop(self, s: Session, status: str, text: str) -> Outcome:
+        s.status = status
+        s.save()
+        return Outcome(status, text, s, self.calls)
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def _run_tools(self, s: Session) -> None:
+        uses = [b for b in s.messages[-1]["content"] if b.get("type") == "tool_use"]
+        results = [self._run_tool(s, use) for use in uses]
+        s.messages.append({"role": "user", "content": results})
+        s.pending = {}
+        s.next = CALL
+        s.save()
+
+    def _run_tool(self, s: Session, use: Block) -> Block:
+        name, args, use_id = use["name"], use.get("input"), use["id"]
+        if not isinstance(args, dict):
+            return self._result(s, use, Result(False, "The tool input must be a JSON object.", name))
+        op_id = s.pending.get(use_id)
+        if op_id:
+            text = recovery.recorded(self.ws, name, args, op_id)
+            if text is not None:
+                s.stats.recovered += 1
+                return self._result(s, use, Result(True, text, name, op=op_id), recovered=True)
+        elif _mutates(self.ws, name):
+            op_id = s.pending[use_id] = ledger.new_op_id()
+            s.save()
+        result = self.ws.call(name, args, tool_use_id=use_id, op_id=op_id)
+        return self._result(s, use, result)
+
+    def _result(self, s: Session, use: Block, result: Result, recovered: bool = False) -> Block:
+        s.stats.tool_calls += 1
+        s.stats.bytes_read += len(result.text)
+        s.stats.largest_result = max(s.stats.largest_result, len(result.text))
+        self.on_event(Event("tool", s.steps, use["name"], use.get("input") or {}, result,
+                            recovered=recovered))
+        return tool_result_block(use["id"], result.text or "(empty)", is_error=not result.ok)
+
+
+def _mutates(ws: Workspace, name: str) -> bool:
+    try:
+        return find_tool(ws, name).mutates
+    except GitspaceError:
+        return False

@@ -1,0 +1,102 @@
+"""What every scripted policy shares: it plays the model's part through the same messages.
+
+Invariant: a policy sees only what a model would (the conversation and the offered tools) and
+acts only through tool_use blocks; it reads its previous calls' results from the tool_result
+blocks of the last user message. Its own notes (``state``) are plain JSON so a resumed session can
+hand them back. Every reply says, in its text, that it comes from a script and not a model.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import Block, Message, Reply, blocks, result_text, text_block, tool_use_block
+
+
+@dataclass
+class Call:
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass
+class Seen:
+    """The result of one of the policy's own earlier calls."""
+
+    name: str
+    input: dict[str, Any]
+    text: str
+    is_error: bool
+
+
+class Policy:
+    """Subclasses set ``name`` and ``tools`` and implement ``decide``."""
+
+    name = "policy"
+    tools: tuple[str, ...] = ()
+    scripted = True
+
+    def __init__(self) -> None:
+        self.notes: dict[str, Any] = self.initial()
+        self._meta: dict[str, Any] = {"n": 0, "asked": []}
+
+    @property
+    def label(self) -> str:
+        return f"policy {self.name} (scripted, not a model)"
+
+    def initial(self) -> dict[str, Any]:
+        return {}
+
+    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str:
+        """The next calls (run in parallel), or the final answer."""
+        raise NotImplementedError
+
+    # -- the ModelClient side ----------------------------------------------------------------
+
+    def create(self, *, system: list[Block], messages: list[Message], tools: list[dict[str, Any]],
+               max_tokens: int) -> Reply:
+        offered = {t["name"] for t in tools}
+        missing = [t for t in self.tools if t not in offered]
+        if missing:
+            return self._answer(f"I cannot do this task here: the workspace offers no "
+                                f"{', '.join(missing)} tool.")
+        task = "".join(b.get("text", "") for b in blocks(messages[0]))
+        decision = self.decide(task, self._seen(messages[-1]))
+        if isinstance(decision, str):
+            return self._answer(decision)
+        content: list[Block] = [text_block(f"[{self.label}] next: "
+                                           + ", ".join(c.name for c in decision))]
+        asked = []
+        for call in decision:
+            self._meta["n"] += 1
+            use_id = f"toolu_scripted_{self._meta['n']:05d}"
+            content.append(tool_use_block(use_id, call.name, call.input))
+            asked.append([use_id, call.name, call.input])
+        self._meta["asked"] = asked
+        return Reply(content, "tool_use", {"input_tokens": 0, "output_tokens": 0}, self.label)
+
+    def _answer(self, text: str) -> Reply:
+        self._meta["asked"] = []
+        return Reply([text_block(f"[{self.label}] {text}")], "end_turn",
+                     {"input_tokens": 0, "output_tokens": 0}, self.label)
+
+    def _seen(self, last: Message) -> list[Seen]:
+        if last.get("role") != "user":
+            return []
+        found = {b["tool_use_id"]: b for b in blocks(last) if b.get("type") == "tool_result"}
+        out = []
+        for use_id, name, args in self._meta["asked"]:
+            block = found.get(use_id)
+            if block is not None:
+                out.append(Seen(name, args, result_text(block), bool(block.get("is_error"))))
+        return out
+
+    def state(self) -> dict[str, Any]:
+        return copy.deepcopy({"notes": self.notes, "meta": self._meta})
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        if state:
+            self.notes = copy.deepcopy(state["notes"])
+            self._meta = copy.deepcopy(state["meta"])

@@ -1,0 +1,34 @@
+"""Finding a tool call's effect in the ledger after a restart, so it is never applied twice.
+
+Invariant: a call whose op id was recorded before it ran is looked up, not re-run: the commit
+carrying that ``Gitspace-Op`` (or, for a checkpoint, the tag carrying it) is the proof it
+happened, and its result is rebuilt from what the ledger says. A call the ledger does not know
+never took effect (ops are atomic), so running it again is safe.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import checkpoints
+from ..workspace import Workspace
+
+SEARCH_DEPTH = 1000  # a resumed op is among the newest commits of its branch
+
+
+def recorded(ws: Workspace, tool: str, args: dict[str, Any], op_id: str) -> str | None:
+    """The result text of op ``op_id`` if the ledger holds it, else None."""
+    if tool == "checkpoint":
+        name = args.get("name")
+        if isinstance(name, str) and checkpoints.op_of(ws, name) == op_id:
+            return (f"Checkpoint {name} saved (recovered after a restart: the checkpoint "
+                    f"records op {op_id}, so it was not created twice).")
+        return None
+    marker = f"Gitspace-Op: {op_id}\n"
+    for commit in ws.repo.log(f"refs/heads/{ws.branch()}", SEARCH_DEPTH):
+        if marker in commit.message + "\n":
+            subject = commit.message.split("\n", 1)[0]
+            return (f"Done (recovered after a restart: this call had already run, so it was not "
+                    f"run again). The ledger records op {op_id} at commit {commit.sha[:12]}: "
+                    f"{subject}.")
+    return None

@@ -1,0 +1,66 @@
+"""Choosing the model client for a run, and one line per loop event for front ends to show.
+
+Invariant: with an explicit policy, or without an API key, the run is scripted and says so; with
+``ANTHROPIC_API_KEY`` (passed in, never read here) it is the real model. A resumed session keeps
+the client it started with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import BadArguments
+from .loop import Event
+from .model import ModelClient
+
+
+def make_client(*, policy: str | None = None, model: str | None = None, api_key: str | None = None,
+                base_url: str | None = None) -> ModelClient:
+    if policy:
+        from .policies import make
+
+        return make(policy)
+    if not api_key:
+        from .policies import names
+
+        raise BadArguments(
+            "No ANTHROPIC_API_KEY is set, so there is no model to run.",
+            hint="Set the key to use Claude, or run an offline scripted policy with --policy "
+                 + " / --policy ".join(names()) + ".")
+    from .clients import DEFAULT_MODEL, AnthropicClient
+
+    return AnthropicClient(model=model or DEFAULT_MODEL, api_key=api_key, base_url=base_url)
+
+
+def client_for_session(scripted: bool, name: str, **real: Any) -> ModelClient:
+    """The client a saved session was started with (its policy, or a model via ``real``)."""
+    if scripted:
+        return make_client(policy=name)
+    return make_client(model=real.pop("model", None) or name, **real)
+
+
+def short_args(args: dict[str, Any], width: int = 48) -> str:
+    parts = []
+    for key, value in args.items():
+        text = value if isinstance(value, str) else repr(value)
+        text = " ".join(str(text).split())
+        parts.append(f"{key}={text[:24] + '…' if len(text) > 25 else text}")
+    joined = " ".join(parts)
+    return joined if len(joined) <= width else joined[: width - 1] + "…"
+
+
+def describe(event: Event) -> str | None:
+    """One line for a tool call or compaction as it happens (None for events not worth a line)."""
+    if event.kind == "tool" and event.result is not None:
+        r = event.result
+        outcome = (f"op {r.op}" if r.op else "ok") if r.ok else "error"
+        if event.recovered:
+            outcome += " (from the ledger)"
+        first = r.text.strip().splitlines()[0] if r.text.strip() else ""
+        return f"  {event.step:>3} {event.name}({short_args(event.input)}) -> {outcome}: {first[:70]}"
+    if event.kind == "compacted":
+        return (f"  {event.step:>3} compacted the conversation: {int(event.text):,} -> "
+                f"{event.size:,} characters")
+    if event.kind == "retry":
+        return f"  {event.step:>3} reply cut off inside a tool call; asking again with {event.text}"
+    return None

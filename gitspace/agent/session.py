@@ -1,0 +1,105 @@
+"""A run's durable state: the conversation and where the loop stands, in one JSON file.
+
+Invariants: the file is replaced atomically (temp file, fsync, rename), so a crash leaves the
+previous step or the next, never half of one. It lives under ``.gitspace/sessions/`` in the
+workspace, which ignores itself, so transcripts are never committed unless a person opts in
+(``commit_transcript``). Before a mutating tool runs, its op id is in ``pending`` on disk: that is
+what lets a resumed run find the op in the ledger instead of running it twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import ledger
+from ..errors import BadArguments, NotFound
+from .model import Message
+
+FORMAT = 1
+FOLDER = Path(".gitspace") / "sessions"
+
+# What the loop does next: call the model, or run the tools of the last assistant message.
+CALL, TOOLS = "call", "tools"
+# Where a run can end. Only "done" is final; resuming any other continues the conversation.
+DONE = "done"
+
+
+@dataclass
+class Stats:
+    tool_calls: int = 0
+    bytes_read: int = 0  # characters of every tool result the model was shown
+    largest_result: int = 0
+    peak_request: int = 0  # the largest conversation (system excluded) sent to the model
+    compactions: int = 0
+    recovered: int = 0  # tool calls whose result came back from the ledger after a restart
+
+
+@dataclass
+class Session:
+    id: str
+    task: str
+    agent: str | None
+    client: str
+    scripted: bool
+    messages: list[Message] = field(default_factory=list)
+    next: str = CALL
+    status: str = "running"
+    steps: int = 0
+    pending: dict[str, str] = field(default_factory=dict)  # tool_use id -> op id
+    client_state: dict[str, Any] = field(default_factory=dict)
+    stats: Stats = field(default_factory=Stats)
+    created: float = field(default_factory=time.time)
+    updated: float = 0.0
+    root: Path | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def new(cls, root: Path, task: str, *, agent: str | None, client: str, scripted: bool) -> Session:
+        if not task.strip():
+            raise BadArguments("The task is empty.", hint="Say what the agent should do.")
+        session = cls(ledger.new_op_id(), task, agent, client, scripted, root=root)
+        session.messages.append({"role": "user", "content": task})
+        return session
+
+    @property
+    def path(self) -> Path:
+        assert self.root is not None
+        return self.root / FOLDER / f"{self.id}.json"
+
+    def save(self) -> None:
+        self.updated = time.time()
+        folder = self.path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        marker = folder.parent / ".gitignore"
+        if not marker.exists():
+            marker.write_text("# gitspace session transcripts: local unless you opt in\n*\n")
+        data = {k: v for k, v in asdict(self).items() if k != "root"}
+        data["format"] = FORMAT
+        tmp = folder / f".{self.id}.json.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False, separators=(",", ":"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    @classmethod
+    def load(cls, root: Path, session_id: str) -> Session:
+        ledger.check_token("session id", session_id)
+        path = root / FOLDER / f"{session_id}.json"
+        if not path.exists():
+            known = sorted(p.stem for p in (root / FOLDER).glob("*.json"))
+            raise NotFound(f"There is no saved session {session_id} in {root}.",
+                           hint="Saved sessions: " + (", ".join(known[-5:]) or "none") + ".")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.pop("format", None) != FORMAT:
+            raise BadArguments(f"{path} was written by another version of gitspace.")
+        stats = Stats(**data.pop("stats", {}))
+        return cls(**data, stats=stats, root=root)
+
+
+def listing(root: Path) -> list[Session]:
+    return [Session.load(root, p.stem) for p in sorted((root / FOLDER).glob("*.json"))]
