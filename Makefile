@@ -26,6 +26,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ops.py
 	$(BIN)/python benchmarks/constraints.py
+	$(BIN)/python benchmarks/agent.py
 
 clean:
 	rm -rf $(VENV)

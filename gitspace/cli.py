@@ -273,11 +273,17 @@ def verify(
 
 
 @app.command()
-def demo(directory: Annotated[Optional[Path], typer.Option("--dir")] = None) -> None:  # noqa: UP045
-    """Run the offline demo on a fresh copy of the sample workspace and print its history."""
+def demo(
+    directory: Annotated[Optional[Path], typer.Option("--dir", help="A new folder for the copy.")] = None,  # noqa: UP045,E501
+    model: Annotated[Optional[str], typer.Option(help="Let Claude play instead (needs ANTHROPIC_API_KEY).")] = None,  # noqa: UP045,E501
+) -> None:
+    """Two agents (maze, journal) on a fresh copy of the sample workspace, then its history."""
     from .demo import run_demo
 
-    run_demo(directory, typer.echo)
+    key = config.anthropic_api_key()
+    if model and not key:
+        raise BadArguments("--model needs ANTHROPIC_API_KEY.", hint="Drop --model to run offline.")
+    run_demo(directory, typer.echo, model=model, api_key=key, base_url=config.anthropic_base_url())
 
 
 @app.command()
@@ -289,6 +295,8 @@ def run(
     resume: Annotated[Optional[str], typer.Option(help="Continue this saved session.")] = None,  # noqa: UP045
     budget: Annotated[int, typer.Option(min=2000,
                                         help="Conversation characters before compaction.")] = 60_000,
+    commit_transcript: Annotated[bool, typer.Option(
+        help="Also commit the conversation to transcripts/ (it may hold sensitive text).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run an agent on the workspace: Claude with an API key, else an offline scripted policy."""
@@ -316,6 +324,12 @@ def run(
 
         loop = Loop(ws, client, Options(max_steps=max_steps, budget=budget), show)
         outcome = loop.resume(resume) if resume else loop.start(task or "")
+        if commit_transcript:
+            from .agent.transcript import commit_transcript as commit
+
+            committed = commit(ws, outcome.session)
+            if not as_json:
+                typer.echo(committed.text)
     _render().outcome(outcome, as_json)
     if not outcome.ok:
         raise typer.Exit(1)

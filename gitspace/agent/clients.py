@@ -60,7 +60,9 @@ class AnthropicClient:
 
 def _status_message(e: Any) -> str:
     body = e.body if isinstance(e.body, dict) else {}
-    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    error = body.get("error")
+    if not isinstance(error, dict):
+        error = {}
     kind = error.get("type", "error")
     message = error.get("message") or str(e)
     return f"The Messages API answered {e.status_code} ({kind}): {message}"

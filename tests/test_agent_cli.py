@@ -1,0 +1,127 @@
+"""`gitspace run`, `gitspace sessions` and `gitspace demo` as a user runs them: real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import assert_clean, git, ops
+from fake_anthropic import FakeAnthropic, text, tool_use
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_workspace"
+KEY = "sk-ant-test-secret-value"
+
+
+def gs(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("GITSPACE_AGENT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+    return subprocess.run([sys.executable, "-m", "gitspace", "-C", str(cwd), *args],
+                          capture_output=True, text=True, env={**base, **(env or {})}, timeout=120)
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(SAMPLE, root)
+    assert gs(tmp_path, "init", str(root)).returncode == 0
+    return root
+
+
+def session_id(output: str) -> str:
+    found = re.search(r"--resume (\w+)", output) or re.search(r"in session (\w+)", output)
+    assert found, output
+    return found.group(1)
+
+
+def test_without_a_key_or_policy_run_says_what_to_do(sample: Path) -> None:
+    out = gs(sample, "run", "Escape the maze")
+    assert out.returncode == 1
+    assert "No ANTHROPIC_API_KEY is set" in out.stderr and "--policy maze" in out.stderr
+    assert not (sample / ".gitspace").exists()
+
+
+def test_task_and_resume_are_exclusive(sample: Path) -> None:
+    assert gs(sample, "run", "x", "--resume", "01ABC").returncode == 1
+    missing = gs(sample, "run", "--resume", "01M8MXY7BAHW5R7V17BQJ4ZKPR")
+    assert missing.returncode == 1 and "no saved session" in missing.stderr
+
+
+def test_a_policy_run_stops_at_the_limit_and_resumes(sample: Path) -> None:
+    first = gs(sample, "--agent", "maze-runner", "run", "Escape the maze", "--policy", "maze",
+               "--max-steps", "4")
+    assert first.returncode == 1, first.stderr
+    assert "scripted, not a model" in first.stdout and "Stopped after 4 model calls" in first.stdout
+    assert_clean(sample)
+    sid = session_id(first.stdout)
+    listed = json.loads(gs(sample, "sessions", "--json").stdout)
+    assert [(s["session"], s["status"], s["scripted"]) for s in listed] == [(sid, "max_steps", True)]
+
+    second = gs(sample, "--agent", "maze-runner", "run", "--resume", sid, "--json")
+    assert second.returncode == 0, second.stderr
+    result = json.loads(second.stdout)
+    assert result["status"] == "done" and result["session"] == sid
+    assert sum(1 for op in ops(sample) if op.tool == "move") == 20
+    assert {op.session for op in ops(sample) if op.tool == "move"} == {sid}
+    assert ".gitspace" not in git(sample, "ls-files")
+    assert_clean(sample)
+
+
+def test_with_a_key_run_uses_the_model_and_never_prints_the_key(sample: Path,
+                                                                fake_api: FakeAnthropic) -> None:
+    def authorised(body: dict[str, object]) -> None:
+        assert fake_api.headers[-1].get("Authorization") == f"Bearer {KEY}"
+        assert body["model"] == "claude-test"
+
+    fake_api.reply(tool_use("toolu_1", "plan_add", {"step": "look around"}), stop_reason="tool_use",
+                   check=authorised)
+    fake_api.reply(text("Planned."))
+    out = gs(sample, "--agent", "claude", "run", "Make a plan", "--model", "claude-test",
+             "--commit-transcript",
+             env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.base_url})
+    fake_api.done()
+    assert out.returncode == 0, out.stderr
+    assert "model claude-test" in out.stdout and "Planned." in out.stdout
+    assert KEY not in out.stdout + out.stderr
+    tools = [op.tool for op in ops(sample)]
+    assert tools[-2:] == ["plan_add", "transcript"]
+    [transcript] = (sample / "transcripts").glob("*.json")
+    assert KEY not in transcript.read_text()
+    assert json.loads(transcript.read_text())["messages"][0]["content"] == "Make a plan"
+
+
+def test_an_api_error_exits_1_after_the_sdks_retries(sample: Path, fake_api: FakeAnthropic) -> None:
+    for _ in range(3):  # the first call and the SDK's two retries
+        fake_api.error(529, "overloaded_error", "Overloaded")
+    out = gs(sample, "run", "Q", "--model", "m",
+             env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.base_url})
+    assert out.returncode == 1
+    fake_api.done()
+    assert "529 (overloaded_error): Overloaded" in out.stdout and KEY not in out.stdout + out.stderr
+
+
+def test_the_demo_runs_with_a_model_when_asked(tmp_path: Path, fake_api: FakeAnthropic) -> None:
+    def maze_task(body: dict[str, object]) -> None:
+        assert "Escape the maze" in str(body["messages"])
+
+    fake_api.reply(tool_use("toolu_1", "look", {}), stop_reason="tool_use", check=maze_task)
+    fake_api.reply(text("I looked once and stopped."))
+    fake_api.reply(text("I will not summarise today."),
+                   check=lambda body: "Summarise journal" in str(body["messages"]) or pytest.fail())
+    out = gs(tmp_path, "demo", "--dir", str(tmp_path / "d"), "--model", "claude-test",
+             env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.base_url})
+    fake_api.done()
+    assert out.returncode == 0, out.stderr
+    assert "Model: claude-test" in out.stdout and "scripted" not in out.stdout
+    assert "maze: 0 moves" in out.stdout and KEY not in out.stdout
+
+
+def test_demo_with_a_model_but_no_key_is_refused(tmp_path: Path) -> None:
+    out = gs(tmp_path, "demo", "--dir", str(tmp_path / "d"), "--model", "claude-test")
+    assert out.returncode == 1 and "needs ANTHROPIC_API_KEY" in out.stderr
+    assert not (tmp_path / "d").exists()
