@@ -251,3 +251,20 @@ def test_compaction_keeps_the_goal_and_never_breaks_pairing(agent_ws, fake_api) 
     fake_api.done()
     assert outcome.ok and outcome.session.stats.compactions >= 1
     assert outcome.session.stats.peak_request < 25_000
+
+
+def test_without_an_agent_name_ops_are_attributed_to_the_model(ws_root: Path, fake_api) -> None:
+    fake_api.reply(tool_use("t1", "create", {"path": "a.md", "file_text": "a\n"}), stop_reason="tool_use")
+    fake_api.reply(text("ok"))
+    with gitspace.init(ws_root) as ws:
+        outcome = loop(ws, fake_api).start("Make a.")
+        assert ws.agent is None  # the loop lends the name for the run only
+    assert ops(ws_root)[-1].agent == "fake-model" == outcome.session.agent
+
+
+def test_a_damaged_session_file_is_reported_not_crashed_on(agent_ws, fake_api) -> None:
+    fake_api.reply(text("ok"))
+    outcome = loop(agent_ws, fake_api).start("Q")
+    outcome.session.path.write_text('{"format": 1, "id": ')
+    with pytest.raises(gitspace.GitspaceError, match="is damaged"):
+        loop(agent_ws, fake_api).resume(outcome.session.id)

@@ -15,6 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,7 @@ class Event:
     stop_reason: str | None = None
     recovered: bool = False
     size: int = 0
+    before: int = 0  # for "compacted": the conversation's size before
 
 
 @dataclass
@@ -103,12 +105,16 @@ class Loop:
     # -- the loop ----------------------------------------------------------------------------
 
     def _run(self, s: Session) -> Outcome:
-        previous = self.ws.session
+        """Drive the session with the workspace recording this session (and an agent name: the
+        policy's or the model's when the caller gave none) on every op."""
+        previous = self.ws.session, self.ws.agent
         self.ws.session = s.id
+        self.ws.agent = self.ws.agent or s.agent or _agent_name(self.client.name)
+        s.agent = self.ws.agent
         try:
             return self._drive(s)
         finally:
-            self.ws.session = previous
+            self.ws.session, self.ws.agent = previous
 
     def _drive(self, s: Session) -> Outcome:
         while True:
@@ -135,7 +141,7 @@ class Loop:
             before = history.size(s.messages)
             s.messages = fitted
             s.stats.compactions += 1
-            self.on_event(Event("compacted", s.steps, size=history.size(fitted), text=str(before)))
+            self.on_event(Event("compacted", s.steps, size=history.size(fitted), before=before))
         problems = history.check(s.messages)
         if problems:
             raise GitspaceError("The conversation would break the tool pairing rule: "
@@ -233,6 +239,11 @@ class Loop:
         self.on_event(Event("tool", s.steps, use["name"], use.get("input") or {}, result,
                             recovered=recovered))
         return tool_result_block(use["id"], result.text or "(empty)", is_error=not result.ok)
+
+
+def _agent_name(client: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._:@+=/-]+", "-", client).strip("-._:@+=/")[:200]
+    return name or "agent"
 
 
 def _mutates(ws: Workspace, name: str) -> bool:

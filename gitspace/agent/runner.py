@@ -59,7 +59,7 @@ def describe(event: Event) -> str | None:
         first = r.text.strip().splitlines()[0] if r.text.strip() else ""
         return f"  {event.step:>3} {event.name}({short_args(event.input)}) -> {outcome}: {first[:70]}"
     if event.kind == "compacted":
-        return (f"  {event.step:>3} compacted the conversation: {int(event.text):,} -> "
+        return (f"  {event.step:>3} compacted the conversation: {event.before:,} -> "
                 f"{event.size:,} characters")
     if event.kind == "retry":
         return f"  {event.step:>3} reply cut off inside a tool call; asking again with {event.text}"

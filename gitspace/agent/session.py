@@ -94,11 +94,16 @@ class Session:
             known = sorted(p.stem for p in (root / FOLDER).glob("*.json"))
             raise NotFound(f"There is no saved session {session_id} in {root}.",
                            hint="Saved sessions: " + (", ".join(known[-5:]) or "none") + ".")
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.pop("format", None) != FORMAT:
-            raise BadArguments(f"{path} was written by another version of gitspace.")
-        stats = Stats(**data.pop("stats", {}))
-        return cls(**data, stats=stats, root=root)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.pop("format", None) != FORMAT:
+                raise BadArguments(f"{path} was written by another version of gitspace.",
+                                   hint="Resume it with that version, or start a new run.")
+            stats = Stats(**data.pop("stats", {}))
+            return cls(**data, stats=stats, root=root)
+        except (ValueError, TypeError, AttributeError) as e:
+            raise BadArguments(f"The session file {path} is damaged ({e}).",
+                               hint="Start a new run; the ops it made are all in the git log.") from None
 
 
 def listing(root: Path) -> list[Session]:
