@@ -14,12 +14,18 @@ from collections.abc import Mapping
 # API keys, tokens, and every GIT_* variable that could redirect git to another repository.
 _CHILD_ALLOWED = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME", "TERM")
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+# The ssh agent's socket path is no secret (the keys stay in the agent), and push/pull over ssh
+# remotes need it.
+_CHILD_PASSTHROUGH = ("SSH_AUTH_SOCK", "SSH_AGENT_PID")
 
 
-def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def child_environment(extra: Mapping[str, str] | None = None, *,
+                      ssh_agent: bool = True) -> dict[str, str]:
     """A scrubbed environment for a child process: locale and PATH, no secrets, no GIT_*."""
     env = {k: v for k, v in os.environ.items() if k in _CHILD_ALLOWED or k.startswith("LC_")}
     env = {k: v for k, v in env.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+    if ssh_agent:
+        env.update({k: os.environ[k] for k in _CHILD_PASSTHROUGH if k in os.environ})
     if extra:
         env.update(extra)
     return env
@@ -59,3 +65,8 @@ def pack_threshold(default: int = 1024) -> int:
     if raw and raw.isdigit():
         return int(raw)
     return default
+
+
+def default_author() -> str | None:
+    """Who outside edits are attributed to (GITSPACE_AUTHOR), if set."""
+    return os.environ.get("GITSPACE_AUTHOR") or None

@@ -488,7 +488,7 @@ def _environment(
     contract = {"GITSPACE_WORKSPACE": str(cwd), "GITSPACE_TOOL": script.name}
     if cache_dir is not None:
         contract["GITSPACE_CACHE_DIR"] = str(cache_dir)
-    return config.child_environment({**(extra_env or {}), **contract})
+    return config.child_environment({**(extra_env or {}), **contract}, ssh_agent=False)
 
 
 def _command(script: Script) -> list[str]:
