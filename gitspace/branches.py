@@ -2,7 +2,8 @@
 
 Invariant: ``switch`` changes only files that differ between the two branch tips, and refuses
 (changing nothing) when any of those files has an outside change or an untracked file is in the
-way. It is journaled like an op, so a crash mid-switch is finished on the next open.
+way, or when another work tree (the user's checkout, another agent's worktree) has that branch
+checked out. It is journaled like an op, so a crash mid-switch is finished on the next open.
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ def switch(ws: Workspace, name: str) -> int:
         if target is None:
             names = ", ".join(b.name for b in listing(ws))
             raise NotFound(f"There is no branch named {name!r}.", hint=f"Branches: {names}.")
+        elsewhere = ws.repo.checked_out_elsewhere(name)
+        if elsewhere is not None:
+            raise Conflict(
+                f"Branch {name} is checked out in {elsewhere}: two work trees on one branch "
+                "would overwrite each other's files.",
+                hint="Start a branch of your own there instead ('gitspace branch NAME').",
+            )
         old_tip = ws.tip()
         changes = list(ws.repo.diff_trees(ws.repo.commit(old_tip).tree,
                                           ws.repo.commit(target).tree))

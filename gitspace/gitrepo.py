@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -84,6 +85,16 @@ class Commit:
     @property
     def time(self) -> int:
         return int(self.committer.rsplit(" ", 2)[-2])
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """One work tree of a repository, as ``git worktree list`` reports it."""
+
+    path: Path
+    head: str | None
+    branch: str | None  # short name; None when detached (or bare)
+    prunable: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,7 +266,10 @@ class GitRepo:
         # A background repack's prune-packed removes empty fan-out folders at any moment (git's
         # own writers retry likewise); once our tmp file is inside, the folder stays.
         for attempt in range(10):
-            folder.mkdir(exist_ok=True)
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                pass  # pathlib's exist_ok re-checks is_dir(), which a prune can falsify meanwhile
             try:
                 return tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
             except FileNotFoundError:
@@ -612,3 +626,90 @@ class GitRepo:
         if self._packer is not None:
             self._packer.wait(timeout)
             self._packer = None
+
+    # -- worktrees and merges ----------------------------------------------------------------
+
+    def worktrees(self) -> list[Worktree]:
+        """Every work tree of this repository, the main one first."""
+        out = self._worktree_git("list", "--porcelain", "-z")
+        found = []
+        for record in out.decode(errors="surrogateescape").split("\0\0"):
+            fields = dict(line.partition(" ")[::2] for line in record.split("\0") if line)
+            if "worktree" not in fields:
+                continue
+            branch = fields.get("branch")
+            found.append(Worktree(
+                Path(fields["worktree"]), fields.get("HEAD"),
+                branch[len("refs/heads/"):] if branch and branch.startswith("refs/heads/") else None,
+                "prunable" in fields,
+            ))
+        return found
+
+    def checked_out_elsewhere(self, branch: str) -> Path | None:
+        """The other work tree that has ``branch`` checked out, or None (reads HEAD files only)."""
+        want = f"ref: refs/heads/{branch}"
+        own = self.gitdir.resolve()
+        for gitdir in [self.commondir, *(self.commondir / "worktrees").glob("*")]:
+            if gitdir.resolve() == own:
+                continue
+            try:
+                if (gitdir / "HEAD").read_text().strip() != want:
+                    continue
+                if gitdir == self.commondir:
+                    return gitdir.parent
+                return Path((gitdir / "gitdir").read_text().strip()).parent
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+        return None
+
+    def add_worktree(self, path: Path, branch: str) -> None:
+        """Check ``branch`` out into a new linked work tree at ``path``."""
+        self._worktree_git("add", "--quiet", "--", str(path), branch)
+
+    def remove_worktree(self, path: Path, force: bool = False) -> None:
+        self._worktree_git("remove", *(["--force"] if force else []), "--", str(path))
+
+    def forget_worktree(self, path: Path) -> None:
+        """Drop git's record of the linked work tree at ``path`` once its folder is gone (what
+        ``git worktree prune`` does, for this one only: others may be on an unmounted disk)."""
+        if path.exists():
+            raise GitspaceError(f"{path} still exists; it is not a stale worktree.")
+        for admin in (self.commondir / "worktrees").glob("*"):
+            try:
+                points_at = Path((admin / "gitdir").read_text().strip())
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            if points_at == path / ".git":
+                shutil.rmtree(admin)
+
+    def _worktree_git(self, *args: str) -> bytes:
+        # Not run_git: its pinned GIT_WORK_TREE/GIT_INDEX_FILE would be inherited by the checkout
+        # 'git worktree add' runs inside the new work tree, which would then rewrite *this* work
+        # tree's index. Only the common git dir is pinned here.
+        env = config.child_environment({"GIT_DIR": str(self.commondir), "GIT_CONFIG_NOSYSTEM": "1",
+                                        "GIT_TERMINAL_PROMPT": "0"})
+        proc = subprocess.run(
+            ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "worktree",
+             *args], cwd=self.commondir, env=env, capture_output=True)
+        if proc.returncode != 0:
+            raise GitCommandError(
+                f"git worktree {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}")
+        return proc.stdout
+
+    def merge_tree(self, ours: str, theirs: str) -> tuple[str, list[str]]:
+        """A three-way merge of two commits, written as objects only (no index, no work tree).
+
+        Returns (tree, conflicted paths); the tree is meaningful only when there is no conflict.
+        """
+        proc = self.run_git("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z",
+                            ours, theirs)
+        if proc.returncode not in (0, 1):
+            raise GitCommandError(
+                f"git merge-tree failed: {proc.stderr.decode(errors='replace').strip()}")
+        tree, _, rest = proc.stdout.decode(errors="surrogateescape").partition("\0")
+        conflicts = list(dict.fromkeys(p for p in rest.split("\0") if p))
+        return tree.strip(), conflicts if proc.returncode == 1 else []
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        proc = self.run_git("merge-base", "--is-ancestor", ancestor, descendant)
+        return proc.returncode == 0

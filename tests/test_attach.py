@@ -1,0 +1,341 @@
+"""Agents on an existing repository: the user's checkout is the same, byte for byte, throughout.
+
+The user's repository here is made with plain git and has everything a real checkout has at
+once: a staged change, an unstaged change, an untracked file and ignored files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import git, git_run
+
+import gitspace
+from gitspace import attach, merge
+from gitspace.errors import Conflict, GitspaceError, NotFound
+
+
+def make_user_repo(root: Path) -> Path:
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "src").mkdir()
+    (root / "README.md").write_text("# project\n")
+    (root / "notes.txt").write_text("one\ntwo\nthree\n")
+    (root / "src" / "app.py").write_text("print('hi')\n")
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "the user's first commit")
+    # Everything a working checkout has at once:
+    (root / "notes.txt").write_text("one\ntwo (being edited)\nthree\n")  # unstaged
+    (root / "src" / "app.py").write_text("print('hello')\n")
+    git(root, "add", "src/app.py")  # staged
+    (root / "new.txt").write_text("not added yet\n")  # untracked
+    (root / "build").mkdir()
+    (root / "build" / "out.bin").write_bytes(b"\0\1\2")  # ignored
+    (root / "debug.log").write_text("ignored log\n")  # ignored
+    return root
+
+
+@pytest.fixture
+def user(tmp_path: Path) -> Path:
+    return make_user_repo(tmp_path / "user")
+
+
+def checkout_state(root: Path) -> dict[str, Any]:
+    """Everything of the user's checkout that gitspace must not change, as raw bytes."""
+    files = {}
+    for folder, dirs, names in os.walk(root):
+        if Path(folder) == root:
+            dirs.remove(".git")
+        for n in names:
+            p = Path(folder, n)
+            files[p.relative_to(root).as_posix()] = (p.read_bytes(), os.lstat(p).st_mode)
+    return {
+        "HEAD": (root / ".git" / "HEAD").read_bytes(),
+        "head commit": git(root, "rev-parse", "HEAD"),
+        "index": (root / ".git" / "index").read_bytes(),
+        "files": files,
+    }
+
+
+def status(root: Path) -> str:
+    """``git status`` without letting git refresh (rewrite) the index while it looks."""
+    return git(root, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all",
+               "--ignored")
+
+
+def fsck(root: Path) -> None:
+    proc = git_run(root, "fsck", "--strict", "--no-progress")
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+
+
+def side_branch(root: Path, name: str, path: str, text: str) -> str:
+    """A branch off main with one commit changing ``path``, made without touching the checkout."""
+    blob = git(root, "hash-object", "-w", "--stdin", input=text.encode()).strip()
+    env_index = root / ".git" / f"tmp-index-{name}"
+    env = {"GIT_INDEX_FILE": str(env_index)}
+    run = {**os.environ, **env}
+    subprocess.run(["git", "read-tree", "main"], cwd=root, env=run, check=True)
+    subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"],
+                   cwd=root, env=run, check=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=root, env=run, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    env_index.unlink()
+    commit = git(root, "commit-tree", tree, "-p", "main", "-m", f"{name} work").strip()
+    git(root, "update-ref", f"refs/heads/{name}", commit)
+    return commit
+
+
+def test_the_checkout_is_untouched_through_attach_ops_undo_restore_merge_detach(user: Path) -> None:
+    git(user, "branch", "review")
+    conflicting = side_branch(user, "rival", "notes.txt", "entirely different\n")
+    before, listed = checkout_state(user), status(user)
+
+    a = attach.attach(user, "bob")
+    assert a.branch == "agent/bob" and a.path == user / ".git" / "gitspace" / "worktrees" / "bob"
+    assert a.start == git(user, "rev-parse", "HEAD").strip()
+    assert a.dirty == 3  # notes.txt, src/app.py, new.txt: not copied
+    assert (a.path / "notes.txt").read_text() == "one\ntwo\nthree\n"
+    assert (a.path / "src" / "app.py").read_text() == "print('hi')\n"
+    assert not (a.path / "new.txt").exists() and not (a.path / "debug.log").exists()
+    assert checkout_state(user) == before and status(user) == listed
+
+    with gitspace.open(a.path, agent="bob") as ws:
+        for tool, args in [
+            ("create", {"path": "docs/plan.md", "file_text": "step 1\n"}),
+            ("str_replace", {"path": "notes.txt", "old_str": "two", "new_str": "2"}),
+            ("checkpoint", {"name": "bob-1"}),
+            ("append", {"path": "docs/plan.md", "text": "step 2\n"}),
+            ("undo", {}),
+            ("delete", {"path": "README.md"}),
+            ("restore", {"name": "bob-1"}),
+        ]:
+            assert ws.call(tool, args).ok, tool
+        assert ws.branch() == "agent/bob"
+    assert checkout_state(user) == before and status(user) == listed
+    assert status(a.path) == "!! .gitspace/\n" or status(a.path) == ""
+
+    review = git(user, "rev-parse", "review").strip()
+    done = merge.merge(user, "bob", into="review")
+    assert done.commit is not None and not done.checkout
+    parents = git(user, "rev-list", "--parents", "-n1", "review").split()
+    assert parents == [done.commit, review, git(user, "rev-parse", "agent/bob").strip()]
+    assert git(user, "show", "review:notes.txt") == "one\n2\nthree\n"
+    assert checkout_state(user) == before and status(user) == listed
+
+    with pytest.raises(Conflict, match="conflicts in notes.txt. Nothing was changed"):
+        merge.merge(user, "bob", into="rival")
+    assert git(user, "rev-parse", "rival").strip() == conflicting
+    assert checkout_state(user) == before and status(user) == listed
+
+    gone = attach.detach(user, "bob")
+    assert gone.tip == git(user, "rev-parse", "agent/bob").strip()
+    assert not a.path.exists()
+    assert [w.split()[0] for w in git(user, "worktree", "list").splitlines()] == [str(user)]
+    assert checkout_state(user) == before and status(user) == listed
+    fsck(user)
+
+
+@pytest.mark.parametrize("path", ["notes.txt", "src/app.py", "new.txt", "debug.log"])
+def test_merge_into_the_checkout_is_refused_when_the_user_has_that_file(user: Path,
+                                                                         path: str) -> None:
+    a = attach.attach(user, "bob")
+    with gitspace.open(a.path, agent="bob") as ws:
+        assert ws.call("create", {"path": path, "file_text": "bob's version\n"}).ok
+    main = git(user, "rev-parse", "main")
+    before, listed = checkout_state(user), status(user)
+    with pytest.raises(Conflict, match=f"{path}.*Nothing was changed"):
+        merge.merge(user, "bob")
+    assert checkout_state(user) == before and status(user) == listed
+    assert git(user, "rev-parse", "main") == main
+
+
+def _index_entries(root: Path) -> dict[str, str]:
+    out = git(root, "ls-files", "-s", "--debug")
+    entries: dict[str, str] = {}
+    name = ""
+    for line in out.splitlines():
+        if not line.startswith(" "):
+            name = line.split("\t", 1)[1]
+            entries[name] = line
+        else:
+            entries[name] += "\n" + line
+    return entries
+
+
+def test_merge_into_the_checkout_writes_only_the_merged_paths(user: Path) -> None:
+    a = attach.attach(user, "bob")
+    with gitspace.open(a.path, agent="bob") as ws:
+        assert ws.call("create", {"path": "docs/guide.md", "file_text": "read me\n"}).ok
+        assert ws.call("str_replace", {"path": "README.md", "old_str": "# project",
+                                       "new_str": "# project, improved"}).ok
+    before, listed, entries = checkout_state(user), status(user), _index_entries(user)
+    main = git(user, "rev-parse", "main").strip()
+
+    done = merge.merge(user, "bob")
+    assert done.checkout and done.target == "main" and done.files == ["README.md", "docs/guide.md"]
+    assert git(user, "rev-list", "--parents", "-n1", "main").split()[1:] == [
+        main, git(user, "rev-parse", "agent/bob").strip()]
+    after = checkout_state(user)
+    assert after["HEAD"] == before["HEAD"]  # still on main
+    assert (user / "docs" / "guide.md").read_text() == "read me\n"
+    assert (user / "README.md").read_text() == "# project, improved\n"
+    # Every other file (tracked, untracked, ignored) and every other index entry is untouched,
+    # and git status still shows exactly the user's own changes.
+    merged = {"README.md", "docs/guide.md"}
+    def others(d: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in d.items() if k not in merged}
+
+    assert others(after["files"]) == others(before["files"])
+    assert others(_index_entries(user)) == others(entries)
+    assert status(user) == listed
+    assert git(user, "diff", "--cached", "--name-only") == "src/app.py\n"
+    again = merge.merge(user, "bob")
+    assert again.commit is None
+    fsck(user)
+
+
+def test_attach_refuses_a_repository_without_commits(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q", "-b", "main")
+    (empty / "draft.txt").write_text("x\n")
+    with pytest.raises(GitspaceError, match="no commits yet") as caught:
+        attach.attach(empty, "bob")
+    assert caught.value.hint and "git commit" in caught.value.hint
+    assert git(empty, "for-each-ref") == ""
+    assert not (empty / ".git" / "index").exists()
+
+
+def test_attach_again_detach_and_reattach_continues_the_branch(user: Path) -> None:
+    a = attach.attach(user, "bob")
+    assert attach.attach(user, "bob").existed
+    with gitspace.open(a.path, agent="bob") as ws:
+        assert ws.call("create", {"path": "work.txt", "file_text": "1\n"}).ok
+        tip = ws.tip()
+    attach.detach(user, "bob")
+    again = attach.attach(user, "bob")
+    assert again.resumed and not again.existed and again.start == tip
+    assert (again.path / "work.txt").read_text() == "1\n"
+
+
+def test_attach_after_the_worktree_folder_was_deleted_by_hand(user: Path) -> None:
+    import shutil
+
+    a = attach.attach(user, "bob")
+    with gitspace.open(a.path, agent="bob") as ws:
+        assert ws.call("create", {"path": "kept.txt", "file_text": "in a commit\n"}).ok
+    shutil.rmtree(a.path)
+    assert [r.path for r in attach.agents(user)] == [None]
+    again = attach.attach(user, "bob")
+    assert again.resumed and (again.path / "kept.txt").exists()
+    assert len(git(user, "worktree", "list").splitlines()) == 2
+
+
+def test_detach_never_loses_unrecorded_work_or_sessions(user: Path) -> None:
+    a = attach.attach(user, "bob")
+    (a.path / "scratch.txt").write_text("not recorded\n")
+    sessions = a.path / ".gitspace" / "sessions"
+    sessions.mkdir(parents=True)
+    (a.path / ".gitspace" / ".gitignore").write_text("*\n")
+    (sessions / "s1.json").write_text('{"messages": []}\n')
+    with pytest.raises(Conflict, match="scratch.txt") as caught:
+        attach.detach(user, "bob")
+    assert caught.value.hint and "snapshot" in caught.value.hint
+    assert (a.path / "scratch.txt").exists()
+
+    with gitspace.open(a.path) as ws:
+        assert ws.snapshot().op
+    gone = attach.detach(user, "bob")
+    assert git(user, "show", "agent/bob:scratch.txt") == "not recorded\n"
+    assert gone.sessions is not None and (gone.sessions / "sessions" / "s1.json").exists()
+    with pytest.raises(NotFound, match="branch agent/bob is kept"):
+        attach.detach(user, "bob")
+
+    b = attach.attach(user, "eve")
+    (b.path / "README.md").write_text("thrown away\n")
+    forced = attach.detach(user, "eve", force=True)
+    assert forced.discarded == ["README.md"] and not b.path.exists()
+
+
+def test_agents_lists_branch_worktree_ops_and_last_op(user: Path) -> None:
+    bob, eve = attach.attach(user, "bob"), attach.attach(user, "eve")
+    with gitspace.open(bob.path, agent="bob") as ws:
+        assert ws.call("create", {"path": "a.txt", "file_text": "a\n"}).ok
+        assert ws.call("append", {"path": "a.txt", "text": "b\n"}).ok
+    attach.detach(user, "eve")
+    rows = {a.name: a for a in attach.agents(user)}
+    assert rows["bob"].path == bob.path and rows["bob"].ops == 2
+    assert rows["bob"].last is not None and rows["bob"].last.tool == "append"
+    assert rows["eve"].path is None and rows["eve"].ops == 0 and eve.branch == rows["eve"].branch
+    # Listing from inside an agent's worktree shows the same.
+    assert [a.name for a in attach.agents(bob.path)] == ["bob", "eve"]
+
+
+def test_worktree_ops_use_the_worktrees_own_lock_and_journal(user: Path) -> None:
+    a = attach.attach(user, "bob")
+    with gitspace.open(a.path, agent="bob") as ws:
+        assert ws.transactions.state_dir == user / ".git" / "worktrees" / "bob" / "gitspace"
+        assert ws.repo.commondir == user / ".git"
+
+
+def test_route_sends_an_attached_agent_to_its_worktree(user: Path) -> None:
+    a = attach.attach(user, "bob")
+    assert attach.route(user, "bob") == a.path
+    assert attach.route(user / "src", "bob") == a.path
+    assert attach.route(user, "eve") == user  # not attached: unchanged
+    assert attach.route(user, None) == user
+    assert attach.route(a.path, "eve") == a.path  # inside a worktree: never rerouted
+
+
+def gs(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"}
+    return subprocess.run([sys.executable, "-m", "gitspace", "-C", str(cwd), *args],
+                          capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_cli_attach_agents_merge_detach(user: Path) -> None:
+    before, listed = checkout_state(user), status(user)
+    out = gs(user, "attach", "--agent", "bob")
+    assert out.returncode == 0, out.stderr
+    path = user / ".git" / "gitspace" / "worktrees" / "bob"
+    assert str(path) in out.stdout and "not copied" in out.stdout
+    out = gs(path, "--agent", "bob", "call", "create", "--args",
+             '{"path": "cli.txt", "file_text": "x\\n"}')
+    assert out.returncode == 0, out.stderr
+    # --agent from the user's checkout goes to that agent's worktree, never into the checkout.
+    out = gs(user, "--agent", "bob", "call", "append", "--args",
+             '{"path": "cli.txt", "text": "y\\n"}')
+    assert out.returncode == 0, out.stderr
+    assert (path / "cli.txt").read_text() == "x\ny\n" and not (user / "cli.txt").exists()
+    rows = json.loads(gs(user, "agents", "--json").stdout)
+    assert [(r["agent"], r["ops"], r["last_tool"], r["path"]) for r in rows] == [
+        ("bob", 2, "append", str(path))]
+    git(user, "branch", "review", "main")
+    out = gs(user, "merge", "bob", "--into", "review")
+    assert out.returncode == 0 and "Merged agent/bob into review" in out.stdout, out.stderr
+    out = gs(user, "merge", "nobody")
+    assert out.returncode == 1 and "no agent nobody" in out.stderr
+    out = gs(user, "detach", "bob")
+    assert out.returncode == 0 and "kept" in out.stdout, out.stderr
+    assert checkout_state(user) == before and status(user) == listed
+
+
+def test_an_agent_cannot_switch_to_a_branch_checked_out_elsewhere(user: Path) -> None:
+    bob, eve = attach.attach(user, "bob"), attach.attach(user, "eve")
+    before, listed = checkout_state(user), status(user)
+    with gitspace.open(bob.path, agent="bob") as ws:
+        for name, where in (("main", user), ("agent/eve", eve.path)):
+            result = ws.call("switch", {"name": name})
+            assert not result.ok and f"checked out in {where}" in result.text
+        assert ws.branch() == "agent/bob"
+        assert ws.call("branch", {"name": "bob/second"}).ok  # a branch of its own is fine
+        assert ws.call("create", {"path": "x.txt", "file_text": "x\n"}).ok
+    assert git(user, "rev-parse", "bob/second") != git(user, "rev-parse", "main")
+    assert checkout_state(user) == before and status(user) == listed
