@@ -187,3 +187,139 @@ def sessions(rows: list[Any], as_json: bool = False) -> None:
         table.add_row(s.id, s.status, s.agent or "-", escape(client), str(s.steps),
                       escape(s.task[:60]))
     out.print(table)
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+REPLAY_BAR_FROM = 100  # commits: shorter replays finish before a bar would be worth drawing
+
+
+class ReplayProgress:
+    """A rich progress bar on stderr for a long replay; ``update`` is the library's callback."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and err.is_terminal
+        self.bar: Any = None
+        self.task: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled or total < REPLAY_BAR_FROM:
+            return
+        if self.bar is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress("replaying", BarColumn(), MofNCompleteColumn(),
+                                TimeRemainingColumn(), console=err, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("replay", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def __enter__(self) -> ReplayProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def replay_report(report: Any) -> None:
+    span = f"{report.base[:12]}..{report.tip[:12]}" if report.base else \
+        f"the root commit..{report.tip[:12]}"
+    target = f" onto {report.onto[:12]}" if report.onto else ""
+    out.print(f"Replayed {span}{target}: {report.total} commit(s), {report.checked} checked.")
+    why = ", ".join(f"{n} {escape(k)}" for k, n in sorted(report.recorded_why.items()))
+    out.print(f"  {report.reexecuted} re-executed, {report.as_recorded} applied as recorded"
+              + (f" ({why})" if why else ""))
+    d = report.divergence
+    if d is None:
+        if report.onto:
+            out.print(f"[green]created[/green] branch [bold]{escape(report.branch)}[/bold] at "
+                      f"{report.created[:12]}: every op applied on the new base.")
+        else:
+            out.print("[green]match[/green]: every re-executed op rebuilt its recorded files.")
+        return
+    if report.onto:
+        out.print(f"[red]stopped[/red]: this op no longer applies on {report.onto[:12]}; "
+                  "nothing was changed.")
+    else:
+        out.print("[red]diverged[/red] at this op:")
+    out.print(f"  commit {d.commit}")
+    if d.op_id:
+        out.print(f"  op {d.op_id}  tool {escape(d.tool or '-')}")
+        import json
+
+        args = json.dumps(d.args, ensure_ascii=False)
+        out.print(f"  args {escape(args if len(args) <= 300 else args[:297] + '...')}")
+    out.print(f"  why: {escape(d.reason)}")
+    if d.paths:
+        more = f" and {len(d.paths) - 20} more" if len(d.paths) > 20 else ""
+        out.print(f"  paths: {escape(', '.join(d.paths[:20]))}{more}")
+    for line in d.diff:
+        colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        text = escape(line)
+        out.print(f"    [{colour}]{text}[/{colour}]" if colour else f"    {text}")
+
+
+def attached(a: Any) -> None:
+    if a.existed:
+        out.print(f"Agent {escape(a.name)} is already attached on {escape(a.branch)}; nothing "
+                  "was changed.")
+    else:
+        how = "continues its existing branch" if a.resumed else "has a new branch"
+        out.print(f"Attached agent [bold]{escape(a.name)}[/bold]: it {how} "
+                  f"{escape(a.branch)} at {a.start[:12]}.")
+    out.print(f"Worktree: {escape(str(a.path))}")
+    if a.dirty:
+        out.print(f"[yellow]note:[/yellow] your checkout has {a.dirty} uncommitted change(s); "
+                  "they were not copied (the agent starts from your last commit).")
+    out.print(f"Work there with: gitspace -C {escape(str(a.path))} --agent {escape(a.name)} ...")
+    out.print(f"(from your checkout, 'gitspace --agent {escape(a.name)} ...' goes there too)")
+
+
+def agents(rows: list[Any]) -> None:
+    if not rows:
+        out.print("No agents. Attach one with 'gitspace attach --agent NAME'.")
+        return
+    table = Table(box=None, pad_edge=False)
+    for col in ("agent", "branch", "worktree", "ops", "last op"):
+        table.add_column(col, overflow="fold")
+    for a in rows:
+        last = "-" if a.last is None else (f"{escape(a.last.tool)} {a.last.op_id[-8:]} "
+                                           f"{_when(a.last_time)}")
+        where = escape(str(a.path)) if a.path else "[dim]detached[/dim]"
+        table.add_row(escape(a.name), escape(a.branch), where, str(a.ops), last)
+    out.print(table)
+    out.print("[dim]ops: ops on the agent's branch that your checked-out commit does not have."
+              "[/dim]")
+
+
+def merged(m: Any) -> None:
+    if m.commit is None:
+        out.print(f"{escape(m.target)} already contains everything on {escape(m.branch)}; "
+                  "nothing was changed.")
+        return
+    out.print(f"Merged {escape(m.branch)} into [bold]{escape(m.target)}[/bold]: merge commit "
+              f"{m.commit[:12]}, {len(m.files)} file(s) changed.")
+    if m.checkout:
+        out.print("Your checkout is on that branch: those files were updated in it, nothing else.")
+
+
+def detached(d: Any) -> None:
+    out.print(f"Detached agent {escape(d.name)}: removed {escape(str(d.path))}; branch "
+              f"{escape(d.branch)} kept at {d.tip[:12]}.")
+    if d.discarded:
+        out.print(f"[yellow]discarded[/yellow] unrecorded changes: {escape(', '.join(d.discarded))}")
+    if d.sessions:
+        out.print(f"Session files moved to {escape(str(d.sessions))}.")
+
+
+def synced(report: Any, verb: str) -> None:
+    if not report.moved:
+        out.print(f"Nothing to {verb}: {escape(report.remote)} and this clone agree.")
+    for ref, what in report.moved:
+        name = ref.removeprefix("refs/heads/")
+        if name.startswith("refs/tags/gitspace/"):
+            name = "checkpoint " + name[len("refs/tags/gitspace/"):]
+        out.print(f"{verb}ed {escape(name)}: {escape(what)}")
+    for note in report.notes:
+        out.print(f"[yellow]note:[/yellow] {escape(note)}")
