@@ -27,6 +27,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ops.py
 	$(BIN)/python benchmarks/constraints.py
 	$(BIN)/python benchmarks/agent.py
+	$(BIN)/python benchmarks/watch.py
+	$(BIN)/python benchmarks/replay.py
 
 clean:
 	rm -rf $(VENV)

@@ -364,7 +364,10 @@ def mcp_cmd(
 
     if transport not in ("stdio", "http"):
         raise typer.BadParameter("use stdio or http.", param_hint="--transport")
-    mcp_server.serve(_state["dir"], transport, host, port, default_agent=_state["agent"],
+    from .attach import route
+
+    root = route(_state["dir"], _state["agent"])  # --agent NAME serves NAME's attached worktree
+    mcp_server.serve(root, transport, host, port, default_agent=_state["agent"],
                      max_file_bytes=config.max_file_bytes(),
                      announce=lambda line: typer.echo(line, err=True))  # stdout is the protocol's
 
