@@ -10,6 +10,7 @@ first, as for any op. A failing mutating script leaves the files as they were.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +93,10 @@ def _undo_changes(ws: Workspace, changes: dict[str, tuple[State, State]]) -> Non
         ws.transactions.put_file(rel, pre)
 
 
-def _run(ws: Workspace, script: constraints.Script, args: dict[str, Any]) -> constraints.RunResult:
-    return constraints.run(script, args, cwd=ws.root, cache_dir=_cache_dir(ws))
+def _run(ws: Workspace, script: constraints.Script, args: dict[str, Any],
+         now: int | None = None) -> constraints.RunResult:
+    extra = {"GITSPACE_NOW": str(now)} if now is not None else None
+    return constraints.run(script, args, cwd=ws.root, cache_dir=_cache_dir(ws), extra_env=extra)
 
 
 def run_script(ws: Workspace, script: constraints.Script, args: dict[str, Any], *,
@@ -123,8 +126,10 @@ def _run_mutating(ws: Workspace, script: constraints.Script, args: dict[str, Any
     op = ws.new_op(script.name, args, tool_use_id=tool_use_id, op_id=op_id, script=script_blob)
 
     def plan(txn: Txn) -> Plan:
+        # One "now" for the script and its commit, so a replay can hand the script the same time.
+        now = int(ws.clock if ws.clock is not None else time.time())
         before = _snapshot(ws)
-        result = _run(ws, script, args)
+        result = _run(ws, script, args, now)
         changes = _changes(ws, txn.tree, before)
         if not result.ok:
             _undo_changes(ws, changes)
@@ -135,6 +140,6 @@ def _run_mutating(ws: Workspace, script: constraints.Script, args: dict[str, Any
                 raise FileRefused(f"{script.name} wrote {rel}, over the size cap; undone.")
             txn.disk[rel] = pre
             txn.writes[rel] = post
-        return Plan(result.text, f"{script.name} " + ", ".join(sorted(changes))[:60])
+        return Plan(result.text, f"{script.name} " + ", ".join(sorted(changes))[:60], when=now)
 
     return Result.of(script.name, ws.transact(op, plan))

@@ -49,7 +49,9 @@ A workspace script replaces a built-in of the same name, and the catalog says so
 How a script is run: the arguments arrive as one JSON object on stdin (with schema defaults
 filled in); the working directory is the workspace root; the environment holds only PATH, locale
 and the like (never API keys, tokens or ``GIT_*``) plus ``GITSPACE_WORKSPACE``, ``GITSPACE_TOOL``
-and ``GITSPACE_CACHE_DIR`` (a folder the script may use for caches, when there is one). Stdout is
+and ``GITSPACE_CACHE_DIR`` (a folder the script may use for caches, when there is one); a
+mutating script also gets ``GITSPACE_NOW`` (Unix seconds), the time to use as "now": it is the op
+commit's time, so a replay hands the script the same moment. Stdout is
 the result the agent sees, capped; exit code 0 means success and anything else is an error whose
 message is the end of stderr. An executable file is run directly (mind its ``#!`` line); a
 non-executable ``.py`` file runs with the Python running gitspace and ``.sh`` with ``/bin/sh``.

@@ -77,7 +77,11 @@ def reexecute(sc: Scratch, commit: Commit, op: ledger.Op, args: dict[str, Any],
     if changed:
         return diverged(sc, commit, op, changed)
     sc.ws.agent, sc.ws.session = op.agent, op.session
-    result = sc.ws.call(op.tool, args, tool_use_id=op.tool_use_id, op_id=op.op_id)
+    sc.ws.clock = commit.time  # a mutating script sees the moment it saw when it was recorded
+    try:
+        result = sc.ws.call(op.tool, args, tool_use_id=op.tool_use_id, op_id=op.op_id)
+    finally:
+        sc.ws.clock = None
     if not sc.on_branch():
         return diverged(sc, commit, op, "re-running it switched branches; an op never does.")
     if not result.ok:

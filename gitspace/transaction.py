@@ -48,6 +48,7 @@ class Plan:
     text: str
     subject: str
     body: str = ""
+    when: float | None = None  # the commit's time, when the tool's result depends on it
 
 
 @dataclass
@@ -217,7 +218,7 @@ class Transactions:
                 parent, base_tree, external, f"Outside changes found before {op.tool}.")
         new_tree = repo.update_tree(base_tree, tool_changes)
         message = ledger.encode_message(op, outcome.subject, outcome.body)
-        commit = repo.write_commit(new_tree, [parent], message, author, COMMITTER)
+        commit = repo.write_commit(new_tree, [parent], message, author, COMMITTER, outcome.when)
         known = {rel: st for rel, st in txn.stats.items() if rel not in txn.writes}
         self.publish(branch, txn.tip, commit, txn.writes, txn.disk, known, author, op.tool)
         self.repo.maybe_pack()

@@ -64,6 +64,9 @@ class Workspace:
         self.session = ledger.check_token("session id", session) if session else None
         self.external_author = ledger.check_token("author", external_author)
         self.max_file_bytes = max_file_bytes
+        # The time mutating constraint scripts see as "now" (GITSPACE_NOW), recorded as their op
+        # commit's time; None means the real clock. Replay pins it to the recorded op's time.
+        self.clock: float | None = None
         self.transactions = Transactions(self)
         self.transactions.recover()
 

@@ -423,3 +423,16 @@ def gitspace_op(ws: Workspace, rev: str) -> str:
     op = parse_message(message(ws.root, rev))
     assert op is not None
     return op.op_id
+
+
+def test_a_script_that_uses_now_sees_the_recorded_moment_on_replay(ws: Workspace) -> None:
+    import json
+
+    ws.clock = 1_700_000_000  # recorded "in the past": a replay now would see another second
+    done = call_ok(ws, "append_entry", {"path": "journal/log.jsonl", "text": "shipped it"})
+    ws.clock = None
+    entry = json.loads((ws.root / "journal/log.jsonl").read_text())
+    assert entry["ts"].startswith("2023-11-14T22:13:20")
+    assert ws.repo.commit(done.commit).time == 1_700_000_000
+    report = replay(ws, head(ws.root))
+    assert report.ok, report.divergence
