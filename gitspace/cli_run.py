@@ -52,7 +52,7 @@ def run(
     with _open() as ws:
         if resume:
             saved = Session.load(ws.root, resume)
-            client = runner.client_for_session(saved.scripted, saved.client, model=model, **real)
+            client = runner.client_for_session(saved, policy=policy, model=model, **real)
         else:
             client = runner.make_client(policy=policy, model=model, **real)
         label = getattr(client, "label", None) or f"model {client.name}"
@@ -73,13 +73,13 @@ def run(
         finally:
             if watcher is not None:
                 watcher.stop()
-        if commit_transcript:
+        _render().outcome(outcome, as_json)
+        if commit_transcript:  # after the outcome, so a refused transcript cannot hide it
             from .agent.transcript import commit_transcript as commit
 
             committed = commit(ws, outcome.session)
             if not as_json:
                 typer.echo(committed.text)
-    _render().outcome(outcome, as_json)
     if not outcome.ok:
         raise typer.Exit(1)
 

@@ -1,9 +1,9 @@
 """The demo: two agents work a fresh copy of the sample workspace through the real tool loop.
 
 Offline (the default) the maze and journal policies play the model's part; with an API key and a
-model name, Claude does, on the same tasks. Every figure in the closing summary is counted from
-the git history (ops, tags, files), not from the agents' own tallies, so what it prints is what
-``git log`` shows.
+model name, Claude does, on the same tasks. The closing summary says where each figure comes
+from: the maze and chunk counts from the git history (ops and tags), the entries from the summary
+files the agent committed, and what the agent read from its saved session.
 """
 
 from __future__ import annotations
@@ -113,8 +113,7 @@ def _count(ws: Workspace, f: Figures) -> None:
     f.moves = sum(1 for tool, _, _ in tools if tool == "move")
     f.restores = sum(1 for tool, agent, _ in tools if tool == "restore" and agent == "maze-runner")
     f.checkpoints = sum(1 for cp in checkpoints.listing(ws) if cp.agent == "maze-runner")
-    maze = f.outcomes["maze"].session.client_state.get("notes", {})
-    f.dead_ends = int(maze.get("dead_ends", f.restores))
+    f.dead_ends = f.restores  # the search restores the latest junction at every dead end
     f.final_path = _final_path(ws)
     summaries = [str(args.get("path", "")) for tool, _, args in tools if tool == "create"]
     f.chunks = sum(1 for p in summaries if p.startswith("summaries/") and p != "summaries/index.md")
@@ -159,17 +158,18 @@ def _report(ws: Workspace, f: Figures, echo: Echo) -> None:
     def ratio(n: int) -> str:
         return f"{n:,} characters ({n / max(f.journal_bytes, 1):.1%} of the journal)"
 
-    echo("\nSummary (counted from the git history):")
-    echo(f"  maze: {f.moves} moves, {f.dead_ends} dead ends, {f.checkpoints} checkpoints, "
-         f"{f.restores} restores; the way out is {f.final_path} moves long")
-    echo(f"  journal: {f.entries:,} entries in {f.chunks} chunks; journal size {f.journal_bytes:,} "
-         f"bytes")
-    echo(f"  agent read {ratio(f.bytes_read)}; largest tool result {ratio(f.largest_result)}")
+    echo("\nSummary:")
+    echo(f"  maze (git log, tags): {f.moves} moves, {f.dead_ends} dead ends, {f.checkpoints} "
+         f"checkpoints, {f.restores} restores; the way out is {f.final_path} moves long")
+    echo(f"  journal (git log, summaries/): {f.entries:,} entries in {f.chunks} chunks; journal "
+         f"size {f.journal_bytes:,} bytes")
+    echo(f"  reading (the saved session): agent read {ratio(f.bytes_read)}; largest tool result "
+         f"{ratio(f.largest_result)}")
     echo(f"  peak conversation {ratio(f.peak_request)}, after {f.compactions} compactions")
     echo(f"  {f.ops} ops by the two agents, one commit each")
     echo("\nInspect it with git:")
     echo(f"  git -C {ws.root} log --format='%h %an %s'")
     echo(f"  git -C {ws.root} log -1 --format=%B")
     echo(f"  git -C {ws.root} tag -l 'gitspace/*'")
-    echo(f"  git -C {ws.root} show --stat HEAD~3")
+    echo(f"  git -C {ws.root} show --stat HEAD")
     echo(f"  gitspace -C {ws.root} log")

@@ -42,7 +42,8 @@ def _target(ws: Workspace, path: object) -> tuple[str, Path]:
     """Resolve a path an edit tool will write. Constraint scripts are code gitspace runs, so an
     agent may not write them: that would let it run anything it likes."""
     rel, full = paths.resolve(ws.root, path)
-    if rel == "constraints" or rel.startswith("constraints/"):
+    top = rel.split("/", 1)[0].casefold()  # CONSTRAINTS/ is constraints/ on macOS and Windows
+    if top == "constraints":
         raise PathRefused(
             f"The path {rel!r} was refused: constraint scripts are code that gitspace runs, and "
             "agents may not write them.",

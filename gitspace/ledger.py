@@ -16,13 +16,18 @@ trailer block that git's own trailer parser understands::
     Gitspace-Session: 01JF3Q6...
     Gitspace-Tool-Use-Id: toolu_01...
 
+The body, when there is one, is for people; a tool op's body ends with a ``Result:`` paragraph
+holding what the tool answered (capped at 4,000 characters), which is how a resumed agent reads
+back the result of an op it ran before a crash. Only the last paragraph is ever parsed.
+
 Keys, in this order, each at most once:
 
 - ``Gitspace-Format`` (required, first): the integer ``1``.
 - ``Gitspace-Op`` (required): the op id, a 26-character ULID (time-ordered).
 - ``Gitspace-Tool`` (required): the tool name, ``[a-z][a-z0-9_]*``.
 - ``Gitspace-Source`` (required): ``tool`` (a tool call), ``external`` (outside changes committed
-  by gitspace) or ``init`` (the workspace's first commit).
+  by gitspace), ``init`` (the workspace's first commit) or ``transcript`` (a session's
+  conversation committed on request; it is not a tool call and is never re-run).
 - ``Gitspace-Args`` (required): the call's arguments as canonical JSON: keys sorted, no
   whitespace, ASCII only (every other character ``\\u``-escaped), hence always one line. A string
   value may be elided to ``{"$blob": "<sha1>", "bytes": N}`` when it equals the content of a blob
@@ -54,7 +59,26 @@ from typing import Any
 from .errors import BadArguments, LedgerError
 
 FORMAT = 1
-SOURCES = ("tool", "external", "init")
+SOURCES = ("tool", "external", "init", "transcript")
+RESULT = "Result:"
+RESULT_CAP = 4000
+
+
+def result_body(text: str) -> str:
+    """The body paragraph that records a tool's answer (capped)."""
+    text = text.strip("\n")
+    if len(text) > RESULT_CAP:
+        text = text[:RESULT_CAP] + f"\n[... {len(text) - RESULT_CAP:,} more characters]"
+    return f"{RESULT}\n{text}"
+
+
+def result_of(message: str) -> str | None:
+    """The tool's answer recorded in an op commit's message, if it has one."""
+    end = message.rfind("\n\nGitspace-Format: ")
+    start = message.find(f"\n\n{RESULT}\n")
+    if start < 0 or end < 0 or start >= end:
+        return None
+    return message[start + len(RESULT) + 3:end]
 TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=/-]{0,199}")
 TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 OP_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import unicodedata
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,19 +59,21 @@ log = logging.getLogger("gitspace.mcp")
 
 
 def agent_name(client: str | None, default: str | None = None) -> str:
-    """The agent an MCP client's ops are recorded under: its name, as a valid ledger token.
+    """The agent an MCP client's ops are recorded under.
 
-    Characters a token may not hold become '-', runs of them collapse, and the name must start
-    with a letter or digit; a name with nothing usable left falls back to ``default``, then to
-    "mcp-client".
+    The operator's ``--agent`` (``default``) wins: it names whose worktree is served and whose ops
+    undo walks back. Without it, the client's own name, made a valid ledger token (characters a
+    token may not hold become '-', runs collapse, it must start with a letter or digit); a name
+    with nothing usable left falls back to "mcp-client".
     """
+    if default and ledger.TOKEN.fullmatch(default):
+        return default
     if client:
-        name = re.sub(r"[^A-Za-z0-9._:@+=/-]+", "-", client.strip())
+        ascii_name = unicodedata.normalize("NFKD", client).encode("ascii", "ignore").decode()
+        name = re.sub(r"[^A-Za-z0-9._:@+=/-]+", "-", ascii_name.strip())
         name = re.sub(r"^[^A-Za-z0-9]+", "", name)[:200].rstrip("-")
         if name and ledger.TOKEN.fullmatch(name):
             return name
-    if default and ledger.TOKEN.fullmatch(default):
-        return default
     return FALLBACK_AGENT
 
 

@@ -217,7 +217,8 @@ class Transactions:
             parent, base_tree, ext_id = self.commit_external(
                 parent, base_tree, external, f"Outside changes found before {op.tool}.")
         new_tree = repo.update_tree(base_tree, tool_changes)
-        message = ledger.encode_message(op, outcome.subject, outcome.body)
+        body = "\n\n".join(p for p in (outcome.body.strip(), ledger.result_body(outcome.text)) if p)
+        message = ledger.encode_message(op, outcome.subject, body)
         commit = repo.write_commit(new_tree, [parent], message, author, COMMITTER, outcome.when)
         known = {rel: st for rel, st in txn.stats.items() if rel not in txn.writes}
         self.publish(branch, txn.tip, commit, txn.writes, txn.disk, known, author, op.tool)

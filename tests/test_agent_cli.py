@@ -118,10 +118,20 @@ def test_the_demo_runs_with_a_model_when_asked(tmp_path: Path, fake_api: FakeAnt
     fake_api.done()
     assert out.returncode == 0, out.stderr
     assert "Model: claude-test" in out.stdout and "scripted" not in out.stdout
-    assert "maze: 0 moves" in out.stdout and KEY not in out.stdout
+    assert "maze (git log, tags): 0 moves" in out.stdout and KEY not in out.stdout
 
 
 def test_demo_with_a_model_but_no_key_is_refused(tmp_path: Path) -> None:
     out = gs(tmp_path, "demo", "--dir", str(tmp_path / "d"), "--model", "claude-test")
     assert out.returncode == 1 and "needs ANTHROPIC_API_KEY" in out.stderr
     assert not (tmp_path / "d").exists()
+
+
+def test_resume_keeps_the_player_it_started_with(sample: Path) -> None:
+    first = gs(sample, "run", "Escape the maze", "--policy", "maze", "--max-steps", "2")
+    sid = session_id(first.stdout)
+    other = gs(sample, "run", "--resume", sid, "--policy", "journal")
+    assert other.returncode == 1
+    assert f"Session {sid} was started with policy maze, not policy journal" in other.stderr
+    model = gs(sample, "run", "--resume", sid, "--model", "claude-test")
+    assert model.returncode == 1 and "not model claude-test" in model.stderr

@@ -268,3 +268,35 @@ def test_a_damaged_session_file_is_reported_not_crashed_on(agent_ws, fake_api) -
     outcome.session.path.write_text('{"format": 1, "id": ')
     with pytest.raises(gitspace.GitspaceError, match="is damaged"):
         loop(agent_ws, fake_api).resume(outcome.session.id)
+
+
+def test_one_session_runs_in_one_process_at_a_time(agent_ws, fake_api) -> None:
+    fake_api.reply(tool_use("t1", "view", {"path": ".gitignore"}), stop_reason="tool_use")
+    outcome = loop(agent_ws, fake_api, max_steps=1).start("Q")
+    assert outcome.status == "max_steps"
+    with outcome.session.running():  # as if another process were resuming it right now
+        with pytest.raises(gitspace.GitspaceError, match="being run by another process"):
+            loop(agent_ws, fake_api).resume(outcome.session.id)
+    fake_api.done()
+
+
+def test_a_damaged_session_is_listed_as_damaged_beside_the_others(agent_ws, fake_api) -> None:
+    from gitspace.agent.session import listing
+
+    fake_api.reply(text("one"))
+    fake_api.reply(text("two"))
+    first = loop(agent_ws, fake_api).start("Q1").session
+    second = loop(agent_ws, fake_api).start("Q2").session
+    first.path.write_text("{")
+    statuses = {s.id: s.status for s in listing(agent_ws.root)}
+    assert statuses == {first.id: "damaged", second.id: "done"}
+
+
+def test_a_committed_transcript_is_its_own_kind_of_op(agent_ws, fake_api) -> None:
+    from gitspace.agent.transcript import commit_transcript
+
+    fake_api.reply(text("ok"))
+    outcome = loop(agent_ws, fake_api).start("Say ok.")
+    done = commit_transcript(agent_ws, outcome.session)
+    [op] = [o for o in ops(agent_ws.root) if o.tool == "transcript"]
+    assert op.source == "transcript" and done.changed == [f"transcripts/{outcome.session.id}.json"]

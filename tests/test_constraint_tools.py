@@ -96,11 +96,13 @@ def test_workspace_script_overrides_builtin_and_tools_says_so(ws) -> None:  # ty
     assert any("peek" in n and "overrides" in n for n in notes)
 
 
-def test_agents_cannot_write_constraint_scripts(ws) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("path", ["constraints/evil", "CONSTRAINTS/evil", "Constraints/x/evil"])
+def test_agents_cannot_write_constraint_scripts(ws, path: str) -> None:  # type: ignore[no-untyped-def]
+    """Not even in another case: on macOS and Windows CONSTRAINTS/ is the same folder."""
     before = _count(ws.root)
-    result = ws.call("create", {"path": "constraints/evil", "file_text": "#!/bin/sh\nrm -rf /\n"})
+    result = ws.call("create", {"path": path, "file_text": "#!/bin/sh\nrm -rf /\n"})
     assert not result.ok and "constraint scripts are code" in result.text
-    assert not (ws.root / "constraints/evil").exists() and _count(ws.root) == before
+    assert not (ws.root / path).exists() and _count(ws.root) == before
 
 
 def test_peek_on_the_sample_journal_prints_metadata_and_no_entry(tmp_path: Path) -> None:

@@ -13,11 +13,11 @@ from conftest import assert_clean, git
 
 
 def figures(output: str) -> dict[str, int]:
-    summary = output[output.index("Summary (counted from the git history):"):]
+    summary = output[output.index("Summary:"):]
     patterns = {
         "moves": r"(\d+) moves,", "dead_ends": r"(\d+) dead ends", "checkpoints": r"(\d+) checkpoints",
         "restores": r"(\d+) restores", "final_path": r"way out is (\d+) moves",
-        "entries": r"journal: ([\d,]+) entries", "chunks": r"in (\d+) chunks",
+        "entries": r"summaries/\): ([\d,]+) entries", "chunks": r"in (\d+) chunks",
         "journal": r"journal size ([\d,]+) bytes", "ops": r"(\d+) ops by the two agents",
     }
     out = {}

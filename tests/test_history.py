@@ -171,7 +171,16 @@ def test_a_naive_cut_is_flagged_exactly_when_it_orphans_a_result(messages: list[
 def test_fit_stays_valid(messages: list[Message], keep_last: int, budget: int) -> None:
     out = fit(messages, budget, keep_last=keep_last)
     assert check(out, pending_ok=ends_pending(messages)) == []
-    assert size(out) <= budget or size(out) <= size(messages)
+    assert out[0] == messages[0]
+    if size(messages) <= budget:
+        assert out == messages  # within budget: untouched
+        return
+    tries = [keep_last, *range(keep_last - 1, 1, -1)]  # as many as fit promises to try
+    candidates = [compact(messages, keep_last=k) for k in tries]
+    if any(size(c) <= budget for c in candidates):
+        assert size(out) <= budget  # some compaction fits: fit found one
+    else:
+        assert size(out) == min([size(messages), *map(size, candidates)])  # else the smallest
 
 
 # --- the checker, one problem at a time ---------------------------------------------------------

@@ -89,10 +89,11 @@ def test_client_names_become_ledger_tokens() -> None:
     assert agent_name("claude-code") == "claude-code"
     assert agent_name("Claude Desktop") == "Claude-Desktop"
     assert agent_name("  -my  client!! v2 ") == "my-client-v2"
-    assert agent_name("été") == "t"
+    assert agent_name("été") == "ete"
     assert agent_name("x" * 300) == "x" * 200
     assert agent_name("日本語") == "mcp-client"
     assert agent_name("", "from-flag") == "from-flag"
+    assert agent_name("claude-code", "from-flag") == "from-flag"
     assert agent_name(None, "bad name") == "mcp-client"
     assert agent_name(None) == "mcp-client"
 
@@ -184,15 +185,16 @@ def test_plan_and_memory_tools_are_ops_too(ws_root: Path) -> None:
         ("plan_add", "planner"), ("plan_done", "planner"), ("memory", "planner")]
 
 
-def test_a_client_without_a_usable_name_gets_the_default_agent(ws_root: Path) -> None:
+def test_the_operators_agent_name_wins_over_the_clients(ws_root: Path) -> None:
     gitspace.init(ws_root).close()
 
     async def body(client: Client) -> None:
         assert not (await client.call_tool("append", {"path": "a.txt", "text": "x"})).is_error
 
-    with_client(build_server(ws_root, default_agent="night-shift"), "???", body)
+    with_client(build_server(ws_root, default_agent="night-shift"), "claude-code", body)
     with_client(build_server(ws_root), "???", body)
-    assert [op.agent for op in ops(ws_root)[1:]] == ["night-shift", "mcp-client"]
+    with_client(build_server(ws_root), "claude-code", body)
+    assert [op.agent for op in ops(ws_root)[1:]] == ["night-shift", "mcp-client", "claude-code"]
 
 
 def test_a_bug_in_a_tool_is_an_error_result_not_a_crash(

@@ -161,13 +161,20 @@ def test_create_refuses_an_existing_file_or_folder(notes: gitspace.Workspace) ->
     assert memories(notes)["memories/notes.md"].startswith("# Notes")
 
 
-def test_large_texts_are_elided_in_the_ledger(notes: gitspace.Workspace) -> None:
+def test_only_a_created_files_text_is_elided_and_it_stays_readable(notes: gitspace.Workspace) -> None:
+    """An elided argument must be provable from the commit: a create's file_text is the created
+    blob; an inserted text is not a blob anywhere, so it is recorded whole."""
     big = "z" * 5000
-    blob = git(notes.root, "hash-object", "--stdin", input=big.encode()).strip()
     one_op(notes, {"command": "insert", "path": "/memories/notes.md", "insert_line": 0,
-                   "insert_text": {"$blob": blob, "bytes": 5000}},
+                   "insert_text": big},
            command="insert", path="/memories/notes.md", insert_line=0, insert_text=big)
     assert memories(notes)["memories/notes.md"].startswith(big + "\n# Notes")
+    text = "y" * 5000
+    blob = git(notes.root, "hash-object", "--stdin", input=text.encode()).strip()
+    one_op(notes, {"command": "create", "path": "/memories/big.md",
+                   "file_text": {"$blob": blob, "bytes": 5000}},
+           command="create", path="/memories/big.md", file_text=text)
+    assert git(notes.root, "cat-file", "blob", blob) == text
 
 
 # -- str_replace ---------------------------------------------------------------------------------

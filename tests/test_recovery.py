@@ -77,7 +77,8 @@ def test_an_op_committed_before_the_crash_is_not_applied_again(ws_root: Path,
     def answered_from_ledger(body: dict[str, Any]) -> None:
         [result] = body["messages"][-1]["content"]
         assert result["tool_use_id"] == "toolu_1" and not result.get("is_error")
-        assert "recovered after a restart" in result["content"] and applied.op_id in result["content"]
+        assert "Recovered after a restart" in result["content"] and applied.op_id in result["content"]
+        assert result["content"].startswith("Appended 16 characters to log.md.")
 
     fake_api.reply(text("Paid once."), check=answered_from_ledger)
     with gitspace.open(ws_root, agent="runner") as ws:

@@ -57,6 +57,7 @@ def test_one_op_is_one_commit_with_trailers_author_and_committer(ws: gitspace.Wo
         "tester <tester@gitspace>|gitspace <gitspace@localhost>")
     assert message_of(root) == (
         "create notes/todo.md\n\n"
+        "Result:\nFile created successfully at: notes/todo.md\n\n"
         "Gitspace-Format: 1\n"
         f"Gitspace-Op: {result.op}\n"
         "Gitspace-Tool: create\n"

@@ -112,7 +112,8 @@ class Loop:
         self.ws.agent = self.ws.agent or s.agent or _agent_name(self.client.name)
         s.agent = self.ws.agent
         try:
-            return self._drive(s)
+            with s.running():
+                return self._drive(s)
         finally:
             self.ws.session, self.ws.agent = previous
 
@@ -137,15 +138,15 @@ class Loop:
 
     def _call(self, s: Session) -> Reply:
         fitted = history.fit(s.messages, self.options.budget, keep_last=self.options.keep_last)
-        if len(fitted) != len(s.messages):
+        if fitted != s.messages:
             before = history.size(s.messages)
             s.messages = fitted
             s.stats.compactions += 1
             self.on_event(Event("compacted", s.steps, size=history.size(fitted), before=before))
         problems = history.check(s.messages)
-        if problems:
-            raise GitspaceError("The conversation would break the tool pairing rule: "
-                                + "; ".join(problems) + ". This is a bug in gitspace.")
+        if problems:  # a bug, not an expected failure: let it surface as one (exit 3)
+            raise RuntimeError("The conversation would break the tool pairing rule: "
+                               + "; ".join(problems) + ". Please report this gitspace bug.")
         s.stats.peak_request = max(s.stats.peak_request, history.size(s.messages))
         reply = self.client.create(system=system_blocks(self.options.system),
                                    messages=s.messages, tools=tool_definitions(self.ws),

@@ -46,7 +46,6 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "rename": {"command": "rename", "old_path": "/memories/draft.md",
                "new_path": "/memories/final.md"},
 }
-_LONG_TEXTS = ("file_text", "old_str", "new_str", "insert_text")
 
 
 # -- paths ------------------------------------------------------------------------------------
@@ -153,12 +152,14 @@ def memory(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
 
 
 def _op(ws: Workspace, args: dict[str, Any], plan: Callable[[Txn], Plan], **kw: Any) -> Result:
-    """Run ``plan`` as one memory op recording ``args`` (long texts elided to their blob)."""
+    """Run ``plan`` as one memory op recording ``args``. Only a create's long ``file_text`` is
+    elided to its blob: that blob is the created file, so the commit itself proves it. Any other
+    text (old_str, new_str, insert_text) is recorded whole, or the ledger could not say what the op
+    did."""
     record = dict(args)
-    for key in _LONG_TEXTS:
-        if isinstance(record.get(key), str):
-            blob = ws.repo.hash_object("blob", record[key].encode("utf-8"))
-            record = ledger.elide(record, key, blob)
+    if args["command"] == "create" and isinstance(record.get("file_text"), str):
+        blob = ws.repo.hash_object("blob", record["file_text"].encode("utf-8"))
+        record = ledger.elide(record, "file_text", blob)
     return edit(ws, "memory", record, plan, **kw)
 
 

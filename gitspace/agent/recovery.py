@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import checkpoints
+from .. import checkpoints, ledger
 from ..workspace import Workspace
 
 SEARCH_DEPTH = 1000  # a resumed op is among the newest commits of its branch
@@ -27,8 +27,7 @@ def recorded(ws: Workspace, tool: str, args: dict[str, Any], op_id: str) -> str 
     marker = f"Gitspace-Op: {op_id}\n"
     for commit in ws.repo.log(f"refs/heads/{ws.branch()}", SEARCH_DEPTH):
         if marker in commit.message + "\n":
-            subject = commit.message.split("\n", 1)[0]
-            return (f"Done (recovered after a restart: this call had already run, so it was not "
-                    f"run again). The ledger records op {op_id} at commit {commit.sha[:12]}: "
-                    f"{subject}.")
+            answer = ledger.result_of(commit.message) or commit.message.split("\n", 1)[0]
+            return (f"{answer}\n(Recovered after a restart: this call had already run as op "
+                    f"{op_id}, commit {commit.sha[:12]}, so it was not run again.)")
     return None

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import BadArguments
 from .loop import Event
 from .model import ModelClient
+from .session import Session
 
 
 def make_client(*, policy: str | None = None, model: str | None = None, api_key: str | None = None,
@@ -32,11 +33,20 @@ def make_client(*, policy: str | None = None, model: str | None = None, api_key:
     return AnthropicClient(model=model or DEFAULT_MODEL, api_key=api_key, base_url=base_url)
 
 
-def client_for_session(scripted: bool, name: str, **real: Any) -> ModelClient:
-    """The client a saved session was started with (its policy, or a model via ``real``)."""
-    if scripted:
-        return make_client(policy=name)
-    return make_client(model=real.pop("model", None) or name, **real)
+def client_for_session(session: Session, *, policy: str | None = None, model: str | None = None,
+                       api_key: str | None = None, base_url: str | None = None) -> ModelClient:
+    """The client a saved session was started with: a resumed run never changes player."""
+    started = f"policy {session.client}" if session.scripted else f"model {session.client}"
+    asked = f"policy {policy}" if policy else f"model {model}" if model else None
+    if asked is not None and asked != started:
+        raise BadArguments(f"Session {session.id} was started with {started}, not {asked}.",
+                           hint="Resume it without --policy/--model, or start a new run.")
+    if session.scripted:
+        return make_client(policy=session.client)
+    if not api_key:
+        raise BadArguments(f"Session {session.id} ran {started}, and no ANTHROPIC_API_KEY is set.",
+                           hint="Set the key to resume it; a scripted policy cannot take over.")
+    return make_client(model=session.client, api_key=api_key, base_url=base_url)
 
 
 def short_args(args: dict[str, Any], width: int = 48) -> str:

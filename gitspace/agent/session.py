@@ -9,15 +9,18 @@ what lets a resumed run find the op in the ledger instead of running it twice.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import ledger
-from ..errors import BadArguments, NotFound
+from ..errors import BadArguments, GitspaceError, NotFound
 from .model import Message
 
 FORMAT = 1
@@ -25,8 +28,6 @@ FOLDER = Path(".gitspace") / "sessions"
 
 # What the loop does next: call the model, or run the tools of the last assistant message.
 CALL, TOOLS = "call", "tools"
-# Where a run can end. Only "done" is final; resuming any other continues the conversation.
-DONE = "done"
 
 
 @dataclass
@@ -85,6 +86,27 @@ class Session:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the rename itself, so a saved pending op id survives a power cut
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Hold the session for one process: two resumes of one session could otherwise both find
+        a pending op missing from the ledger and apply it twice."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise GitspaceError(f"Session {self.id} is being run by another process.",
+                                    hint="Wait for it to finish, or stop it first.") from None
+            yield
+        finally:
+            os.close(fd)
 
     @classmethod
     def load(cls, root: Path, session_id: str) -> Session:
@@ -107,4 +129,13 @@ class Session:
 
 
 def listing(root: Path) -> list[Session]:
-    return [Session.load(root, p.stem) for p in sorted((root / FOLDER).glob("*.json"))]
+    """Every saved session; a damaged file is listed with status "damaged" rather than hiding
+    the others."""
+    out = []
+    for path in sorted((root / FOLDER).glob("*.json")):
+        try:
+            out.append(Session.load(root, path.stem))
+        except BadArguments:
+            out.append(Session(path.stem, "(the session file is damaged)", None, "?", False,
+                               status="damaged", root=root))
+    return out
