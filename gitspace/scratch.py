@@ -10,12 +10,17 @@ Invariants:
   the alternates and every object it wrote is a loose file ``export`` can find.
 - ``open_scratch`` removes the folder in all cases, including Ctrl-C and SIGTERM (turned into
   KeyboardInterrupt while it runs, the previous handler restored after); the two signals are held
-  back while the folder is being removed, so a second one cannot leave half of it behind.
+  back while the folder is being removed, so a second one cannot leave half of it behind. Its
+  path is known before it exists, so an interrupt at any instant cannot orphan it. If it still
+  cannot be removed (a killed git child writing into it for seconds), ``Scratch.leftover`` names it.
+- It runs the tools with the user's workspace limits (``max_file_bytes``), so an op that was within
+  the cap when recorded is within it when replayed.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import tempfile
@@ -26,8 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from . import gitindex
-from .errors import GitspaceError
+from . import branches, gitindex
+from .errors import BadArguments, ConcurrentUpdate, GitspaceError
 from .gitrepo import Commit, Entry, GitRepo
 from .transaction import COMMITTER, _disk_state
 from .workspace import Workspace
@@ -35,6 +40,11 @@ from .workspace import Workspace
 BRANCH = "replay"
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 REPLAYER = COMMITTER
+REMOVE_ATTEMPTS = 200  # 10 ms apart: a killed git child has two seconds to finish its last write
+
+
+class BadNewBranch(BadArguments):
+    """The branch ``replay --onto`` would create cannot be: a bad name, or it exists."""
 
 
 class ScratchRepo(GitRepo):
@@ -51,6 +61,7 @@ class Scratch:
         self.user = user
         self.ws = ws
         self.repo = ws.repo
+        self.leftover: Path | None = None  # the folder, if it could not be removed
 
     def tip(self) -> str:
         tip = self.repo.read_ref(f"refs/heads/{BRANCH}")
@@ -125,14 +136,15 @@ def _copy_object(src: Path, dst: Path) -> None:
         raise
 
 
-def _remove(folder: Path, attempts: int = 200) -> None:
+def _remove(folder: Path) -> Path | None:
     """Remove ``folder``, retrying: a git child that an interrupt killed may still be finishing
-    its last write into it."""
-    for _ in range(attempts):
+    its last write into it. Returns the folder if it is still there in the end."""
+    for _ in range(REMOVE_ATTEMPTS):
         shutil.rmtree(folder, ignore_errors=True)
         if not os.path.lexists(folder):
-            return
+            return None
         time.sleep(0.01)
+    return folder
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
@@ -140,51 +152,72 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def open_scratch(user: GitRepo, start: str) -> Iterator[Scratch]:
-    """A scratch workspace on branch ``replay`` at commit ``start``; removed when the block ends."""
+def open_scratch(user: GitRepo, start: str, max_file_bytes: int = 1 << 20) -> Iterator[Scratch]:
+    """A scratch workspace on branch ``replay`` at commit ``start``; removed when the block ends
+    (when it cannot be, ``leftover`` on the yielded Scratch says where it is)."""
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _sigterm) if main else None
-    folder: Path | None = None
+    # Named before it exists: wherever an interrupt lands after mkdir, the cleanup knows the name.
+    made = Path(tempfile.gettempdir()) / f"gitspace-replay-{secrets.token_hex(16)}"
+    folder: Path | None = made
     repo: GitRepo | None = None
+    scratch: Scratch | None = None
     try:
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-        try:  # an interrupt cannot land between creating the folder and knowing its name
-            folder = Path(tempfile.mkdtemp(prefix="gitspace-replay-"))
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        root = folder / "ws"
+        try:
+            os.mkdir(made, 0o700)
+        except FileExistsError:
+            folder = None  # not ours to remove (an unguessable name: practically never)
+            raise
+        root = made / "ws"
         GitRepo.init(root, BRANCH).close()
         (root / ".git" / "objects" / "info" / "alternates").write_text(f"{user.objects}\n")
         repo = opened = ScratchRepo.open(root)
         opened.git("config", "gc.auto", "0")
         opened.cas_ref(f"refs/heads/{BRANCH}", None, start, REPLAYER, "replay: start")
         opened.git("read-tree", "--reset", "-u", start)
-        yield Scratch(user, Workspace(opened))
+        scratch = Scratch(user, Workspace(opened, max_file_bytes=max_file_bytes))
+        yield scratch
     finally:
         held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
             if repo is not None:
                 gitindex.forget(repo.gitdir / "index")
                 repo.close()
-            if folder is not None:
-                _remove(folder)
+            leftover = None if folder is None else _remove(folder)
+            if scratch is not None:
+                scratch.leftover = leftover
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+def check_new_branch(user: GitRepo, name: str) -> str:
+    """The ref of a branch replay may create: a valid name that does not exist yet."""
+    try:
+        branches.check_name(name)
+    except BadArguments as e:
+        raise BadNewBranch(e.message, hint=e.hint) from None
+    ref = f"refs/heads/{name}"
+    if user.read_ref(ref) is not None:
+        raise BadNewBranch(f"A branch named {name!r} already exists, and replay --onto never moves "
+                           "a branch; nothing was changed.", hint="Pick another name for --branch.")
+    return ref
+
+
 def create_branch(user_ws: Workspace, name: str, target: str) -> None:
     """Create ``refs/heads/name`` at ``target`` in the user's repository (never moves one)."""
-    ref = f"refs/heads/{name}"
-    if user_ws.repo.read_ref(ref) is not None:
-        raise GitspaceError(f"A branch named {name!r} already exists; nothing was changed.",
-                            hint="Pick another name for --branch.")
+    ref = check_new_branch(user_ws.repo, name)
     check = user_ws.repo.run_git("rev-list", "--quiet", "--objects", target, "--not", "--all")
     if check.returncode != 0:
         raise GitspaceError(f"The replayed commits did not all reach the repository: "
                             f"{check.stderr.decode(errors='replace').strip()}")
-    user_ws.transactions.create_ref(ref, target, REPLAYER, f"gitspace replay --onto: {name}")
+    try:
+        user_ws.transactions.create_ref(ref, target, REPLAYER, f"gitspace replay --onto: {name}")
+    except ConcurrentUpdate:
+        check_new_branch(user_ws.repo, name)  # created meanwhile: say so as the check does
+        raise
 
 
-__all__ = ["BRANCH", "Scratch", "ScratchRepo", "create_branch", "open_scratch"]
+__all__ = ["BRANCH", "BadNewBranch", "Scratch", "ScratchRepo", "check_new_branch",
+           "create_branch", "open_scratch"]

@@ -30,16 +30,39 @@ def message(root: Path, rev: str) -> str:
     return git(root, "cat-file", "commit", rev).split("\n\n", 1)[1]
 
 
-def commit_tree(root: Path, tree: str, parent: str, msg: str) -> str:
-    return git(root, "commit-tree", tree, "-p", parent, input=msg.encode()).strip()
+def author(root: Path, rev: str) -> str:
+    """A commit's author as ``Name <email>``."""
+    return git(root, "log", "-1", "--format=%an <%ae>", rev).strip()
+
+
+def commit_tree(root: Path, tree: str, *parents: str, msg: str | bytes,
+                by: str | None = None) -> str:
+    """A commit made with plumbing; ``by`` ("Name <email>") is its author, else the test's."""
+    env = git_env()
+    if by is not None:
+        name, email = by.removesuffix(">").split(" <")
+        env.update(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email)
+    args = [a for p in parents for a in ("-p", p)]
+    data = msg.encode() if isinstance(msg, str) else msg
+    return subprocess.run(["git", "commit-tree", tree, *args], cwd=root, env=env, input=data,
+                          capture_output=True, check=True).stdout.decode().strip()
+
+
+def like(root: Path, rev: str, tree: str, parent: str, msg: str | None = None) -> str:
+    """A copy of commit ``rev`` (author, message unless given) with ``tree`` on ``parent``."""
+    return commit_tree(root, tree, parent, msg=message(root, rev) if msg is None else msg,
+                       by=author(root, rev))
+
+
+def tree_of(root: Path, rev: str) -> str:
+    return git(root, "rev-parse", f"{rev}^{{tree}}").strip()
 
 
 def rechain(root: Path, base: str, commits: list[str]) -> str:
-    """Commits with the same trees and messages as ``commits``, chained in that order on base."""
+    """Copies of ``commits`` (trees, messages, authors), chained in that order on base."""
     parent = base
     for rev in commits:
-        parent = commit_tree(root, git(root, "rev-parse", f"{rev}^{{tree}}").strip(), parent,
-                             message(root, rev))
+        parent = like(root, rev, tree_of(root, rev), parent)
     return parent
 
 
@@ -161,14 +184,24 @@ def test_from_replays_only_the_later_ops(ws: Workspace) -> None:
     chain = revs(ws.root)
     report = replayed(ws, base=chain[2])
     assert report.ok and report.total == report.reexecuted == 2
-    with pytest.raises(BadRange):
-        replay(ws, chain[1], chain[3])  # not an ancestor
-    side = commit_tree(ws.root, git(ws.root, "rev-parse", f"{chain[1]}^{{tree}}").strip(),
-                       chain[1], "a side commit\n")
-    merged = git(ws.root, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-p", side,
-                 input=b"merge\n").strip()
-    with pytest.raises(BadRange, match="first-parent"):
-        replay(ws, merged, side)  # reachable only through a second parent
+    with pytest.raises(BadRange, match="already contains"):
+        replay(ws, chain[1], chain[3])  # nothing of chain[1] is after chain[3]
+    assert replay(ws, chain[2], chain[2]).total == 0
+
+
+def test_from_a_revision_off_the_branch_replays_what_it_does_not_contain(ws: Workspace) -> None:
+    basic_ops(ws)
+    chain = revs(ws.root)
+    side = commit_tree(ws.root, tree_of(ws.root, chain[1]), chain[1], msg="a side commit\n")
+    merged = commit_tree(ws.root, tree_of(ws.root, "HEAD"), "HEAD", side, msg="merge\n")
+    # side is reachable only through a second parent: replay what it does not contain.
+    report = replay(ws, merged, side)
+    assert report.ok, report.divergence
+    assert report.start == chain[1] and report.total == 4 and report.reexecuted == 3
+    assert report.recorded_why == {"merge commit": 1}
+    lone = commit_tree(ws.root, tree_of(ws.root, "HEAD"), msg="unrelated\n")
+    with pytest.raises(BadRange, match="no common history"):
+        replay(ws, merged, lone)
 
 
 def test_elided_arguments_are_expanded_and_checked(ws: Workspace) -> None:
@@ -178,22 +211,26 @@ def test_elided_arguments_are_expanded_and_checked(ws: Workspace) -> None:
     report = replayed(ws)
     assert report.ok and report.reexecuted == 1
     # The same op, but the file in the commit is not what its elided argument says.
-    forged = commit_tree(ws.root, tree_with(ws.root, "HEAD", {"big.txt": big + "extra\n"}),
-                         head(ws.root, "HEAD~1"), message(ws.root, "HEAD"))
+    forged = like(ws.root, "HEAD", tree_with(ws.root, "HEAD", {"big.txt": big + "extra\n"}),
+                  head(ws.root, "HEAD~1"))
     lie = replay(ws, forged)
     assert lie.divergence is not None and lie.divergence.paths == ["big.txt"]
     assert "+++ replayed/big.txt" in lie.divergence.diff and "-extra" in lie.divergence.diff
 
 
-def test_an_elided_argument_whose_blob_is_missing_is_applied_as_recorded(ws: Workspace) -> None:
+def test_an_elided_argument_whose_blob_is_missing_diverges(ws: Workspace) -> None:
     call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
     msg = message(ws.root, "HEAD").replace(
         '{"file_text":"a\\n","path":"a.md"}', '{"file_text":{"$blob":"' + "1" * 40
         + '","bytes":2},"path":"a.md"}')
-    tip = commit_tree(ws.root, git(ws.root, "rev-parse", "HEAD^{tree}").strip(),
-                      head(ws.root, "HEAD~1"), msg)
+    assert '"$blob"' in msg
+    tip = like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"), msg)
     report = replay(ws, tip)
-    assert report.ok and report.recorded_why == {"root commit": 1, "elided argument missing": 1}
+    d = report.divergence
+    assert d is not None and d.tool == "create" and d.paths == ["a.md"]
+    assert "the elided argument's blob (file_text: 111111111111) is not in the repository, so " \
+           "the op cannot be checked" in d.reason
+    assert report.recorded_why == {"root commit": 1}
 
 
 # -- lies ------------------------------------------------------------------------------------
@@ -243,18 +280,200 @@ def test_a_forged_undo_link_is_caught_though_the_files_agree(ws: Workspace) -> N
     real = gitspace_op(ws, "HEAD~1")
     forged = message(ws.root, "HEAD").replace(f"Gitspace-Undo-Of: {real}",
                                               f"Gitspace-Undo-Of: {first}")
-    tip = commit_tree(ws.root, git(ws.root, "rev-parse", "HEAD^{tree}").strip(),
-                      head(ws.root, "HEAD~1"), forged)
+    tip = like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"), forged)
     d = replay(ws, tip).divergence
     assert d is not None and d.tool == "undo" and "undo_of" in d.reason and not d.paths
 
 
 def test_a_malformed_trailer_block_diverges(ws: Workspace) -> None:
     call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
-    tip = commit_tree(ws.root, git(ws.root, "rev-parse", "HEAD^{tree}").strip(), head(ws.root),
-                      "edit\n\nGitspace-Format: 1\nGitspace-Op: nope\n")
+    tip = commit_tree(ws.root, tree_of(ws.root, "HEAD"), head(ws.root),
+                      msg="edit\n\nGitspace-Format: 1\nGitspace-Op: nope\n")
     d = replay(ws, tip).divergence
     assert d is not None and d.op_id is None and "malformed" in d.reason
+
+
+def test_a_merge_must_be_gits_own_merge_of_its_parents(ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "notes.md", "file_text": "notes\n"})
+    call_ok(ws, "branch", {"name": "agent"})
+    call_ok(ws, "create", {"path": "agent.md", "file_text": "agent\n"})
+    call_ok(ws, "switch", {"name": "main"})
+    call_ok(ws, "create", {"path": "main.md", "file_text": "main\n"})
+    main, agent = head(ws.root, "main"), head(ws.root, "agent")
+    honest = commit_tree(ws.root, ws.repo.merge_tree(main, agent)[0], main, agent,
+                         msg="Merge agent\n")
+    report = replay(ws, honest, main)
+    assert report.ok and report.recorded_why == {"merge commit": 1}
+    evil = commit_tree(ws.root, tree_with(ws.root, honest, {"slipped.txt": "in\n"}), main, agent,
+                       msg="Merge agent\n")
+    d = replay(ws, evil, main).divergence
+    assert d is not None and d.commit == evil and d.paths == ["slipped.txt"]
+    assert d.reason == "an evil merge: its files differ from merging its parents."
+    assert "--- recorded/slipped.txt" in d.diff
+    as_op = commit_tree(ws.root, tree_of(ws.root, honest), main, agent, msg=message(ws.root, agent))
+    d = replay(ws, as_op, main).divergence
+    assert d is not None and "merge commit carrying op trailers" in d.reason
+
+
+def test_a_merge_resolved_by_hand_is_reported_with_its_conflict(ws: Workspace) -> None:
+    main, agent = forked(ws)
+    call_ok(ws, "switch", {"name": "agent"})
+    call_ok(ws, "str_replace", {"path": "notes.md", "old_str": "beta", "new_str": "B"})
+    agent = head(ws.root, "agent")
+    resolved = commit_tree(ws.root, tree_with(ws.root, agent, {"notes.md": "hand\n"}), main,
+                           agent, msg="Merge agent\n")
+    d = replay(ws, resolved, main).divergence
+    assert d is not None and "conflicts in notes.md" in d.reason and d.paths == ["notes.md"]
+
+
+def test_an_init_op_with_a_parent_diverges(ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    root = revs(ws.root)[0]
+    tip = like(ws.root, root, tree_with(ws.root, "HEAD", {"b.md": "b\n"}), head(ws.root))
+    d = replay(ws, tip).divergence
+    assert d is not None and d.tool == "init" and "only a commit without parents" in d.reason
+
+
+def test_an_outside_edit_must_change_exactly_the_paths_it_records(ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    (ws.root / "outside.md").write_text("by hand\n")
+    assert ws.snapshot().ok
+    assert replay(ws, head(ws.root)).ok
+    more = like(ws.root, "HEAD", tree_with(ws.root, "HEAD", {"extra.md": "x\n"}), head(ws.root, "HEAD~1"))
+    d = replay(ws, more).divergence
+    assert d is not None and d.tool == "external_edit" and d.paths == ["extra.md", "outside.md"]
+    assert "outside edit of 1 path(s) (outside.md), but the commit changes 2 (extra.md, " \
+           "outside.md)" in d.reason
+    fewer = like(ws.root, "HEAD", tree_of(ws.root, "HEAD~1"), head(ws.root, "HEAD~1"))
+    assert replay(ws, fewer).divergence is not None
+    someone = commit_tree(ws.root, tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"),
+                          msg=message(ws.root, "HEAD"), by="Boss <boss@corp.example>")
+    d = replay(ws, someone).divergence
+    assert d is not None and "its author is 'Boss <boss@corp.example>'" in d.reason
+
+
+def commit_a_transcript(ws: Workspace, files: dict[str, str]) -> None:
+    """A transcript op as ``gitspace run --commit-transcript`` records it."""
+    from gitspace.transaction import Plan
+
+    op = ws.new_op("transcript", {"path": "transcripts/s1.json", "session": "s1"},
+                   source="transcript")
+
+    def plan(txn: Any) -> Plan:
+        for path, text in files.items():
+            txn.write(path, text.encode())
+        return Plan("Committed the conversation.", "transcript s1")
+
+    ws.transact(op, plan)
+
+
+def test_a_transcript_op_may_change_only_its_transcript(ws: Workspace) -> None:
+    commit_a_transcript(ws, {"transcripts/s1.json": "{}\n"})
+    report = replay(ws, head(ws.root))
+    assert report.ok and report.recorded_why == {"root commit": 1, "transcript op": 1}
+    commit_a_transcript(ws, {"transcripts/s1.json": "{\"more\": 1}\n", "evil.py": "x\n"})
+    d = replay(ws, head(ws.root)).divergence
+    assert d is not None and d.tool == "transcript" and d.paths == ["evil.py", "transcripts/s1.json"]
+    assert "commits the transcript transcripts/s1.json only" in d.reason
+
+
+@pytest.mark.parametrize("forge", ["subject", "approval"])
+def test_a_forged_subject_or_an_added_body_line_is_caught(ws: Workspace, forge: str) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    call_ok(ws, "str_replace", {"path": "a.md", "old_str": "a", "new_str": "b"})
+    honest = message(ws.root, "HEAD")
+    subject = honest.split("\n", 1)[0]
+    if forge == "subject":
+        forged, shown = honest.replace(subject, "security review passed", 1), [
+            "-security review passed", f"+{subject}"]
+    else:
+        forged, shown = honest.replace("\n\nGitspace-Format", "\n\nApproved-by: boss\n\n"
+                                       "Gitspace-Format", 1), ["-Approved-by: boss"]
+    tip = like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"), forged)
+    d = replay(ws, tip).divergence
+    assert d is not None and d.tool == "str_replace" and not d.paths
+    assert d.reason.startswith("its message differs from the one the tool writes")
+    assert "--- recorded message" in d.diff and all(line in d.diff for line in shown)
+
+
+def test_a_forged_author_is_caught(ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    tip = commit_tree(ws.root, tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"),
+                      msg=message(ws.root, "HEAD"), by="Boss <boss@corp.example>")
+    d = replay(ws, tip).divergence
+    assert d is not None and d.tool == "create"
+    assert d.reason == ("its author is 'Boss <boss@corp.example>', but the tool commits as "
+                        "'tester <tester@gitspace>'.")
+
+
+def test_the_workspace_size_cap_applies_to_the_replay(tmp_path: Path) -> None:
+    big = "x" * 1_500_000 + "\n"
+    with gitspace.init(tmp_path / "big", agent="tester", max_file_bytes=4 << 20) as ws:
+        call_ok(ws, "create", {"path": "big.txt", "file_text": big})
+        report = replay(ws, head(ws.root))
+    assert report.ok and report.reexecuted == 1, report.divergence
+
+
+def test_diffs_and_path_lists_are_bounded(ws: Workspace) -> None:
+    from gitspace.replay_op import DIFF_BYTES, DIFF_LINE_CHARS, PATHS_LISTED
+
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    wide = {"a.md": "".join(("€" * 2000) + f"{i}\n" for i in range(60))}
+    many = {f"f{i:03}.md": f"{i}\n" for i in range(PATHS_LISTED + 50)}
+    tip = like(ws.root, "HEAD", tree_with(ws.root, "HEAD", {**wide, **many}),
+               head(ws.root, "HEAD~1"))
+    d = replay(ws, tip).divergence
+    assert d is not None and len(d.paths) == PATHS_LISTED and d.more_paths == 51
+    assert all(len(line) <= DIFF_LINE_CHARS + 40 for line in d.diff)
+    assert any(line.endswith("(1,702 more characters)") for line in d.diff)
+    assert sum(len(line.encode()) + 1 for line in d.diff) <= DIFF_BYTES + 100
+    assert d.diff[-1].startswith("... ") and d.diff[-1].endswith("more diff lines")
+
+
+def test_no_scripts_leaves_workspace_scripts_unrun_and_counts_them(ws: Workspace,
+                                                                  tmp_path: Path) -> None:
+    runs = tmp_path / "runs.log"  # outside every work tree: each run of the script adds a line
+    add_script(ws, "bump", f"with open({str(runs)!r}, 'a') as f:\n    f.write('ran\\n')\n"
+               "with open('counter.txt', 'a') as f:\n    f.write('+1\\n')\n")
+    call_ok(ws, "bump", {})
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    call_ok(ws, "bump", {})
+    assert runs.read_text() == "ran\n" * 2
+    report = replay(ws, head(ws.root), scripts=False)
+    assert report.ok and report.unverified == 2 and report.reexecuted == 1
+    assert report.as_json()["unverified"] == 2 and report.checked == report.total == 5
+    assert runs.read_text() == "ran\n" * 2, "a script ran with scripts disabled"
+    assert replay(ws, head(ws.root)).ok and runs.read_text() == "ran\n" * 4
+    lie, _ = rewritten_script_op(ws)
+    d = replay(ws, lie, scripts=False).divergence
+    assert d is not None and "no Gitspace-Script" in d.reason
+
+
+def rewritten_script_op(ws: Workspace) -> tuple[str, str]:
+    """The last op (a script op) without its Gitspace-Script trailer: (new tip, the op)."""
+    msg = "\n".join(line for line in message(ws.root, "HEAD").split("\n")
+                    if not line.startswith("Gitspace-Script:"))
+    return like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"), msg), "HEAD"
+
+
+def test_a_scratch_folder_that_cannot_be_removed_is_named_in_the_report(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+    import types
+
+    from gitspace import scratch
+
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    # A git child still writing into the folder, as an interrupt can leave one, is what makes
+    # removal fail for real; here removal simply never succeeds.
+    monkeypatch.setattr(scratch, "shutil", types.SimpleNamespace(rmtree=lambda *a, **k: None))
+    monkeypatch.setattr(scratch, "REMOVE_ATTEMPTS", 2)
+    report = replay(ws, head(ws.root))
+    monkeypatch.undo()
+    assert report.ok and report.leftover is not None
+    leftover = Path(report.leftover)
+    assert leftover.name.startswith("gitspace-replay-") and leftover.is_dir()
+    shutil.rmtree(leftover)
 
 
 @pytest.fixture
@@ -312,7 +531,7 @@ def rewritten(ws: Workspace, files: dict[str, str]) -> tuple[str, str]:
     init, added, op = revs(ws.root)
     tip = init
     for rev in (added, op):
-        tip = commit_tree(ws.root, tree_with(ws.root, rev, files), tip, message(ws.root, rev))
+        tip = like(ws.root, rev, tree_with(ws.root, rev, files), tip)
     return tip, op
 
 
@@ -402,19 +621,53 @@ def test_onto_moves_outside_edits_by_merging_and_stops_on_a_conflict(ws: Workspa
     d = stopped.divergence
     assert d is not None and "conflicts" in d.reason and d.tool == "external_edit"
     assert git_run(ws.root, "rev-parse", "--verify", "moved-again").returncode != 0
+    assert replay(ws, report.created, main).ok  # the created branch replays clean
 
 
-def test_onto_restores_a_checkpoint_to_its_moved_state(ws: Workspace) -> None:
-    main, _ = forked(ws)
+@pytest.mark.parametrize("where", ["moved", "base"])
+def test_onto_stops_at_a_restore_of_a_checkpoint_that_would_not_move(ws: Workspace,
+                                                                     where: str) -> None:
+    main, _ = forked(ws)  # checkpoint "fork" is at the merge base
     call_ok(ws, "switch", {"name": "agent"})
     call_ok(ws, "checkpoint", {"name": "agent-1"})
     call_ok(ws, "delete", {"path": "agent.md"})
-    call_ok(ws, "restore", {"name": "agent-1"})
+    call_ok(ws, "restore", {"name": "agent-1" if where == "moved" else "fork"})
+    call_ok(ws, "create", {"path": "after.md", "file_text": "after\n"})
+    before = user_state(ws.root)
+    report = replay_onto(ws, head(ws.root, "agent"), main, "moved")
+    d = report.divergence
+    assert d is not None and report.result == "stopped" and d.tool == "restore"
+    assert d.commit == head(ws.root, "agent~1") and report.checked == 3
+    at = "a commit this replay moves" if where == "moved" else "the commit the ops start after"
+    assert f"restores checkpoint {'agent-1' if where == 'moved' else 'fork'!r}, which is at {at}" \
+        in d.reason and "Replay only the ops before it" in d.reason
+    assert user_state(ws.root) == before
+
+
+def test_onto_restores_a_checkpoint_the_branch_does_not_move(ws: Workspace) -> None:
+    call_ok(ws, "checkpoint", {"name": "empty"})  # at the root commit, before the fork
+    main, _ = forked(ws)
+    call_ok(ws, "switch", {"name": "agent"})
+    call_ok(ws, "restore", {"name": "empty"})
+    call_ok(ws, "create", {"path": "fresh.md", "file_text": "fresh\n"})
     report = replay_onto(ws, head(ws.root, "agent"), main, "moved")
     assert report.ok, report.divergence
-    # The restore brings back agent.md on the new base; main's BETA stays.
-    assert git(ws.root, "show", "moved:notes.md") == "title\nALPHA\nBETA\ngamma\n"
-    assert git(ws.root, "show", "moved:agent.md") == "mine\n"
+    assert git(ws.root, "ls-tree", "--name-only", "moved").split() == [".gitignore", "fresh.md"]
+    assert replay(ws, "moved", main).ok  # the created branch replays clean
+
+
+def test_onto_stops_where_part_of_an_outside_edit_is_already_there(ws: Workspace) -> None:
+    main, _ = forked(ws)
+    call_ok(ws, "switch", {"name": "agent"})
+    (ws.root / "shared.md").write_text("same\n")
+    (ws.root / "mine.md").write_text("only here\n")
+    assert ws.snapshot().ok
+    call_ok(ws, "switch", {"name": "main"})
+    call_ok(ws, "create", {"path": "shared.md", "file_text": "same\n"})
+    report = replay_onto(ws, head(ws.root, "agent"), head(ws.root, "main"), "moved")
+    d = report.divergence
+    assert d is not None and d.tool == "external_edit" and "shared.md is already on the new" \
+        in d.reason and report.created is None
 
 
 def gitspace_op(ws: Workspace, rev: str) -> str:

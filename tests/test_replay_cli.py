@@ -100,15 +100,19 @@ def test_exit_codes_text_and_json(root: Path, tmpdir_: Path) -> None:
 
 
 def test_bad_usage_exits_2(root: Path, tmpdir_: Path) -> None:
+    git(root, "update-ref", "refs/heads/orphan", git(root, "commit-tree", "main^{tree}",
+                                                     input=b"no common history\n").strip())
     before = repo_state(root)
     tip = head(root, "main")
     for args, words in [
         (["no-such-branch"], "not a branch or revision"),
-        (["main", "--from", "lie"], "not an ancestor"),
+        (["main", "--from", "lie"], "already contains every commit"),
         (["--onto", "main"], "--onto and --branch go together"),
         (["lie", "--onto", "main", "--branch", "main"], "already exists"),
         (["lie", "--onto", "main", "--branch", "bad..name"], "not a valid branch name"),
         (["--from", "nope"], "not a branch or revision"),
+        (["lie", "--onto", "orphan", "--branch", "x"], "Invalid value for --onto:"),
+        (["--no-scripts", "--onto", "main", "--branch", "x"], "cannot leave scripts unrun"),
     ]:
         out = gs(root, *args, tmpdir=tmpdir_)
         assert out.returncode == 2, (args, out.stdout, out.stderr)
@@ -135,7 +139,24 @@ def test_onto_creates_a_branch_or_stops_with_exit_1(root: Path, tmpdir_: Path) -
     assert "created branch later-only" in created.stdout
     assert git(root, "show", "later-only:notes.md") == "one\ntwo\n"
     assert git(root, "show", "later-only:later.md") == "on main\n"
+    again = gs(root, "later-only", "--from", first, tmpdir=tmpdir_)
+    assert again.returncode == 0 and "match" in again.stdout, again.stdout  # replays clean
     assert os.listdir(tmpdir_) == []
+
+
+def test_no_scripts_reports_script_ops_as_not_verified(tmp_path: Path, tmpdir_: Path) -> None:
+    target = tmp_path / "scripted"
+    with gitspace.init(target, agent="ci-bot") as ws:
+        (target / "constraints").mkdir()
+        (target / "constraints" / "tick.py").write_text(TICK.replace("time.sleep(0.4)", ""))
+        assert ws.snapshot().ok
+        call_ok(ws, "tick", {})
+    out = gs(target, "--no-scripts", tmpdir=tmpdir_)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1 script op(s) not verified (scripts disabled)" in out.stdout
+    data = json.loads(gs(target, "--no-scripts", "--json", tmpdir=tmpdir_).stdout)
+    assert data["ok"] and data["unverified"] == 1 and data["scripts"] is False
+    assert "not verified" not in gs(target, tmpdir=tmpdir_).stdout
 
 
 @pytest.mark.parametrize("signum,moment", [(signal.SIGINT, "mid-op"), (signal.SIGTERM, "mid-op"),
@@ -167,3 +188,70 @@ def test_an_interrupted_replay_leaves_nothing_behind(tmp_path: Path, tmpdir_: Pa
     assert os.listdir(tmpdir_) == [], "the scratch folder was left behind"
     assert repo_state(target) == before
     assert len(git(target, "worktree", "list").splitlines()) == 1
+
+
+# -- the CI workflow -------------------------------------------------------------------------
+
+WORKFLOW = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "gitspace-replay.yml"
+
+
+def workflow_step(name: str) -> str:
+    """The shell script of the workflow step called ``name`` (its ``run: |`` block)."""
+    lines = WORKFLOW.read_text().splitlines()
+    at = lines.index(f"      - name: {name}")
+    run = next(i for i in range(at, len(lines)) if lines[i].strip() == "run: |")
+    indent = len(lines[run + 1]) - len(lines[run + 1].lstrip())
+    body = []
+    for line in lines[run + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) < indent:
+            break
+        body.append(line[indent:])
+    return "\n".join(body) + "\n"
+
+
+def run_step(name: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-eo", "pipefail", "-c", workflow_step(name)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_workflow_replays_a_branch_that_merged_its_base(tmp_path: Path, tmpdir_: Path) -> None:
+    origin = tmp_path / "origin"
+    with gitspace.init(origin, agent="ci-bot") as ws:
+        call_ok(ws, "create", {"path": "notes.md", "file_text": "one\n"})
+        call_ok(ws, "branch", {"name": "agent/bot"})
+        call_ok(ws, "create", {"path": "agent.md", "file_text": "mine\n"})
+        call_ok(ws, "switch", {"name": "main"})
+        call_ok(ws, "create", {"path": "main.md", "file_text": "theirs\n"})
+        call_ok(ws, "switch", {"name": "agent/bot"})
+        git(origin, "merge", "-q", "--no-edit", "main")  # the agent's branch takes main in
+        call_ok(ws, "str_replace", {"path": "agent.md", "old_str": "mine", "new_str": "MINE"})
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--branch", "agent/bot", str(origin), str(clone))
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    for name, command in (("gitspace", f"{sys.executable} -m gitspace"), ("python", sys.executable)):
+        (shims / name).write_text(f'#!/bin/sh\nexec {command} "$@"\n')
+        (shims / name).chmod(0o755)
+    env = {**_env(tmpdir_), "PATH": f"{shims}:{os.environ['PATH']}", "BASE_BRANCH": "main",
+           "GITHUB_ENV": str(tmp_path / "github.env"),
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    found = run_step("Find where the branch's ops start", clone, env)
+    assert found.returncode == 0, found.stderr
+    start = dict(line.split("=", 1) for line in (tmp_path / "github.env").read_text().split())
+    assert start["REPLAY_FROM"] == head(clone, "HEAD~3")  # the fork: agent.md is its first op
+    env.update(start)
+
+    ok = run_step("gitspace replay", clone, env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    assert "### gitspace replay: match" in summary and "(1 merge commit)" in summary
+    assert "2 re-executed" in ok.stdout
+
+    (clone / "agent.md").write_text("MINE\nand a line nobody ran\n")
+    git(clone, "commit", "-qam", git(clone, "log", "-1", "--format=%B"))  # the op, repeated
+    bad = run_step("gitspace replay", clone, env)
+    assert bad.returncode == 1
+    assert "### gitspace replay: diverged" in bad.stdout and "Diverged at commit" in bad.stdout
+    assert "re-running it failed" in bad.stdout and "+++ recorded/agent.md" in bad.stdout
+    assert json.loads((clone / "replay.json").read_text())["divergence"]["tool"] == "str_replace"
+    assert os.listdir(tmpdir_) == []
