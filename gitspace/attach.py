@@ -15,12 +15,18 @@ Invariants:
 - ``attach`` starts a new branch at the commit the user's checkout has checked out (HEAD), never
   from their index or work tree: their uncommitted changes are not copied. Attaching a name whose
   branch already exists continues that branch; attaching an attached agent changes nothing.
-- ``route`` sends a command given ``--agent NAME`` in the user's checkout to agent NAME's
-  worktree when NAME is attached, so ``gitspace -C REPO --agent NAME call ...`` cannot write
-  into the user's checkout by mistake. From inside any other worktree nothing is rerouted.
+- The user's checkout is the work tree a command starts in (their main checkout or one of their
+  own linked worktrees), or the main checkout when it starts in an agent's worktree.
+- ``route`` sends a command given ``--agent NAME`` to agent NAME's worktree when NAME is
+  attached, and refuses (NotFound: attach it first) when NAME is not and the checkout is not a
+  gitspace workspace without agents, so ``gitspace -C REPO --agent NAME call ...`` never writes
+  into the user's checkout. From inside an agent's worktree nothing is rerouted. Which checkouts
+  gitspace owns, and so may write, is ``owner.py``'s one test.
 - ``detach`` removes the worktree and keeps the branch. It refuses while the worktree holds
-  changes no op recorded (``gitspace snapshot`` records them), unless forced; the agent's local
-  session files (``.gitspace/``) are moved to ``<common git dir>/gitspace/detached/`` first.
+  changes no op recorded, as ``git status`` counts them (``gitspace snapshot`` records them),
+  unless forced; ignored files go with the worktree, as with ``git worktree remove``, and are
+  listed. The agent's local session files (``.gitspace/``) are first moved to a new folder under
+  ``<common git dir>/gitspace/detached/``, and moved back if the worktree cannot be removed.
 
 No state of our own is kept: the agents are the worktrees under that folder plus the
 ``agent/*`` branches, so everything here reads the same after a crash or in another clone.
@@ -30,13 +36,15 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ledger
 from .errors import BadArguments, Conflict, GitspaceError, LedgerError, NotFound
-from .gitrepo import GitRepo, Worktree
+from .gitrepo import GitCommandError, GitRepo, Worktree
+from .owner import is_agent_worktree, owns, worktrees_dir
 from .transaction import COMMITTER
 
 BRANCH_PREFIX = "agent/"
@@ -73,6 +81,7 @@ class Detached:
     tip: str
     discarded: list[str]  # unrecorded changes thrown away (only with force)
     sessions: Path | None  # where the agent's session files were moved
+    ignored: list[str] = field(default_factory=list)  # ignored files deleted with the worktree
 
 
 def check_name(name: str) -> str:
@@ -84,26 +93,24 @@ def check_name(name: str) -> str:
     return name
 
 
-def worktrees_dir(repo: GitRepo) -> Path:
-    return repo.commondir / "gitspace" / "worktrees"
-
-
 def user_checkout(repo: GitRepo) -> Worktree:
-    """The repository's main work tree: the user's own checkout."""
-    return repo.worktrees()[0]
-
-
-def is_agent_worktree(repo: GitRepo) -> bool:
-    return repo.root.resolve().parent == worktrees_dir(repo)
+    """The user's checkout: the work tree ``repo`` is opened at (their main checkout or one of
+    their own linked worktrees), or the main checkout when ``repo`` is an agent's worktree."""
+    trees = repo.worktrees()
+    if not is_agent_worktree(repo):
+        here = repo.root.resolve()
+        found = next((w for w in trees if w.path.resolve() == here), None)
+        if found is not None:
+            return found
+    return trees[0]
 
 
 def open_user_repo(path: str | os.PathLike[str]) -> GitRepo:
-    """The repository containing ``path``, opened at the user's checkout (wherever ``path`` is
-    inside it: the checkout itself, or an agent's worktree)."""
+    """The repository containing ``path``, opened at the user's checkout (see ``user_checkout``)."""
     repo = GitRepo.open(Path(path))
-    main = user_checkout(repo).path
-    if repo.root.resolve() == main.resolve():
+    if not is_agent_worktree(repo):
         return repo
+    main = user_checkout(repo).path
     repo.close()
     return GitRepo.open(main)
 
@@ -114,21 +121,42 @@ def find(repo: GitRepo, name: str) -> Worktree | None:
     return next((w for w in repo.worktrees() if w.path == path and not w.prunable), None)
 
 
+def describe_holder(repo: GitRepo, path: Path) -> str:
+    """Who a work tree belongs to, for messages: an agent's worktree or one of the user's."""
+    if path.resolve().parent == worktrees_dir(repo).resolve():
+        return f"agent {path.name}'s worktree ({path})"
+    return f"another of your worktrees ({path})"
+
+
 def route(path: str | os.PathLike[str], agent: str | None) -> Path:
-    """Where a command for ``agent`` started at ``path`` runs: agent's worktree when ``path`` is
-    in a checkout with that agent attached, else ``path``. File-system checks only (cheap)."""
+    """Where a command for ``agent`` started at ``path`` runs.
+
+    Inside an agent's worktree: there. Elsewhere in a repository where ``agent`` is attached: its
+    worktree. Otherwise ``path`` itself, but only when that checkout is a gitspace workspace with
+    no agents attached; anywhere else NotFound says to attach the agent first, so ``--agent NAME``
+    never lands in the user's own checkout.
+    """
     given = Path(path)
-    if not agent or not NAME.fullmatch(agent):
+    if not agent or not given.is_dir():
         return given
-    start = given.absolute()
-    for folder in (start, *start.parents):
-        dotgit = folder / ".git"
-        if dotgit.is_dir():
-            candidate = dotgit / "gitspace" / "worktrees" / agent
-            return candidate if (candidate / ".git").is_file() else given
-        if dotgit.exists():  # a linked worktree: the command is already where it belongs
+    repo = GitRepo.open(given)
+    try:
+        if is_agent_worktree(repo):
             return given
-    return given
+        here = worktrees_dir(repo)
+        if NAME.fullmatch(agent) and (here / agent / ".git").is_file():
+            return here / agent
+        attached = sorted(p.parent.name for p in here.glob("*/.git"))
+        if attached or not owns(repo):
+            raise NotFound(
+                f"Agent {agent} is not attached to the repository at {repo.root}, so it has no "
+                "worktree of its own there; gitspace does not run it in your checkout.",
+                hint=f"Run 'gitspace -C {repo.root} attach --agent {agent}' first"
+                     + (f" (attached now: {', '.join(attached)})." if attached else "."),
+            )
+        return given
+    finally:
+        repo.close()
 
 
 def attach(path: str | os.PathLike[str], name: str) -> Attached:
@@ -145,7 +173,7 @@ def _attach(repo: GitRepo, name: str) -> Attached:
     branch = BRANCH_PREFIX + name
     target = worktrees_dir(repo) / name
     trees = repo.worktrees()
-    user = trees[0]  # the user's checkout (``repo`` is opened there)
+    user = user_checkout(repo)  # ``repo`` is opened there
     mine = next((w for w in trees if w.path == target), None)
     if mine is not None and not mine.prunable:
         return Attached(name, branch, target, mine.head or "", 0, existed=True, resumed=True)
@@ -170,7 +198,7 @@ def _attach(repo: GitRepo, name: str) -> Attached:
     else:
         holder = next((w for w in trees if w.branch == branch and w.path != target), None)
         if holder is not None:
-            raise Conflict(f"Branch {branch} is checked out in {holder.path}.",
+            raise Conflict(f"Branch {branch} is checked out in {describe_holder(repo, holder.path)}.",
                            hint="Switch that checkout to another branch, or pick another name.")
     target.parent.mkdir(parents=True, exist_ok=True)
     repo.add_worktree(target, branch)
@@ -225,7 +253,6 @@ def _ops(repo: GitRepo, tip: str, exclude: str | None) -> list[tuple[ledger.Op, 
 
 def detach(path: str | os.PathLike[str], name: str, force: bool = False) -> Detached:
     """Remove agent ``name``'s worktree; its branch stays."""
-    from .snapshot import pending_changes
     from .workspace import open as open_ws
 
     check_name(name)
@@ -242,29 +269,64 @@ def detach(path: str | os.PathLike[str], name: str, force: bool = False) -> Deta
             )
         with open_ws(found.path) as ws, ws.transactions.lock():  # no op of the agent mid-flight
             ws.transactions.recover_locked()
-            changes, skipped = pending_changes(ws)
-            unrecorded = sorted(changes) + [note.split(" (")[0] for note in skipped]
+            unrecorded, ignored = _leftovers(ws.repo)
             if unrecorded and not force:
                 raise Conflict(
-                    f"Agent {name}'s worktree has changes no op recorded: "
-                    + ", ".join(unrecorded[:10]) + (" ..." if len(unrecorded) > 10 else "") + ".",
-                    hint=f"Record them first with 'gitspace -C {found.path} snapshot', or pass "
-                         "--force to throw them away. Nothing was changed.",
+                    f"Agent {name}'s worktree has changes no op recorded: {_some(unrecorded)}."
+                    + (f" Removing it would also delete these ignored files: {_some(ignored)}."
+                       if ignored else ""),
+                    hint=f"Record them first with 'gitspace -C {found.path} snapshot' (or move "
+                         "them away), or pass --force to throw them away. Nothing was changed.",
                 )
             tip = ws.tip()
             sessions = _archive_sessions(repo, name, found.path)
-            repo.remove_worktree(found.path, force=force)
-        return Detached(name, branch, found.path, tip, unrecorded, sessions)
+            try:
+                repo.remove_worktree(found.path, force=force)
+            except GitCommandError as e:
+                if sessions is not None:
+                    os.replace(sessions, found.path / ".gitspace")
+                raise GitspaceError(
+                    f"Could not remove agent {name}'s worktree {found.path}: {e.message} "
+                    "Its session files are back in place; nothing was removed.",
+                    hint="Close programs using files in it (or unlock it: 'git worktree unlock "
+                         f"{found.path}'), then detach again.",
+                ) from None
+        return Detached(name, branch, found.path, tip, unrecorded, sessions, ignored)
     finally:
         repo.close()
 
 
+def _leftovers(repo: GitRepo) -> tuple[list[str], list[str]]:
+    """What removing the worktree would lose, as ``git status`` sees it: unrecorded changes
+    (modified, deleted and untracked paths, untracked folders such as a nested repository) and
+    ignored files, except gitspace's own ``.gitspace/`` (archived, not lost)."""
+    out = repo.git("--no-optional-locks", "status", "--porcelain=v1", "-z", "--no-renames",
+                   "--untracked-files=normal", "--ignored=traditional", "--ignore-submodules=none")
+    unrecorded: list[str] = []
+    ignored: list[str] = []
+    for record in out.split(b"\0"):
+        if len(record) <= 3:
+            continue
+        rel = os.fsdecode(record[3:])
+        if rel == ".gitspace/" or rel.startswith(".gitspace/"):
+            continue
+        (ignored if record[:2] == b"!!" else unrecorded).append(rel)
+    return sorted(unrecorded), sorted(ignored)
+
+
+def _some(paths: list[str]) -> str:
+    return ", ".join(paths[:10]) + (f" and {len(paths) - 10} more" if len(paths) > 10 else "")
+
+
 def _archive_sessions(repo: GitRepo, name: str, worktree: Path) -> Path | None:
-    """Move the worktree's local, ignored gitspace files (session transcripts) to safety."""
+    """Move the worktree's local, ignored gitspace files (session transcripts) to safety, into a
+    folder of their own (a fresh, uniquely named one: two detaches never share it)."""
     local = worktree / ".gitspace"
     if not local.is_dir() or not any(local.iterdir()):
         return None
-    archive = repo.commondir / "gitspace" / "detached" / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}"
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(local, archive)
+    parent = repo.commondir / "gitspace" / "detached"
+    parent.mkdir(parents=True, exist_ok=True)
+    archive = Path(tempfile.mkdtemp(prefix=f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-",
+                                    dir=parent))
+    os.replace(local, archive)  # onto the new, empty folder: one rename
     return archive

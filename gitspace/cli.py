@@ -42,7 +42,8 @@ def _open(**extra: Any) -> Any:
     from .attach import route
     from .workspace import open as open_ws
 
-    # With --agent NAME in a checkout where NAME is attached, work in NAME's worktree.
+    # --agent NAME works in NAME's attached worktree, and is refused where NAME is not attached
+    # (route). Ops are refused in a checkout gitspace does not own (owner.py); reads work anywhere.
     return open_ws(route(_state["dir"], _state["agent"]), agent=_state["agent"],
                    max_file_bytes=config.max_file_bytes(), **extra)
 

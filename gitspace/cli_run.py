@@ -50,6 +50,7 @@ def run(
         raise BadArguments("Give a TASK, or --resume SESSION to continue one (not both).")
     real = {"api_key": config.anthropic_api_key(), "base_url": config.anthropic_base_url()}
     with _open() as ws:
+        ws.require_owned("run an agent")  # before any model call: every write would be refused
         if resume:
             saved = Session.load(ws.root, resume)
             client = runner.client_for_session(saved, policy=policy, model=model, **real)

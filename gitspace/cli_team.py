@@ -38,9 +38,12 @@ def watch(
     import signal
     import threading
 
+    from .attach import route
     from .watch import Watcher
 
-    target = Path(_state["dir"]) / directory if directory else Path(_state["dir"])
+    # Like every other command: --agent NAME watches NAME's worktree, never the user's checkout.
+    target = route(Path(_state["dir"]) / directory if directory else Path(_state["dir"]),
+                   _state["agent"])
     watcher = Watcher(target, author=author or config.default_author() or "unknown",
                       debounce=debounce, max_wait=max_wait, max_file_bytes=config.max_file_bytes(),
                       on_report=_report_line)
@@ -54,7 +57,7 @@ def watch(
     finally:
         for sig, handler in previous.items():  # a second Ctrl-C while stopping interrupts for real
             signal.signal(sig, handler)
-        watcher.stop()
+        watcher.stop()  # a failed last commit raises: exit 1 with it, never "committed"
     typer.echo(f"Stopped watching {watcher.root}: pending edits committed, "
                f"{watcher.stats.commits} op(s) recorded in all.")
 
@@ -143,16 +146,21 @@ def pull(remote: Annotated[str, typer.Argument()] = "origin", branch: SyncBranch
 @app.command()
 def replay(
     branch: Annotated[Optional[str], typer.Argument(help="Branch or revision (default: the current branch).")] = None,  # noqa: UP045,E501
-    start: Annotated[Optional[str], typer.Option("--from", help="Replay only the ops after this revision.")] = None,  # noqa: UP045,E501
+    start: Annotated[Optional[str], typer.Option("--from", help="Replay only the ops this revision does not contain (those after it, when it is on the branch).")] = None,  # noqa: UP045,E501
     onto: Annotated[Optional[str], typer.Option("--onto", help="Re-run the ops on this revision instead, into a new branch.")] = None,  # noqa: UP045,E501
     new_branch: Annotated[Optional[str], typer.Option("--branch", help="With --onto: the branch to create.")] = None,  # noqa: UP045,E501
+    no_scripts: Annotated[bool, typer.Option("--no-scripts", help="Do not run the workspace's constraint scripts; count their ops as not verified.")] = False,  # noqa: E501
     as_json: JsonOpt = False,
 ) -> None:
-    """Re-run a branch's ops in a scratch copy; exit 1 at the first that does not rebuild its files."""
-    from . import branches
+    """Re-run a branch's ops in a scratch copy; exit 1 at the first that does not rebuild its commit.
+
+    Replay runs the constraint scripts recorded in the branch with your privileges: replay only
+    branches you would run code from, or pass --no-scripts.
+    """
     from .onto import replay_onto
     from .replay import BadRange
     from .replay import replay as run_replay
+    from .scratch import BadNewBranch
 
     with _open() as ws:
         def rev(name: str, hint: str) -> str:
@@ -167,22 +175,36 @@ def replay(
         if (target is None) != (new_branch is None):
             raise typer.BadParameter("--onto and --branch go together: --onto REV --branch NEW.",
                                      param_hint="--onto/--branch")
-        if new_branch is not None:
-            try:
-                branches.check_name(new_branch)
-            except BadArguments as e:
-                raise typer.BadParameter(e.message, param_hint="--branch") from None
-            if ws.repo.read_ref(f"refs/heads/{new_branch}") is not None:
-                raise typer.BadParameter(f"branch {new_branch!r} already exists; replay --onto "
-                                         "never moves a branch.", param_hint="--branch")
+        if target is not None and no_scripts:
+            raise typer.BadParameter("--onto re-runs every op to build the new branch, so it "
+                                     "cannot leave scripts unrun; drop --no-scripts.",
+                                     param_hint="--no-scripts")
         with _render().ReplayProgress(enabled=not as_json) as progress:
             try:
                 if target is not None and new_branch is not None:
                     report = replay_onto(ws, tip, target, new_branch, base, progress.update)
                 else:
-                    report = run_replay(ws, tip, base, progress.update)
+                    report = run_replay(ws, tip, base, progress.update, scripts=not no_scripts)
             except BadRange as e:
-                raise typer.BadParameter(str(e), param_hint="--from") from None
-    _emit_json(report.as_json()) if as_json else _render().replay_report(report)
+                raise typer.BadParameter(str(e), param_hint=e.option) from None
+            except BadNewBranch as e:
+                raise typer.BadParameter(str(e), param_hint="--branch") from None
+    if as_json:
+        _emit_json(report.as_json())
+    else:
+        _render().replay_report(report)
+        _replay_notes(report)
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _replay_notes(report: Any) -> None:
+    """What the replay report does not show yet: unverified ops, unlisted paths, a leftover."""
+    if report.unverified:
+        typer.echo(f"  {report.unverified} script op(s) not verified (scripts disabled): their "
+                   "files were taken as recorded. Replay without --no-scripts to check them.")
+    if report.divergence is not None and report.divergence.more_paths:
+        typer.echo(f"  ({report.divergence.more_paths} more differing path(s) not listed.)")
+    if report.leftover:
+        typer.echo(f"Could not remove the scratch folder {report.leftover} (a process may still "
+                   "be writing to it); delete it by hand.", err=True)

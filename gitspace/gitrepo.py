@@ -22,6 +22,7 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +105,37 @@ class Change:
     path: str
     old: Entry | None
     new: Entry | None
+
+
+class RefUpdate:
+    """A ref whose lock file is held (see ``GitRepo.lock_ref``)."""
+
+    def __init__(self, repo: GitRepo, ref: str, old: str | None, fd: int, lock: Path,
+                 path: Path) -> None:
+        self.repo, self.ref, self.old = repo, ref, old
+        self._fd, self._lock, self._path = fd, lock, path
+        self.done = False  # the ref was moved
+
+    def set(self, new: str, ident: Identity, message: str) -> None:
+        """Move the ref to ``new`` through the held lock, and record it in the reflogs."""
+        if self._fd < 0:
+            raise GitspaceError(f"The lock on {self.ref} is no longer held.")
+        os.write(self._fd, (new + "\n").encode())
+        os.close(self._fd)
+        self._fd = -1
+        os.replace(self._lock, self._path)
+        self.done = True
+        repo, ref, old = self.repo, self.ref, self.old
+        repo._reflog(ref, old or ZERO, new, ident, message)
+        if ref.startswith("refs/heads/") and repo.head_branch() == ref[len("refs/heads/"):]:
+            repo._reflog("HEAD", old or ZERO, new, ident, message)
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if not self.done:
+            self._lock.unlink(missing_ok=True)
 
 
 class GitCommandError(GitspaceError):
@@ -503,16 +535,30 @@ class GitRepo:
 
     def cas_ref(self, ref: str, old: str | None, new: str, ident: Identity, message: str) -> None:
         """Point ``ref`` at ``new`` if it currently points at ``old`` (None: must not exist)."""
+        with self.lock_ref(ref, old) as update:
+            update.set(new, ident, message)
+
+    @contextmanager
+    def lock_ref(self, ref: str, old: str | None) -> Iterator[RefUpdate]:
+        """Hold ``ref``'s lock file while the block runs, once ``ref`` is verified to be at ``old``.
+
+        Nobody, gitspace or git, can move the ref meanwhile; ``RefUpdate.set`` moves it through
+        the lock. Leaving the block without ``set`` (or by an exception) releases it unchanged.
+        """
         path = self._ref_path(ref)
         lock = path.with_name(path.name + ".lock")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
-            raise GitspaceError(f"Cannot create {ref}: a ref with a prefix of that name exists.") from None
+            raise GitspaceError(
+                f"Cannot create {ref}: a ref with a prefix of that name exists.",
+                hint="Pick a name that is neither a folder of an existing ref nor inside one.",
+            ) from None
         try:
             fd = lockfile.acquire(lock)
         except lockfile.Locked:
             raise _locked(lock) from None
+        update = RefUpdate(self, ref, old, fd, lock, path)
         try:
             current = self.read_ref(ref)
             if current != old:
@@ -521,18 +567,59 @@ class GitRepo:
                     "while this op was being prepared.",
                     hint="Nothing was changed; run the command again.",
                 )
-            os.write(fd, (new + "\n").encode())
-            os.close(fd)
-            fd = -1
-            os.replace(lock, path)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            lock.unlink(missing_ok=True)
-            raise
-        self._reflog(ref, old or ZERO, new, ident, message)
-        if ref.startswith("refs/heads/") and self.head_branch() == ref[len("refs/heads/") :]:
-            self._reflog("HEAD", old or ZERO, new, ident, message)
+            yield update
+        finally:
+            update.release()
+
+    @contextmanager
+    def ref_transaction(self, moves: list[tuple[str, str | None, str]], ident: Identity,
+                        message: str) -> Iterator[None]:
+        """Move every ``(ref, old, new)`` (old None: must not exist) in one git ref transaction.
+
+        All refs are locked and verified ('prepare') before the block runs; they move together
+        when it ends ('commit'), and none moves if it raises or the prepare fails.
+        """
+        if not moves:
+            yield
+            return
+        env = dict(self._env, GIT_COMMITTER_NAME=ident.name, GIT_COMMITTER_EMAIL=ident.email)
+        proc = subprocess.Popen(
+            ["git", "-c", "core.hooksPath=/dev/null", "update-ref", "--stdin", "-m", message],
+            cwd=self.root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+        def say(line: str, expect: str | None = None) -> None:
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            try:
+                proc.stdin.write(line.encode())
+                proc.stdin.flush()
+            except BrokenPipeError:
+                pass
+            if expect is not None and proc.stdout.readline().strip() != expect.encode():
+                proc.stdin.close()
+                error = proc.stderr.read().decode(errors="replace").strip()
+                proc.wait()
+                raise ConcurrentUpdate(
+                    f"Could not move the refs together: {error or 'git update-ref stopped'}. "
+                    "Nothing was changed.", hint="Run the command again.")
+
+        try:
+            say("start\n", "start: ok")
+            say("".join(f"update {ref} {new} {old or ZERO}\n" for ref, old, new in moves)
+                + "prepare\n", "prepare: ok")
+            try:
+                yield
+            except BaseException:
+                say("abort\n")
+                raise
+            say("commit\n", "commit: ok")
+        finally:
+            if proc.poll() is None:
+                proc.stdin.close()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
 
     def _reflog(self, ref: str, old: str, new: str, ident: Identity, message: str) -> None:
         base = self.gitdir if ref == "HEAD" else self.commondir
@@ -673,7 +760,9 @@ class GitRepo:
         """Drop git's record of the linked work tree at ``path`` once its folder is gone (what
         ``git worktree prune`` does, for this one only: others may be on an unmounted disk)."""
         if path.exists():
-            raise GitspaceError(f"{path} still exists; it is not a stale worktree.")
+            raise GitspaceError(
+                f"{path} still exists, so it is not a stale worktree; nothing was changed.",
+                hint="Look inside it and move it away if it is no longer needed, then try again.")
         for admin in (self.commondir / "worktrees").glob("*"):
             try:
                 points_at = Path((admin / "gitdir").read_text().strip())

@@ -309,6 +309,8 @@ def detached(d: Any) -> None:
               f"{escape(d.branch)} kept at {d.tip[:12]}.")
     if d.discarded:
         out.print(f"[yellow]discarded[/yellow] unrecorded changes: {escape(', '.join(d.discarded))}")
+    if getattr(d, "ignored", None):
+        out.print(f"Deleted ignored files with it: {escape(', '.join(d.ignored))}")
     if d.sessions:
         out.print(f"Session files moved to {escape(str(d.sessions))}.")
 

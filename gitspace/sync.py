@@ -1,9 +1,10 @@
 """Sharing workspaces through git remotes: ``push`` and ``pull`` that never force.
 
 What moves (the same set both ways):
-- the current branch, when this folder is a gitspace workspace: an agent's worktree, or a
-  checkout whose branch tip is an op. A user's own branch in their own checkout is theirs to push
-  with git; ``--branch`` names it (or any other branch) explicitly;
+- the current branch, when gitspace owns this checkout (``owner.py``: an agent's worktree, or a
+  workspace ``gitspace init`` made, or a clone of one). A user's own branch in their own checkout
+  is theirs to push with git, whatever its tip is; ``--branch`` names it (or any other branch)
+  explicitly;
 - every ``agent/*`` branch (pull: every one the remote has);
 - every checkpoint tag ``refs/tags/gitspace/*``;
 - nothing else: session transcripts live in the self-ignoring ``.gitspace/`` folder and are never
@@ -29,11 +30,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import branches, checkpoints, ledger
-from .attach import BRANCH_PREFIX, is_agent_worktree
-from .errors import Conflict, GitspaceError, LedgerError
+from . import branches, checkpoints
+from .attach import BRANCH_PREFIX
+from .errors import Conflict, GitspaceError
 from .gitrepo import GitRepo
-from .transaction import COMMITTER, Transactions, _disk_state
+from .transaction import COMMITTER, _disk_state
 from .workspace import Workspace
 
 TAGS = checkpoints.PREFIX  # refs/tags/gitspace/
@@ -54,7 +55,9 @@ def _short(ref: str) -> str:
 
 def _check_remote(remote: str) -> str:
     if not remote or remote.startswith("-") or any(c in remote for c in "\0\n"):
-        raise GitspaceError(f"{remote!r} is not a remote name, path or URL.")
+        raise GitspaceError(f"{remote!r} is not a remote name, path or URL.",
+                            hint="'git remote -v' lists this repository's remotes; a path or URL "
+                                 "works too.")
     return remote
 
 
@@ -74,15 +77,9 @@ def _ls_remote(repo: GitRepo, remote: str) -> dict[str, str]:
 
 
 def _owns_current(ws: Workspace) -> str | None:
-    """The current branch when gitspace owns this checkout's branch (see the module docstring)."""
+    """The current branch when gitspace owns this checkout (owner.py), else None."""
     current = ws.repo.head_branch()
-    if current is None or is_agent_worktree(ws.repo):
-        return current
-    tip = ws.repo.read_ref(f"refs/heads/{current}")
-    try:
-        return current if tip and ledger.parse_message(ws.repo.commit(tip).message) else None
-    except LedgerError:
-        return current
+    return current if current is not None and ws.owned else None
 
 
 def _branches(ws: Workspace, owned: str | None, names: list[str], extra: tuple[str, ...],
@@ -90,8 +87,9 @@ def _branches(ws: Workspace, owned: str | None, names: list[str], extra: tuple[s
     current = ws.repo.head_branch()
     chosen = [owned] if owned else []
     if current and not owned and current not in extra:
-        report.notes.append(f"{current} is your own branch (its latest commit is not a gitspace "
-                            "op), so it was left alone; use git for it, or name it with --branch.")
+        report.notes.append(f"{current} is your own branch (this checkout is not a gitspace "
+                            "workspace), so it was left alone; use git for it, or name it with "
+                            "--branch.")
     chosen += [n for n in names if n.startswith(BRANCH_PREFIX)]
     chosen += [branches.check_name(n) for n in extra]
     return list(dict.fromkeys(chosen))
@@ -180,10 +178,11 @@ def pull(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
     with txns.lock():
         txns.recover_locked()
         moves, current_move = _plan_pull(ws, remote, wanted, report, owned)
-        if current_move is not None:
-            _fast_forward_checkout(ws, *current_move)
-        for ref, old, new in moves:
-            _move_ref(txns, ref, old, new, f"gitspace: pull {remote}")
+        # Every other ref is locked and verified first; the checkout moves only then, and the
+        # refs move after it, together, or (if the checkout could not move) not at all.
+        with repo.ref_transaction(moves, COMMITTER, f"gitspace: pull {remote}"):
+            if current_move is not None:
+                _fast_forward_checkout(ws, *current_move)
     return report
 
 
@@ -196,7 +195,9 @@ def _fetch(repo: GitRepo, remote: str, wanted: dict[str, str]) -> None:
                         "--refmap=", remote, *missing)
     if proc.returncode != 0:
         raise GitspaceError(
-            f"Could not fetch from {remote}: {proc.stderr.decode(errors='replace').strip()}")
+            f"Could not fetch from {remote}: {proc.stderr.decode(errors='replace').strip()} "
+            "Nothing was changed here.",
+            hint="Check the remote ('git remote -v') and your access to it, then pull again.")
     if any(not repo.has_object(wanted[ref]) for ref in missing):
         raise GitspaceError(f"{remote} changed while pulling. Nothing was changed here.",
                             hint="Run 'gitspace pull' again.")
@@ -212,10 +213,17 @@ def _plan_pull(
     moves: list[tuple[str, str | None, str]] = []
     current_move = None
     refusals = []
+    local = [r for r, _, _ in repo.refs("refs/heads") + repo.refs("refs/tags")]
     for ref, new in wanted.items():
         old = repo.read_ref(ref)
         name = _short(ref)
         if old == new:
+            continue
+        clash = _name_clash(ref, local) if old is None else None
+        if clash is not None:
+            refusals.append(f"{name} on {remote} cannot be created here, where "
+                            f"{_short(clash)} exists (git cannot have a ref both as a name and "
+                            "as a folder of names): rename yours with 'git branch -m'")
             continue
         if ref.startswith(TAGS):
             if old is None:
@@ -254,6 +262,16 @@ def _plan_pull(
     return moves, current_move
 
 
+def _name_clash(ref: str, local: list[str]) -> str | None:
+    """A local ref that makes ``ref`` impossible to create: one of its folders, or inside it."""
+    parts = ref.split("/")
+    names = set(local)
+    for n in range(2, len(parts)):
+        if "/".join(parts[:n]) in names:
+            return "/".join(parts[:n])
+    return next((r for r in local if r.startswith(ref + "/")), None)
+
+
 def _fast_forward_checkout(ws: Workspace, branch: str, old: str, new: str) -> None:
     """Move the checked-out branch and its files from ``old`` to ``new`` as one journaled step."""
     repo = ws.repo
@@ -273,12 +291,3 @@ def _fast_forward_checkout(ws: Workspace, branch: str, old: str, new: str) -> No
         writes[change.path] = None if change.new is None else (repo.read_blob(change.new.sha),
                                                                 change.new.mode)
     ws.transactions.publish(branch, old, new, writes, before, {}, COMMITTER, "pull")
-
-
-def _move_ref(txns: Transactions, ref: str, old: str | None, new: str, message: str) -> None:
-    """A journaled compare-and-swap (the caller holds the workspace lock)."""
-    txns.journal_write({"ref": ref, "old": old, "new": new, "paths": []})
-    try:
-        txns.repo.cas_ref(ref, old, new, COMMITTER, message)
-    finally:
-        txns.journal.unlink(missing_ok=True)

@@ -117,6 +117,13 @@ def run_tool(
     ws: Workspace, name: str, args: dict[str, Any], *, tool_use_id: str | None, op_id: str | None
 ) -> Result:
     tool = find_tool(ws, name)
+    if tool.mutates and not _views_only(tool, args):
+        ws.require_owned()
     schema.validate(tool.args_schema, args, example=tool.example)
     args = schema.apply_defaults(tool.args_schema, args)
     return tool.run(ws, args, tool_use_id=tool_use_id, op_id=op_id)
+
+
+def _views_only(tool: Tool, args: dict[str, Any]) -> bool:
+    """A call of a mutating tool that only reads (the memory tool's ``view`` command)."""
+    return tool.name == "memory" and args.get("command") == "view"

@@ -7,13 +7,19 @@ Invariants:
 - A burst settles into one op: a flush runs ``debounce`` seconds after the last relevant event, or
   ``max_wait`` seconds after the first if the burst never stops. A flush that commits scans the
   whole tree, so once events stop the committed tree equals the disk, even if events were lost.
-- Events under ``.git`` and ``.gitspace`` and on gitspace's tmp files are dropped as they arrive;
+- Only the work tree is watched: the root folder itself, and each top-level folder but ``.git``
+  and ``.gitspace`` recursively (one watch per folder as it appears; what a new folder already
+  holds is looked at path by path), plus git's ``info/exclude``. git's own writes, and agents'
+  worktrees inside ``.git``, never wake the watcher.
+- Events under ``.gitspace`` and on gitspace's tmp files are dropped as they arrive;
   ignored paths (asked of git in batches, remembered until ignore rules change) are dropped before
   they can hold back a flush. A flush first compares only the paths it was told about with the
   branch tip, so gitspace's own writes cost no scan and make no commit.
 - Files over the size cap are reported (once per size and mtime), never committed.
 - All git work happens on one worker thread through one open workspace (its two ``git cat-file``
-  processes, no more, however long it runs); ``stop`` commits what is pending and releases it all.
+  processes, no more, however long it runs); ``stop`` commits what is pending and releases it all,
+  and raises when that last commit failed.
+- It runs only in a checkout gitspace owns (owner.py), never in the user's own.
 
 The watcher never prints: it hands a ``Report`` to ``on_report`` for every op, refusal or error.
 """
@@ -101,7 +107,9 @@ class Watcher:
         self.on_report = on_report
         self.stats = Stats()
         with self._open(root) as ws:  # fails here, in the caller, if root is no workspace
+            ws.require_owned("record outside edits")
             self.root: Path = ws.root
+            self._exclude = str(ws.repo.commondir / "info" / "exclude")
         self._prefix = str(self.root) + os.sep
         self._cond = threading.Condition()
         self._dirty: set[str] = set()  # paths to look at in the next flush
@@ -118,6 +126,8 @@ class Watcher:
         self._ws: Workspace | None = None  # the worker thread's own workspace
         self._thread: threading.Thread | None = None
         self._observer: Any = None
+        self._folders: dict[str, Any] = {}  # top-level folder -> its recursive watch
+        self._handlers: tuple[Any, Any] | None = None  # (for the root, for the folders)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -129,16 +139,31 @@ class Watcher:
             raise GitspaceError("This watcher is already running.")
         _drop_shutdown_race_log()
         observer = Observer()
-        observer.schedule(_forwarder(self._on_event), str(self.root), recursive=True,
-                          event_filter=_event_types())
+        top, below = _forwarder(self._on_top_event), _forwarder(self._on_event)
+        self._handlers = (top, below)
+        # The root alone, then each top-level folder but .git and .gitspace recursively: git's
+        # own churn (objects, refs, every agent's worktree inside .git) never reaches us.
+        observer.schedule(top, str(self.root), recursive=False, event_filter=_event_types())
+        info = Path(self._exclude).parent
+        if info.is_dir():  # info/exclude, which holds ignore rules too
+            observer.schedule(below, str(info), recursive=False, event_filter=_event_types())
+        self._observer = observer
         try:
-            observer.start()  # watches are in place before the first scan: no edit falls between
+            observer.start()  # the root's watch is in place: every new folder from now is seen
+            for entry in os.scandir(self.root):
+                if entry.is_dir(follow_symlinks=False) and entry.name not in self._folders:
+                    try:
+                        self._watch_folder(observer, entry.name, replace=False)
+                    except FileNotFoundError:
+                        pass  # deleted meanwhile
         except OSError as e:
+            self._observer = None
+            observer.stop()
+            observer.join()
             raise GitspaceError(
                 f"Cannot watch {self.root}: {e.strerror or e}.",
                 hint="The system's inotify limits may be reached: raise fs.inotify.max_user_watches "
                      "and fs.inotify.max_user_instances, or stop other watchers.") from None
-        self._observer = observer
         with self._cond:
             self._full = True
             self._first = self._last = time.monotonic() - self.max_wait
@@ -146,7 +171,11 @@ class Watcher:
         self._thread.start()
 
     def stop(self, timeout: float = 60.0) -> Report | None:
-        """Stop watching, commit everything pending, release every process and file."""
+        """Stop watching, commit everything pending, release every process and file.
+
+        Raises GitspaceError, once everything is released, when that last commit failed: the
+        edits are still on disk but not recorded.
+        """
         observer, self._observer = self._observer, None
         if observer is not None:
             observer.stop()
@@ -160,6 +189,19 @@ class Watcher:
             self._waiters.append(request)
             self._cond.notify()
         thread.join(timeout)
+        then = f"Then record them with 'gitspace -C {self.root} snapshot'."
+        if not request.done.is_set():
+            raise GitspaceError(f"Stopped watching {self.root}, but recording the last edits did "
+                                f"not finish within {timeout:g} s; they may not be recorded.",
+                                hint=then)
+        error = request.error
+        if error is not None:
+            known = error if isinstance(error, GitspaceError) else None
+            reason = known.message if known else f"{type(error).__name__}: {error}"
+            hint = known.hint if known else None
+            raise GitspaceError(f"Stopped watching {self.root}, but the last edits are not "
+                                f"recorded (they stay on disk): {reason}",
+                                hint=f"{hint} {then}" if hint else then)
         return request.report
 
     def flush(self, timeout: float = 60.0) -> Report | None:
@@ -188,16 +230,64 @@ class Watcher:
         self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        try:
+            self.stop()
+        except GitspaceError:
+            if exc_type is None:  # never hide the error that is already on its way out
+                raise
 
     # -- events (the observer's thread) ------------------------------------------------------
 
+    def _watch_folder(self, observer: Any, name: str, replace: bool = True) -> None:
+        """Watch top-level folder ``name`` recursively. Two threads may ask at once (start and
+        the root's events): scheduling one path twice is harmless, watchdog keeps one watch."""
+        if name in (".git", ".gitspace") or self._handlers is None:
+            return
+        if replace:  # a folder of that name came anew: its old watch follows the old folder
+            self._unwatch_folder(observer, name)
+        self._folders[name] = observer.schedule(self._handlers[1], str(self.root / name),
+                                                recursive=True, event_filter=_event_types())
+
+    def _unwatch_folder(self, observer: Any, name: str) -> None:
+        watch = self._folders.pop(name, None)
+        if watch is not None:
+            try:
+                observer.unschedule(watch)
+            except KeyError:  # already gone with the observer's own shutdown
+                pass
+
+    def _on_top_event(self, event: FileSystemEvent) -> None:
+        """An event in the root folder itself: top-level folders come and go with their watch."""
+        observer = self._observer
+        if observer is not None and event.is_directory:
+            gone, came = os.fsdecode(event.src_path), os.fsdecode(getattr(event, "dest_path", ""))
+            if event.event_type in ("deleted", "moved"):
+                self._unwatch_folder(observer, os.path.basename(gone))
+            new = came if event.event_type == "moved" else gone if event.event_type == "created" \
+                else ""
+            if new and os.path.dirname(new) == str(self.root) and os.path.isdir(new) \
+                    and not os.path.islink(new):
+                try:
+                    self._watch_folder(observer, os.path.basename(new))
+                except OSError as e:
+                    self._emit(Report("error", f"Cannot watch {new}: {e.strerror or e}; its edits "
+                                               "are recorded at the next full scan only."))
+                self._on_event(event)
+                # What it held before its watch was in place (moved in, or written at once) is
+                # looked at path by path, as events would have been: an op's own writes scan nothing.
+                self._note(_files_under(new), events=0)
+                return
+        self._on_event(event)
+
+
     def _on_event(self, event: FileSystemEvent) -> None:
-        paths = [event.src_path, getattr(event, "dest_path", "")]
+        self._note([event.src_path, getattr(event, "dest_path", "")])
+
+    def _note(self, paths: list[bytes | str], events: int = 1) -> None:
         now = time.monotonic()
         with self._cond:
-            self.stats.events += 1
+            self.stats.events += events
             wake = False
             for raw in paths:
                 rel = self._relative(os.fsdecode(raw)) if raw else None
@@ -215,6 +305,9 @@ class Watcher:
 
     def _relative(self, path: str) -> str | None:
         """The work-tree path an event is about, or None for paths the watcher never records."""
+        if path == self._exclude:
+            self._rules_changed()
+            return None
         if not path.startswith(self._prefix):
             return None
         rel = path[len(self._prefix):].replace(os.sep, "/")
@@ -409,6 +502,15 @@ class Watcher:
                 pass
 
 
+def _files_under(folder: str) -> list[bytes | str]:
+    """Every non-folder entry below ``folder`` (symlinked folders are entries, not followed)."""
+    found: list[bytes | str] = []
+    for path, dirs, names in os.walk(folder):
+        found += [os.path.join(path, n) for n in names]
+        found += [os.path.join(path, d) for d in dirs if os.path.islink(os.path.join(path, d))]
+    return found
+
+
 def _check_ignore(ws: Workspace, paths: list[str]) -> set[str]:
     """Which of ``paths`` git ignores (tracked files never are), in one git process."""
     data = b"".join(os.fsencode(p) + b"\0" for p in paths)
@@ -418,7 +520,7 @@ def _check_ignore(ws: Workspace, paths: list[str]) -> set[str]:
     return {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
 
 
-def _describe(error: Exception, *, retry: bool) -> str:
+def _describe(error: BaseException, *, retry: bool) -> str:
     then = " Will try again." if retry else " They stay on disk, not recorded."
     if isinstance(error, GitspaceError):
         return f"Could not record outside edits: {error}{then}"

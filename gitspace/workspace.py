@@ -57,6 +57,7 @@ class Workspace:
         session: str | None = None,
         external_author: str = "unknown",
         max_file_bytes: int = 1 << 20,
+        check_owner: bool = False,
     ) -> None:
         self.repo = repo
         self.root = repo.root
@@ -67,6 +68,9 @@ class Workspace:
         # The time mutating constraint scripts see as "now" (GITSPACE_NOW), recorded as their op
         # commit's time; None means the real clock. Replay pins it to the recorded op's time.
         self.clock: float | None = None
+        # Refuse to record ops in a checkout gitspace does not own (see owner.py). ``open`` turns
+        # this on; gitspace's own private repositories (replay's scratch) are made owned.
+        self._owned: bool | None = None if check_owner else True
         self.transactions = Transactions(self)
         self.transactions.recover()
 
@@ -90,6 +94,22 @@ class Workspace:
     def external_identity(self) -> Identity:
         """Who outside changes are attributed to (a person's name, or 'unknown')."""
         return Identity(self.external_author, f"{self.external_author}@gitspace")
+
+    @property
+    def owned(self) -> bool:
+        """Does gitspace own this checkout (an agent's worktree or a workspace)? See owner.py."""
+        if self._owned is None:
+            from . import owner
+
+            self._owned = owner.owns(self.repo)
+        return self._owned
+
+    def require_owned(self, action: str = "record ops") -> None:
+        """Refuse, changing nothing, when this checkout is the user's own."""
+        if not self.owned:
+            from . import owner
+
+            raise owner.refuse(self.repo, action)
 
     # -- state -------------------------------------------------------------------------------
 
@@ -125,6 +145,7 @@ class Workspace:
 
     def transact(self, op: ledger.Op, plan: Any) -> Committed:
         """Run ``plan(txn) -> Plan`` as one op."""
+        self.require_owned()
         return self.transactions.run(op, plan, self.author)
 
     def call(
@@ -147,6 +168,7 @@ class Workspace:
         """Commit every pending outside change (not ignored, under the size cap) as one op."""
         from .snapshot import snapshot
 
+        self.require_owned("commit outside changes")
         return snapshot(self)
 
 
@@ -157,7 +179,11 @@ def _open_repo(path: Path) -> GitRepo:
 
 
 def open(path: str | os.PathLike[str] = ".", **options: Any) -> Workspace:  # noqa: A001
-    """Open the workspace containing ``path``, finishing any op a crash interrupted."""
+    """Open the workspace containing ``path``, finishing any op a crash interrupted.
+
+    Any checkout opens, for reading; ops are refused in one gitspace does not own (owner.py).
+    """
+    options.setdefault("check_owner", True)
     return Workspace(_open_repo(Path(path)), **options)
 
 

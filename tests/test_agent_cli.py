@@ -135,3 +135,17 @@ def test_resume_keeps_the_player_it_started_with(sample: Path) -> None:
     assert f"Session {sid} was started with policy maze, not policy journal" in other.stderr
     model = gs(sample, "run", "--resume", sid, "--model", "claude-test")
     assert model.returncode == 1 and "not model claude-test" in model.stderr
+
+
+def test_run_is_refused_up_front_in_a_users_own_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "mine"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("mine\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "my own commit")
+    before = git(repo, "rev-parse", "HEAD"), (repo / ".git" / "index").read_bytes()
+    out = gs(repo, "run", "Escape the maze", "--policy", "maze")
+    assert out.returncode == 1 and "attach" in out.stderr
+    assert "Running" not in out.stdout and not (repo / ".gitspace").exists()
+    assert (git(repo, "rev-parse", "HEAD"), (repo / ".git" / "index").read_bytes()) == before

@@ -289,9 +289,92 @@ def test_route_sends_an_attached_agent_to_its_worktree(user: Path) -> None:
     a = attach.attach(user, "bob")
     assert attach.route(user, "bob") == a.path
     assert attach.route(user / "src", "bob") == a.path
-    assert attach.route(user, "eve") == user  # not attached: unchanged
     assert attach.route(user, None) == user
     assert attach.route(a.path, "eve") == a.path  # inside a worktree: never rerouted
+    # Not attached: never the user's checkout.
+    with pytest.raises(NotFound, match="Agent eve is not attached") as caught:
+        attach.route(user, "eve")
+    assert caught.value.hint and "gitspace -C" in caught.value.hint
+    assert "attach --agent eve" in caught.value.hint
+
+
+def test_route_never_falls_through_to_a_plain_repository_or_a_linked_worktree(user: Path,
+                                                                               tmp_path: Path) -> None:
+    with pytest.raises(NotFound, match="attach --agent eve"):
+        attach.route(user, "eve")  # no agent at all, and not a gitspace workspace
+    mine = tmp_path / "feature"
+    git(user, "worktree", "add", "-q", "-b", "feature", str(mine))  # .git is a file there
+    with pytest.raises(NotFound, match="attach --agent eve"):
+        attach.route(mine, "eve")
+    bob = attach.attach(user, "bob")
+    assert attach.route(mine, "bob") == bob.path  # from the user's linked worktree too
+    # A workspace gitspace made (no agents attached) keeps --agent as a name on its own ops.
+    ws_root = tmp_path / "ws"
+    gitspace.init(ws_root).close()
+    assert attach.route(ws_root, "eve") == ws_root
+
+
+CREATE = '{"path": "x.txt", "file_text": "x\\n"}'
+
+
+def test_nothing_that_writes_runs_in_the_users_own_checkout(user: Path) -> None:
+    before, listed = checkout_state(user), status(user)
+    out = gs(user, "--agent", "eve", "call", "create", "--args", CREATE)
+    assert out.returncode == 1 and "not attached" in out.stderr and "attach --agent eve" in out.stderr
+    for args in (["call", "create", "--args", CREATE], ["snapshot"], ["checkpoint", "c1"],
+                 ["branch", "b1"], ["undo"], ["watch"], ["call", "append", "--args",
+                                                          '{"path": "notes.txt", "text": "x"}']):
+        out = gs(user, *args)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert "not a gitspace workspace" in out.stderr and "gitspace init DIR" in out.stderr, args
+        assert "attach --agent NAME" in out.stderr, args
+    # Reading works anywhere.
+    for args in (["log"], ["status"], ["verify"], ["tools"], ["call", "view", "--args",
+                                                              '{"path": "README.md"}']):
+        out = gs(user, *args)
+        assert out.returncode == 0, (args, out.stderr)
+    assert checkout_state(user) == before and status(user) == listed
+    assert git(user, "for-each-ref", "--format=%(refname)") == "refs/heads/main\n"
+    with gitspace.open(user) as ws:
+        assert not ws.owned
+        result = ws.call("create", {"path": "x.txt", "file_text": "x\n"})
+        assert not result.ok and "not a gitspace workspace" in result.text
+        viewed = ws.call("memory", {"command": "view", "path": "/memories"})
+        assert "not a gitspace workspace" not in viewed.text
+        with pytest.raises(GitspaceError, match="not a gitspace workspace"):
+            ws.snapshot()
+    from gitspace.watch import Watcher
+
+    with pytest.raises(GitspaceError, match="not a gitspace workspace"):
+        Watcher(user)
+    assert checkout_state(user) == before and status(user) == listed
+
+
+def test_ownership_follows_the_root_not_the_tip(user: Path, tmp_path: Path) -> None:
+    from gitspace.gitrepo import GitRepo
+    from gitspace.owner import owns
+
+    bob = attach.attach(user, "bob")
+    with gitspace.open(bob.path, agent="bob") as ws:
+        assert ws.owned
+        assert ws.call("create", {"path": "b.txt", "file_text": "b\n"}).ok
+    git(user, "stash", "-q", "--include-untracked")
+    git(user, "merge", "-q", "--ff-only", "agent/bob")  # the user's main now ends in an op
+    repo = GitRepo.open(user)
+    try:
+        assert not owns(repo)
+    finally:
+        repo.close()
+    work = gitspace.init(tmp_path / "ws", agent="w")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(work.root), str(clone))
+    work.close()
+    for where in (tmp_path / "ws", clone):
+        repo = GitRepo.open(where)
+        try:
+            assert owns(repo) and owns(repo)  # the second answer comes from the remembered tip
+        finally:
+            repo.close()
 
 
 def gs(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -339,3 +422,112 @@ def test_an_agent_cannot_switch_to_a_branch_checked_out_elsewhere(user: Path) ->
         assert ws.call("create", {"path": "x.txt", "file_text": "x\n"}).ok
     assert git(user, "rev-parse", "bob/second") != git(user, "rev-parse", "main")
     assert checkout_state(user) == before and status(user) == listed
+
+
+def _bob_with_a_new_file(user: Path) -> Path:
+    a = attach.attach(user, "bob")
+    with gitspace.open(a.path, agent="bob") as ws:
+        assert ws.call("create", {"path": "x.txt", "file_text": "bob\n"}).ok
+    return a.path
+
+
+def test_merge_into_the_checkout_waits_for_nobody_and_leaves_nothing_half_done(
+        user: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitspace.gitrepo import RefUpdate
+
+    _bob_with_a_new_file(user)
+    main = git(user, "rev-parse", "main")
+    before, listed = checkout_state(user), status(user)
+    lock = user / ".git" / "refs" / "heads" / "main.lock"
+    lock.touch()  # someone else is updating main
+    with pytest.raises(GitspaceError, match="main.lock exists") as caught:
+        merge.merge(user, "bob")
+    assert caught.value.hint and "remove that file" in caught.value.hint
+    assert checkout_state(user) == before and status(user) == listed
+    assert git(user, "rev-parse", "main") == main
+    lock.unlink()
+
+    def interrupted(self: RefUpdate, *args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RefUpdate, "set", interrupted)  # Ctrl-C between the files and the ref
+    with pytest.raises(KeyboardInterrupt):
+        merge.merge(user, "bob")
+    assert checkout_state(user) == before and status(user) == listed
+    assert git(user, "rev-parse", "main") == main and not lock.exists()
+    monkeypatch.undo()
+    assert merge.merge(user, "bob").checkout
+    assert (user / "x.txt").read_text() == "bob\n"
+    fsck(user)
+
+
+def test_merge_and_attach_from_the_users_own_linked_worktree(user: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "feature"
+    git(user, "worktree", "add", "-q", "-b", "feature", str(mine))
+    git(mine, "commit", "-q", "--allow-empty", "-m", "feature work")
+    bob = attach.attach(mine, "bob")  # starts from the linked worktree's HEAD
+    assert bob.start == git(mine, "rev-parse", "HEAD").strip()
+    with gitspace.open(bob.path, agent="bob") as ws:
+        assert ws.call("create", {"path": "x.txt", "file_text": "bob\n"}).ok
+    main_before, main_listed = checkout_state(user), status(user)
+    done = merge.merge(mine, "bob")  # into feature, the branch checked out here
+    assert done.target == "feature" and done.checkout
+    assert (mine / "x.txt").read_text() == "bob\n"
+    assert checkout_state(user) == main_before and status(user) == main_listed
+    # main is checked out in the other (main) checkout: say so, and where to run it.
+    with pytest.raises(Conflict, match="another of your worktrees") as caught:
+        merge.merge(mine, "bob", into="main")
+    assert caught.value.hint and f"gitspace -C {user} merge bob" in caught.value.hint
+    eve = attach.attach(user, "eve")
+    with pytest.raises(Conflict, match="agent eve's worktree"):
+        merge.merge(user, "bob", into="agent/eve")
+    assert eve.path.exists()
+
+
+def test_merging_unrelated_histories_is_refused_with_a_next_step(user: Path) -> None:
+    _bob_with_a_new_file(user)
+    tree = git(user, "write-tree").strip()
+    lonely = git(user, "commit-tree", tree, "-m", "a root of its own").strip()
+    git(user, "update-ref", "refs/heads/lonely", lonely)
+    with pytest.raises(Conflict, match="share no history") as caught:
+        merge.merge(user, "bob", into="lonely")
+    assert caught.value.hint and "--allow-unrelated-histories" in caught.value.hint
+
+
+def _sessions(worktree: Path, text: str) -> None:
+    folder = worktree / ".gitspace" / "sessions"
+    folder.mkdir(parents=True)
+    (worktree / ".gitspace" / ".gitignore").write_text("*\n")
+    (folder / "s1.json").write_text(text)
+
+
+def test_detach_counts_what_git_counts_and_restores_sessions_when_removal_fails(
+        user: Path) -> None:
+    a = attach.attach(user, "bob")
+    (a.path / "nested").mkdir()
+    git(a.path / "nested", "init", "-q")  # a repository inside: git status shows the folder
+    (a.path / "nested" / "inner.txt").write_text("in a repository of its own\n")
+    (a.path / "debug.log").write_text("ignored\n")
+    with pytest.raises(Conflict, match="nested/") as caught:
+        attach.detach(user, "bob")
+    assert "debug.log" in str(caught.value) and caught.value.hint and "--force" in caught.value.hint
+    import shutil
+
+    shutil.rmtree(a.path / "nested")
+    _sessions(a.path, '{"n": 1}\n')
+    git(user, "worktree", "lock", str(a.path))
+    with pytest.raises(GitspaceError, match="Could not remove agent bob's worktree") as failed:
+        attach.detach(user, "bob")
+    assert failed.value.hint and "git worktree unlock" in failed.value.hint
+    assert (a.path / ".gitspace" / "sessions" / "s1.json").read_text() == '{"n": 1}\n'
+    assert not any((user / ".git" / "gitspace" / "detached").iterdir())
+    git(user, "worktree", "unlock", str(a.path))
+    gone = attach.detach(user, "bob")
+    assert gone.ignored == ["debug.log"] and not a.path.exists()
+    # Detaching again within the same second keeps both archives apart.
+    again = attach.attach(user, "bob")
+    _sessions(again.path, '{"n": 2}\n')
+    second = attach.detach(user, "bob")
+    assert gone.sessions and second.sessions and gone.sessions != second.sessions
+    assert (gone.sessions / "sessions" / "s1.json").read_text() == '{"n": 1}\n'
+    assert (second.sessions / "sessions" / "s1.json").read_text() == '{"n": 2}\n'

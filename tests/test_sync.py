@@ -16,7 +16,7 @@ import gitspace
 from gitspace import attach, history, sync
 from gitspace.agent.session import Session
 from gitspace.agent.transcript import commit_transcript
-from gitspace.errors import Conflict
+from gitspace.errors import Conflict, GitspaceError
 from gitspace.gitrepo import ZERO
 
 
@@ -253,3 +253,82 @@ def test_cli_push_and_pull(tmp_path: Path, remote: Path) -> None:
     assert out.returncode == 1 and "Pull refused" in out.stderr and "hint:" in out.stderr
     out = gs(b, "pull")
     assert out.returncode == 0 and "Nothing to pull" in out.stdout, out.stderr
+
+
+def test_which_current_branch_moves_depends_on_the_checkout_not_on_its_tip(
+        tmp_path: Path, remote: Path) -> None:
+    from gitspace import merge
+
+    # A user's repository whose main fast-forwarded onto an agent's op is still the user's.
+    user = make_user_repo(tmp_path / "user")
+    git(user, "remote", "add", "origin", str(remote))
+    git(user, "push", "-q", "origin", "main")
+    bob = attach.attach(user, "bob").path
+    with gitspace.open(bob, agent="bob") as ws:
+        assert ws.call("create", {"path": "bob.md", "file_text": "1\n"}).ok
+    git(user, "stash", "-q", "--include-untracked")
+    git(user, "merge", "-q", "--ff-only", "agent/bob")
+    published = remote_refs(remote)["refs/heads/main"]
+    with gitspace.open(user) as ws:
+        report = sync.push(ws)
+    assert moved(report) == ["refs/heads/agent/bob"]
+    assert any("main is your own branch" in note for note in report.notes)
+    assert remote_refs(remote)["refs/heads/main"] == published
+
+    # A workspace's main after 'gitspace merge' (a merge commit at the tip) is still gitspace's.
+    other = tmp_path / "other.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(other))
+    work = gitspace.init(tmp_path / "work", agent="w")
+    git(work.root, "remote", "add", "origin", str(other))
+    eve = attach.attach(work.root, "eve").path
+    with gitspace.open(eve, agent="eve") as ws:
+        assert ws.call("create", {"path": "eve.md", "file_text": "e\n"}).ok
+    done = merge.merge(work.root, "eve")
+    assert done.checkout and done.commit is not None
+    assert moved(sync.push(work)) == ["refs/heads/main", "refs/heads/agent/eve"]
+    assert remote_refs(other)["refs/heads/main"] == done.commit
+    work.close()
+
+
+def test_pull_is_all_or_nothing(tmp_path: Path, remote: Path) -> None:
+    a = gitspace.init(tmp_path / "a", agent="alice")
+    git(a.root, "remote", "add", "origin", str(remote))
+    sync.push(a)
+    b = clone(remote, tmp_path / "b", "bob")
+    assert b.call("create", {"path": "b.txt", "file_text": "b\n"}).ok
+    for name in ("agent/x/y", "agent/z"):
+        assert b.call("branch", {"name": name, "switch": False}).ok
+    sync.push(b, extra=("agent/x/y",))
+    assert a.call("branch", {"name": "agent/x", "switch": False}).ok  # a folder name clash
+    before, refs = state(a.root), git(a.root, "for-each-ref")
+    with pytest.raises(Conflict, match="agent/x/y on origin cannot be created here, where "
+                                       "agent/x exists") as caught:
+        sync.pull(a)
+    assert caught.value.hint
+    assert state(a.root) == before and git(a.root, "for-each-ref") == refs
+
+    # A ref that cannot be locked stops the pull before the checkout moves.
+    git(a.root, "branch", "-D", "agent/x")
+    refs = git(a.root, "for-each-ref")
+    lock = a.root / ".git" / "refs" / "heads" / "agent" / "z.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.touch()
+    with pytest.raises(GitspaceError, match="agent/z") as locked:
+        sync.pull(a)
+    assert "Nothing was changed" in str(locked.value)
+    assert state(a.root) == before and git(a.root, "for-each-ref") == refs
+    lock.unlink()
+    assert set(moved(sync.pull(a))) == {"refs/heads/main", "refs/heads/agent/x/y",
+                                        "refs/heads/agent/z"}
+    assert (a.root / "b.txt").read_text() == "b\n" and a.tip() == b.tip()
+    assert_clean(a.root)
+    a.close()
+    b.close()
+
+
+def test_sync_messages_say_what_to_do(tmp_path: Path) -> None:
+    a = gitspace.init(tmp_path / "a", agent="alice")
+    with pytest.raises(GitspaceError) as bad:
+        sync.push(a, "--upload-pack=evil")
+    assert bad.value.hint and "git remote -v" in bad.value.hint
+    a.close()

@@ -375,3 +375,78 @@ def test_run_with_watch_records_what_the_agent_does_outside_its_tools(
                                                               ("external_edit", "shell")]
     assert external(root)[0].args["paths"] == ["shell.txt"]
     assert clean(root)
+
+
+def test_git_and_agent_worktrees_inside_it_are_not_watched(ws: gitspace.Workspace,
+                                                           watcher: Watcher) -> None:
+    from gitspace import attach
+
+    root = ws.root
+    bob = attach.attach(root, "bob").path  # a worktree inside .git, busy with its own ops
+    settle(watcher, root)
+    events = watcher.stats.events
+    with gitspace.open(bob, agent="bob") as agent:
+        for i in range(5):
+            call_ok(agent, "create", {"path": f"deep/bob{i}.txt", "file_text": f"{i}\n"})
+    call_ok(ws, "checkpoint", {"name": "refs-only"})  # writes under .git only
+    time.sleep(0.5)
+    assert watcher.stats.events == events, "events from inside .git reached the watcher"
+
+
+def test_new_top_level_folders_are_watched_as_they_come_and_go(ws: gitspace.Workspace,
+                                                               watcher: Watcher,
+                                                               reports: list[Report],
+                                                               tmp_path: Path) -> None:
+    root = ws.root
+    (root / "fresh").mkdir()
+    time.sleep(0.2)
+    (root / "fresh" / "sub").mkdir()
+    (root / "fresh" / "sub" / "a.txt").write_text("a\n")
+    settle(watcher, root)
+    assert "fresh/sub/a.txt" in new_paths(root, 0)
+    outside = tmp_path / "outside"
+    (outside / "inner").mkdir(parents=True)
+    (outside / "inner" / "b.txt").write_text("b\n")
+    os.rename(outside, root / "moved_in")  # a whole tree arrives at once
+    settle(watcher, root)
+    assert "moved_in/inner/b.txt" in new_paths(root, 0)
+    (root / "moved_in" / "inner" / "c.txt").write_text("c\n")
+    os.rename(root / "moved_in", root / "renamed")
+    (root / "renamed" / "d.txt").write_text("d\n")
+    settle(watcher, root)
+    shutil.rmtree(root / "fresh")
+    settle(watcher, root)
+    (root / "fresh").mkdir()  # the same name again: a new folder, a new watch
+    time.sleep(0.2)
+    (root / "fresh" / "e.txt").write_text("e\n")
+    settle(watcher, root)
+    assert git(root, "ls-files").split() == [
+        ".gitignore", "fresh/e.txt", "renamed/d.txt", "renamed/inner/b.txt", "renamed/inner/c.txt"]
+    assert not [r for r in reports if r.kind == "error"]
+
+
+def test_stop_says_when_the_last_edits_could_not_be_recorded(ws: gitspace.Workspace) -> None:
+    root = ws.root
+    w = Watcher(root, author="alice", debounce=30, max_wait=60)
+    w.start()
+    wait_for(lambda: w.stats.flushes >= 1, "the first flush")
+    git(root, "checkout", "--quiet", "--detach")  # the last flush cannot record anything
+    (root / "late.txt").write_text("written just before stopping\n")
+    with pytest.raises(gitspace.GitspaceError, match="last edits are not recorded") as caught:
+        w.stop()
+    assert "HEAD is detached" in str(caught.value)
+    assert caught.value.hint and "snapshot" in caught.value.hint
+    assert (root / "late.txt").exists()
+
+
+def test_the_watch_command_exits_1_when_the_last_commit_fails(ws: gitspace.Workspace) -> None:
+    root = ws.root
+    proc = _watch_process(root, "--debounce", "30", "--max-wait", "60")
+    time.sleep(0.5)
+    git(root, "checkout", "--quiet", "--detach")
+    (root / "late.txt").write_text("not recorded\n")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 1, (out, err)
+    assert "pending edits committed" not in out
+    assert "last edits are not recorded" in err and "snapshot" in err
