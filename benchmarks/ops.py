@@ -49,7 +49,11 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from typing import Any
+
+from _bench import hermetic, log  # noqa: E402
 
 FILES_PER_FOLDER = 100
 CONTENT = "x" * 100
@@ -57,23 +61,9 @@ IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@example.com"]
 TOOLS = ("gitspace", "git CLI", "GitPython")
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
 
 # -- environment -----------------------------------------------------------------------------
 
-
-def hermetic(root: Path) -> None:
-    """Point HOME and git's config lookups into ``root``; drop inherited GIT_* variables."""
-    home = root / "home"
-    home.mkdir()
-    for name in [k for k in os.environ if k.startswith("GIT_")]:
-        del os.environ[name]
-    os.environ["HOME"] = str(home)
-    os.environ["XDG_CONFIG_HOME"] = str(home / ".config")
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    os.environ["GIT_TERMINAL_PROMPT"] = "0"
 
 
 def git(cwd: Path, *args: str) -> None:

@@ -24,29 +24,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import hermetic, log  # noqa: E402
+
 FILES = 10
 
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def hermetic(root: Path) -> None:
-    home = root / "home"
-    home.mkdir()
-    for name in [k for k in os.environ if k.startswith("GIT_")]:
-        del os.environ[name]
-    os.environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-                      GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0",
-                      GITSPACE_PACK_THRESHOLD="0")
-    tempfile.tempdir = str(root)  # the scratch repository goes here too
 
 
 def make_ops(root: Path, count: int) -> float:
@@ -105,7 +93,8 @@ def main() -> None:
     options = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="gitspace-bench-replay-"))
     try:
-        hermetic(base)
+        hermetic(base, GITSPACE_PACK_THRESHOLD="0")
+        tempfile.tempdir = str(base)  # the scratch repository goes here too
         log(f"Making {options.ops:,} ops ...")
         made = make_ops(base / "ws", options.ops)
         log("Replaying them ...")

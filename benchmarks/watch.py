@@ -38,7 +38,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from typing import Any
+
+from _bench import hermetic, log  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -53,18 +57,6 @@ for i in range(count):
 print(time.perf_counter() - t0)
 """
 
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def hermetic(root: Path) -> None:
-    home = root / "home"
-    home.mkdir()
-    for name in [k for k in os.environ if k.startswith("GIT_")]:
-        del os.environ[name]
-    os.environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-                      GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
 
 
 def git(cwd: Path, *args: str) -> str:
