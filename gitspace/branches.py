@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import ledger
 from .errors import BadArguments, Conflict, GitspaceError, NotFound
 from .transaction import _disk_state
 from .workspace import Workspace
@@ -44,13 +45,27 @@ def listing(ws: Workspace) -> list[Branch]:
     ]
 
 
-def create(ws: Workspace, name: str, start: str) -> Branch:
+def create(ws: Workspace, name: str, start: str, op_id: str | None = None) -> Branch:
     check_name(name)
     if ws.repo.read_ref(f"refs/heads/{name}") is not None:
         raise GitspaceError(f"A branch named {name!r} already exists.",
                             hint="Switch to it with the switch tool, or pick another name.")
-    ws.transactions.create_ref(f"refs/heads/{name}", start, ws.author, f"gitspace: branch {name}")
+    note = f" (op {ledger.check_token('op id', op_id)})" if op_id else ""
+    ws.transactions.create_ref(f"refs/heads/{name}", start, ws.author,
+                               f"gitspace: branch {name}{note}")
     return Branch(name, start, False)
+
+
+def op_of(ws: Workspace, name: str) -> str | None:
+    """The op id a branch was created under, from the first entry of its reflog (None if none)."""
+    log = ws.repo.commondir / "logs" / "refs" / "heads" / name
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+    except OSError:
+        return None
+    found = re.search(r"\tgitspace: branch \S+ \(op (\S+)\)$", first.rstrip("\n"))
+    return found.group(1) if found else None
 
 
 def switch(ws: Workspace, name: str) -> int:

@@ -88,9 +88,10 @@ def redo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
                       "default": True}}),
     mutates=True,
 )
-def branch_tool(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
+def branch_tool(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None,
+                **_: Any) -> Result:
     start = checkpoints.resolve(ws, args["from"]) if "from" in args else ws.tip()
-    created = branches.create(ws, args["name"], start)
+    created = branches.create(ws, args["name"], start, op_id)
     text = f"Branch {created.name} created at {start[:12]}."
     if args.get("switch", True):
         changed = branches.switch(ws, created.name)

@@ -40,10 +40,10 @@ else:
     from gitspace.agent.policies import make
     client = make(arg)
 seen = []
-def on_event(event):
-    if event.kind == "tool" and event.result.op:
+def on_event(event):  # kill_after > 0 counts ops; < 0 counts any tool result
+    if event.kind == "tool" and (event.result.op or kill_after < 0):
         seen.append(event.result.op)
-        if len(seen) == kill_after:
+        if len(seen) == abs(kill_after):
             os.kill(os.getpid(), signal.SIGKILL)
 with gitspace.open(root, agent="runner") as ws:
     Loop(ws, client, Options(max_steps=100), on_event).start(sys.argv[5])
@@ -111,3 +111,28 @@ def test_a_killed_maze_run_resumes_to_the_same_totals(tmp_path: Path) -> None:
     assert len(git(root, "tag", "-l", "gitspace/*").split()) == 6
     assert json.loads(files(root)["maze/position.json"])["moves"] == 12
     assert_clean(root)
+
+
+def test_a_branch_created_before_the_crash_is_recovered_not_refused(ws_root: Path,
+                                                                  fake_api: FakeAnthropic) -> None:
+    """branch has no op commit: its reflog's first entry carries the op id instead."""
+    gitspace.init(ws_root, agent="runner").close()
+    fake_api.reply(tool_use("toolu_1", "branch", {"name": "try-east"}), stop_reason="tool_use")
+    child = run_child(ws_root, "api", fake_api.base_url, -1, "Try east.")
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    saved = only_session(ws_root)
+    assert saved.next == TOOLS and list(saved.pending) == ["toolu_1"]
+    git(ws_root, "switch", "-q", "main")  # as if the crash came between creating and switching
+
+    def recovered(body: dict[str, Any]) -> None:
+        [result] = body["messages"][-1]["content"]
+        assert not result.get("is_error") and "recovered after a restart" in result["content"]
+
+    fake_api.reply(text("On try-east."), check=recovered)
+    with gitspace.open(ws_root, agent="runner") as ws:
+        client = AnthropicClient(model="fake-model", sdk_client=fake_api.client())
+        outcome = Loop(ws, client).resume(saved.id)
+        assert ws.repo.head_branch() == "try-east"
+    fake_api.done()
+    assert outcome.ok and outcome.session.stats.recovered == 1
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import checkpoints, ledger
+from .. import branches, checkpoints, ledger
 from ..workspace import Workspace
 
 SEARCH_DEPTH = 1000  # a resumed op is among the newest commits of its branch
@@ -18,6 +18,8 @@ SEARCH_DEPTH = 1000  # a resumed op is among the newest commits of its branch
 
 def recorded(ws: Workspace, tool: str, args: dict[str, Any], op_id: str) -> str | None:
     """The result text of op ``op_id`` if the ledger holds it, else None."""
+    if tool == "branch":
+        return _branch(ws, args, op_id)
     if tool == "checkpoint":
         name = args.get("name")
         if isinstance(name, str) and checkpoints.op_of(ws, name) == op_id:
@@ -31,3 +33,15 @@ def recorded(ws: Workspace, tool: str, args: dict[str, Any], op_id: str) -> str 
             return (f"{answer}\n(Recovered after a restart: this call had already run as op "
                     f"{op_id}, commit {commit.sha[:12]}, so it was not run again.)")
     return None
+
+
+def _branch(ws: Workspace, args: dict[str, Any], op_id: str) -> str | None:
+    """A branch whose reflog says this op created it; finish the switch the crash may have cut."""
+    name = args.get("name")
+    if not isinstance(name, str) or branches.op_of(ws, name) != op_id:
+        return None
+    if args.get("switch", True) and ws.repo.head_branch() != name:
+        branches.switch(ws, name)
+    where = "and checked out " if args.get("switch", True) else ""
+    return (f"Branch {name} created {where}(recovered after a restart: the branch records op "
+            f"{op_id}, so it was not created twice).")
