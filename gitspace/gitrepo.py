@@ -653,9 +653,13 @@ class GitRepo:
     # -- work tree helpers -------------------------------------------------------------------
 
     def status_paths(self) -> list[str]:
-        """Paths that differ between HEAD, the index and the work tree (not ignored)."""
+        """Paths that differ between HEAD, the index and the work tree (not ignored).
+
+        ``--no-optional-locks``: git must not refresh the index file as a side effect, which in a
+        user's own checkout would rewrite their index (gitspace keeps its own index current)."""
         out = self.git(
-            "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+            "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all",
+            "--no-renames",
             "--ignore-submodules=all",
         )
         paths = []

@@ -531,3 +531,27 @@ def test_detach_counts_what_git_counts_and_restores_sessions_when_removal_fails(
     assert gone.sessions and second.sessions and gone.sessions != second.sessions
     assert (gone.sessions / "sessions" / "s1.json").read_text() == '{"n": 1}\n'
     assert (second.sessions / "sessions" / "s1.json").read_text() == '{"n": 2}\n'
+
+
+def test_reading_commands_never_refresh_the_users_index(tmp_path: Path) -> None:
+    """git status refreshes stale stat data in the index by default; in a user's checkout that
+    would rewrite their index file, so gitspace's reads ask git not to."""
+    import os
+    import subprocess
+    import sys
+
+    repo = tmp_path / "mine"
+    repo.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["config", "user.name", "u"],
+                 ["config", "user.email", "u@x"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    (repo / "a.txt").write_text("same\n")
+    subprocess.run(["git", "add", "a.txt"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "mine"], cwd=repo, check=True)
+    os.utime(repo / "a.txt", (1_600_000_000, 1_600_000_000))  # stale stat data, same content
+    before = (repo / ".git" / "index").read_bytes()
+    for command in (["status"], ["log"], ["tools"]):
+        out = subprocess.run([sys.executable, "-m", "gitspace", "-C", str(repo), *command],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert (repo / ".git" / "index").read_bytes() == before, command
