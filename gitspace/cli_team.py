@@ -193,18 +193,5 @@ def replay(
         _emit_json(report.as_json())
     else:
         _render().replay_report(report)
-        _replay_notes(report)
     if not report.ok:
         raise typer.Exit(1)
-
-
-def _replay_notes(report: Any) -> None:
-    """What the replay report does not show yet: unverified ops, unlisted paths, a leftover."""
-    if report.unverified:
-        typer.echo(f"  {report.unverified} script op(s) not verified (scripts disabled): their "
-                   "files were taken as recorded. Replay without --no-scripts to check them.")
-    if report.divergence is not None and report.divergence.more_paths:
-        typer.echo(f"  ({report.divergence.more_paths} more differing path(s) not listed.)")
-    if report.leftover:
-        typer.echo(f"Could not remove the scratch folder {report.leftover} (a process may still "
-                   "be writing to it); delete it by hand.", err=True)

@@ -223,6 +223,16 @@ class ReplayProgress:
 
 
 def replay_report(report: Any) -> None:
+    _replay_body(report)
+    if report.unverified:
+        out.print(f"  {report.unverified} script op(s) not verified (scripts disabled): their "
+                  "files were taken as recorded. Replay without --no-scripts to check them.")
+    if report.leftover:
+        err.print(f"Could not remove the scratch folder {escape(str(report.leftover))} (a process "
+                  "may still be writing to it); delete it by hand.")
+
+
+def _replay_body(report: Any) -> None:
     span = f"{report.base[:12]}..{report.tip[:12]}" if report.base else \
         f"the root commit..{report.tip[:12]}"
     target = f" onto {report.onto[:12]}" if report.onto else ""
@@ -252,7 +262,8 @@ def replay_report(report: Any) -> None:
         out.print(f"  args {escape(args if len(args) <= 300 else args[:297] + '...')}")
     out.print(f"  why: {escape(d.reason)}")
     if d.paths:
-        more = f" and {len(d.paths) - 20} more" if len(d.paths) > 20 else ""
+        hidden = max(len(d.paths) - 20, 0) + (d.more_paths or 0)
+        more = f" and {hidden} more" if hidden else ""
         out.print(f"  paths: {escape(', '.join(d.paths[:20]))}{more}")
     for line in d.diff:
         colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
