@@ -231,4 +231,18 @@ def call_ok(ws: gitspace.Workspace, tool: str, args: Mapping[str, Any] | None = 
     return result
 
 
+def write_script(folder: Path, name: str, mutates: bool, body: str) -> None:
+    """A small shell constraint script taking {"path": ...}, for tests of the script seam."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(
+        "#!/bin/sh\n# ---gitspace---\n"
+        f"# name: {name}\n# description: test script {name}; use it in tests.\n"
+        '# example: {"path": "a.txt"}\n'
+        f"# mutates: {'true' if mutates else 'false'}\n"
+        '# args: {"type": "object", "properties": {"path": {"type": "string"}}, '
+        '"required": ["path"], "additionalProperties": false}\n'
+        "# timeout: 5\n# ---\n" + body)
+    (folder / name).chmod(0o755)
+
+
 from fake_anthropic import fake_api  # noqa: E402,F401  (the fake Messages API fixture)

@@ -9,25 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_script
 
 import gitspace
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def _script(folder: Path, name: str, mutates: bool, body: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    header = (
-        "#!/bin/sh\n# ---gitspace---\n"
-        f"# name: {name}\n# description: test script {name}; use it in tests.\n"
-        '# example: {"path": "a.txt"}\n'
-        f"# mutates: {'true' if mutates else 'false'}\n"
-        '# args: {"type": "object", "properties": {"path": {"type": "string"}}, '
-        '"required": ["path"], "additionalProperties": false}\n'
-        "# timeout: 5\n# ---\n"
-    )
-    (folder / name).write_text(header + body)
-    (folder / name).chmod(0o755)
 
 
 def _git(root: Path, *args: str) -> str:
@@ -40,10 +27,10 @@ def ws(tmp_path: Path):  # type: ignore[no-untyped-def]
     root = tmp_path / "ws"
     root.mkdir()
     scripts = root / "constraints"
-    _script(scripts, "shout", True, 'echo "loud" >> a.txt\necho "appended"\n')
-    _script(scripts, "sneaky", False, 'echo "oops" >> a.txt\necho "looked"\n')
-    _script(scripts, "fails", True, 'echo partial >> a.txt\necho "no good" >&2\nexit 4\n')
-    _script(scripts, "peek", False, 'echo "workspace peek"\n')
+    write_script(scripts, "shout", True, 'echo "loud" >> a.txt\necho "appended"\n')
+    write_script(scripts, "sneaky", False, 'echo "oops" >> a.txt\necho "looked"\n')
+    write_script(scripts, "fails", True, 'echo partial >> a.txt\necho "no good" >&2\nexit 4\n')
+    write_script(scripts, "peek", False, 'echo "workspace peek"\n')
     (root / "a.txt").write_text("start\n")
     with gitspace.init(root, agent="tester") as ws:
         yield ws

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 import anyio
 import pytest
-from conftest import assert_clean, ops
+from conftest import assert_clean, ops, write_script
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
@@ -69,18 +69,6 @@ async def read(client: Client, uri: str) -> str:
     return contents.text
 
 
-def _script(folder: Path, name: str, mutates: bool, body: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(
-        "#!/bin/sh\n# ---gitspace---\n"
-        f"# name: {name}\n# description: test script {name}; use it in tests.\n"
-        '# example: {"path": "a.txt"}\n'
-        f"# mutates: {'true' if mutates else 'false'}\n"
-        '# args: {"type": "object", "properties": {"path": {"type": "string"}}, '
-        '"required": ["path"], "additionalProperties": false}\n'
-        "# timeout: 5\n# ---\n" + body)
-    (folder / name).chmod(0o755)
-
 
 # -- names -----------------------------------------------------------------------------------
 
@@ -108,7 +96,7 @@ def test_tools_are_the_registry_sorted_with_annotations(ws: gitspace.Workspace) 
 
     async def body(client: Client) -> None:
         listed.update({t.name: t for t in (await client.list_tools()).tools})
-        _script(ws.root / "constraints", "late", False, "echo late\n")
+        write_script(ws.root / "constraints", "late", False, "echo late\n")
         listed["after"] = [t.name for t in (await client.list_tools()).tools]
 
     with_client(server, "lister", body)
@@ -306,7 +294,7 @@ def test_stdio_subprocess(ws_root: Path, tmp_path: Path, stderr_file: TextIO) ->
 
 def test_stdio_stdout_carries_only_protocol_messages(ws_root: Path, tmp_path: Path) -> None:
     ws_root.mkdir()
-    _script(ws_root / "constraints", "shout", True,
+    write_script(ws_root / "constraints", "shout", True,
             'echo loud >> a.txt\necho "to stdout"\necho "to stderr" >&2\n')
     gitspace.init(ws_root).close()
     proc = subprocess.Popen([sys.executable, "-m", "gitspace", "-C", str(ws_root), "mcp"],

@@ -52,6 +52,20 @@ def clone(remote: Path, target: Path, agent: str) -> gitspace.Workspace:
     return gitspace.open(target, agent=agent)
 
 
+def origin(tmp_path: Path, remote: Path) -> gitspace.Workspace:
+    """Alice's workspace with ``remote`` as origin (nothing pushed yet)."""
+    a = gitspace.init(tmp_path / "a", agent="alice")
+    git(a.root, "remote", "add", "origin", str(remote))
+    return a
+
+
+def pushed_pair(tmp_path: Path, remote: Path) -> tuple[gitspace.Workspace, gitspace.Workspace]:
+    """Alice's workspace pushed to ``remote``, and Bob's clone of it."""
+    a = origin(tmp_path, remote)
+    sync.push(a)
+    return a, clone(remote, tmp_path / "b", "bob")
+
+
 def moved(report: sync.SyncReport) -> list[str]:
     return [ref for ref, _ in report.moved]
 
@@ -61,8 +75,7 @@ def timeline(ws: gitspace.Workspace, rev: str = "main") -> list[dict[str, object
 
 
 def test_two_clones_exchange_branches_and_checkpoints(tmp_path: Path, remote: Path) -> None:
-    a = gitspace.init(tmp_path / "a", agent="alice")
-    git(a.root, "remote", "add", "origin", str(remote))
+    a = origin(tmp_path, remote)
     assert a.call("create", {"path": "notes.md", "file_text": "from alice\n"}).ok
     assert a.call("checkpoint", {"name": "alice-1"}).ok
     assert moved(sync.push(a)) == ["refs/heads/main", "refs/tags/gitspace/alice-1"]
@@ -100,10 +113,7 @@ def gitspace_checkpoints(ws: gitspace.Workspace) -> list[object]:
 
 def test_a_pulled_branch_replays_as_at_the_origin(tmp_path: Path, remote: Path) -> None:
     replay = pytest.importorskip("gitspace.replay")
-    a = gitspace.init(tmp_path / "a", agent="alice")
-    git(a.root, "remote", "add", "origin", str(remote))
-    sync.push(a)
-    b = clone(remote, tmp_path / "b", "bob")
+    a, b = pushed_pair(tmp_path, remote)
     for n in range(3):
         assert a.call("append", {"path": "log.md", "text": f"line {n}\n"}).ok
     assert a.call("checkpoint", {"name": "two"}).ok
@@ -120,10 +130,7 @@ def test_a_pulled_branch_replays_as_at_the_origin(tmp_path: Path, remote: Path) 
 
 def test_diverged_branches_and_clashing_checkpoints_are_refused(tmp_path: Path,
                                                                  remote: Path) -> None:
-    a = gitspace.init(tmp_path / "a", agent="alice")
-    git(a.root, "remote", "add", "origin", str(remote))
-    sync.push(a)
-    b = clone(remote, tmp_path / "b", "bob")
+    a, b = pushed_pair(tmp_path, remote)
     assert a.call("create", {"path": "a.txt", "file_text": "a\n"}).ok
     assert b.call("create", {"path": "b.txt", "file_text": "b\n"}).ok
     sync.push(b)
@@ -160,10 +167,7 @@ def test_diverged_branches_and_clashing_checkpoints_are_refused(tmp_path: Path,
 
 
 def test_pull_refuses_to_overwrite_unrecorded_changes(tmp_path: Path, remote: Path) -> None:
-    a = gitspace.init(tmp_path / "a", agent="alice")
-    git(a.root, "remote", "add", "origin", str(remote))
-    sync.push(a)
-    b = clone(remote, tmp_path / "b", "bob")
+    a, b = pushed_pair(tmp_path, remote)
     assert b.call("create", {"path": "shared.md", "file_text": "bob\n"}).ok
     sync.push(b)
     (a.root / "shared.md").write_text("alice, not recorded\n")
@@ -177,8 +181,7 @@ def test_pull_refuses_to_overwrite_unrecorded_changes(tmp_path: Path, remote: Pa
 
 
 def test_transcripts_stay_local_unless_committed(tmp_path: Path, remote: Path) -> None:
-    a = gitspace.init(tmp_path / "a", agent="alice")
-    git(a.root, "remote", "add", "origin", str(remote))
+    a = origin(tmp_path, remote)
     session = Session.new(a.root, "a task with PRIVATE-CONVERSATION-TEXT", agent="alice",
                           client="scripted", scripted=True)
     session.save()
@@ -291,10 +294,7 @@ def test_which_current_branch_moves_depends_on_the_checkout_not_on_its_tip(
 
 
 def test_pull_is_all_or_nothing(tmp_path: Path, remote: Path) -> None:
-    a = gitspace.init(tmp_path / "a", agent="alice")
-    git(a.root, "remote", "add", "origin", str(remote))
-    sync.push(a)
-    b = clone(remote, tmp_path / "b", "bob")
+    a, b = pushed_pair(tmp_path, remote)
     assert b.call("create", {"path": "b.txt", "file_text": "b\n"}).ok
     for name in ("agent/x/y", "agent/z"):
         assert b.call("branch", {"name": name, "switch": False}).ok

@@ -36,28 +36,12 @@ def memory_tool(ws: Workspace, *,
     tool_use id to it, so these ops carry none."""
     from anthropic.lib.tools import BetaAbstractMemoryTool
 
-    def run(command: Any) -> str:
+    def run(self: Any, command: Any) -> str:
         return _text_or_tool_error(ws, "memory", command.to_dict())
 
-    class GitspaceMemoryTool(BetaAbstractMemoryTool):
-        def view(self, command: Any) -> str:
-            return run(command)
-
-        def create(self, command: Any) -> str:
-            return run(command)
-
-        def str_replace(self, command: Any) -> str:
-            return run(command)
-
-        def insert(self, command: Any) -> str:
-            return run(command)
-
-        def delete(self, command: Any) -> str:
-            return run(command)
-
-        def rename(self, command: Any) -> str:
-            return run(command)
-
+    # Every command goes the same way: the memory tool of the registry validates and dispatches.
+    methods = dict.fromkeys(("view", "create", "str_replace", "insert", "delete", "rename"), run)
+    GitspaceMemoryTool = type("GitspaceMemoryTool", (BetaAbstractMemoryTool,), methods)
     return GitspaceMemoryTool(cache_control=cache_control)
 
 
