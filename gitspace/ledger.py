@@ -249,6 +249,21 @@ def _op_from(seen: dict[str, str]) -> Op:
     )
 
 
+def args_summary(args: dict[str, Any], width: int = 60) -> str:
+    """One short line of an op's args for people: long strings clipped, elided blobs as sizes."""
+    parts = []
+    for key, value in sorted(args.items()):
+        if isinstance(value, str):
+            text = " ".join(value.split())
+            parts.append(f"{key}={text if len(text) <= 24 else text[:21] + '...'!r}")
+        elif isinstance(value, dict) and "$blob" in value:
+            parts.append(f"{key}=<{value.get('bytes', '?')} bytes>")
+        else:
+            parts.append(f"{key}={value}")
+    line = " ".join(parts)
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
 def elide(args: dict[str, Any], key: str, blob_sha: str, limit: int = 4096) -> dict[str, Any]:
     """Args with ``args[key]`` replaced by a blob reference when it is longer than ``limit``."""
     value = args.get(key)

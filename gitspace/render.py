@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from . import ledger
+
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -17,19 +19,6 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 def _when(ts: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
-
-def _args_summary(args: dict[str, Any], width: int = 60) -> str:
-    parts = []
-    for key, value in sorted(args.items()):
-        if isinstance(value, str):
-            text = value if len(value) <= 24 else value[:21] + "..."
-            parts.append(f"{key}={text!r}")
-        elif isinstance(value, dict) and "$blob" in value:
-            parts.append(f"{key}=<{value.get('bytes', '?')} bytes>")
-        else:
-            parts.append(f"{key}={value}")
-    line = " ".join(parts)
-    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 def result(res: Any) -> None:
@@ -85,7 +74,7 @@ def timeline(entries: list[Any]) -> None:
             op.op_id[-8:] if op else e.commit[:8],
             escape(op.agent or "-") if op else escape(e.author),
             escape(op.tool) if op else "[dim]commit[/dim]",
-            escape(_args_summary(op.args)) if op else escape(e.subject),
+            escape(ledger.args_summary(op.args)) if op else escape(e.subject),
             escape(files),
             marks,
         )
@@ -98,7 +87,7 @@ def op_detail(e: Any) -> None:
         op = e.op
         out.print(f"op {op.op_id}  tool {escape(op.tool)}  source {op.source}  "
                   f"agent {escape(op.agent or '-')}")
-        out.print(f"args {escape(_args_summary(op.args, 200))}")
+        out.print(f"args {escape(ledger.args_summary(op.args, 200))}")
         if op.undo_of:
             out.print(f"undoes {', '.join(op.undo_of)}")
         if op.redo_of:

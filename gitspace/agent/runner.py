@@ -7,8 +7,7 @@ the client it started with.
 
 from __future__ import annotations
 
-from typing import Any
-
+from .. import ledger
 from ..errors import BadArguments
 from .loop import Event
 from .model import ModelClient
@@ -49,15 +48,6 @@ def client_for_session(session: Session, *, policy: str | None = None, model: st
     return make_client(model=session.client, api_key=api_key, base_url=base_url)
 
 
-def short_args(args: dict[str, Any], width: int = 48) -> str:
-    parts = []
-    for key, value in args.items():
-        text = value if isinstance(value, str) else repr(value)
-        text = " ".join(str(text).split())
-        parts.append(f"{key}={text[:24] + '…' if len(text) > 25 else text}")
-    joined = " ".join(parts)
-    return joined if len(joined) <= width else joined[: width - 1] + "…"
-
 
 def describe(event: Event) -> str | None:
     """One line for a tool call or compaction as it happens (None for events not worth a line)."""
@@ -67,7 +57,8 @@ def describe(event: Event) -> str | None:
         if event.recovered:
             outcome += " (from the ledger)"
         first = r.text.strip().splitlines()[0] if r.text.strip() else ""
-        return f"  {event.step:>3} {event.name}({short_args(event.input)}) -> {outcome}: {first[:70]}"
+        args = ledger.args_summary(event.input, 48)
+        return f"  {event.step:>3} {event.name}({args}) -> {outcome}: {first[:70]}"
     if event.kind == "compacted":
         return (f"  {event.step:>3} compacted the conversation: {event.before:,} -> "
                 f"{event.size:,} characters")
