@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from . import ledger
 from .errors import BadArguments, GitspaceError, NotFound
-from .gitrepo import Identity
 from .transaction import Plan, Txn
 from .workspace import Workspace
 
@@ -53,7 +52,7 @@ def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None
            f"Gitspace-Branch: {branch}\nGitspace-Agent: {agent}\n"
     if op_id:
         body += f"Gitspace-Op: {ledger.check_token('op id', op_id)}\n"
-    tagger = Identity(agent, f"{agent}@gitspace")
+    tagger = ws.author
     tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
     ws.transactions.create_ref(PREFIX + name, tag, tagger, f"checkpoint {name}")
     return Checkpoint(name, tip, branch, agent, ws.repo.commit(tip).time, text)

@@ -635,8 +635,14 @@ class GitRepo:
         return self.write_object("tag", body.encode())
 
     def refs(self, prefix: str) -> list[tuple[str, str, str]]:
-        """(refname, object, peeled commit) for refs under ``prefix``, via for-each-ref."""
-        return [(name, obj, peeled) for name, obj, peeled, _, _ in self.tags(prefix)]
+        """(refname, object, peeled commit) for refs under ``prefix``, via for-each-ref (which
+        reads no tag contents: only listings that show messages need ``tags``)."""
+        out = self.git("for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", prefix)
+        rows = []
+        for line in out.decode(errors="replace").splitlines():
+            name, obj, peeled = line.split("\0")
+            rows.append((name, obj, peeled or obj))
+        return rows
 
     def tags(self, prefix: str) -> list[tuple[str, str, str, int, str]]:
         """(refname, object, peeled commit, tagger time, tag message) under ``prefix``, one call."""

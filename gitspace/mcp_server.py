@@ -143,12 +143,16 @@ def build_server(
     max_file_bytes: int = 1 << 20,
 ) -> Server[Any]:
     """An MCP server for the workspace at ``root`` (GitspaceError now if it is not one)."""
+    return _server_for(workspace_root(root), default_agent=default_agent,
+                       max_file_bytes=max_file_bytes)
+
+
+def _server_for(base: Path, *, default_agent: str | None, max_file_bytes: int) -> Server[Any]:
     import anyio
     from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    base = workspace_root(root)
     one_at_a_time = anyio.CapacityLimiter(1)
 
     async def in_workspace(fn: Callable[[workspaces.Workspace], T], agent: str | None = None) -> T:
@@ -286,7 +290,7 @@ def serve(
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="gitspace mcp: %(levelname)s %(name)s: %(message)s")
     base = workspace_root(root)
-    server = build_server(base, default_agent=default_agent, max_file_bytes=max_file_bytes)
+    server = _server_for(base, default_agent=default_agent, max_file_bytes=max_file_bytes)
     if transport == "http" and announce:
         announce(f"Serving the gitspace workspace {base} over MCP at "
                  f"http://{host}:{port}/mcp (Ctrl-C stops).")

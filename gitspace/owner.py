@@ -57,7 +57,8 @@ def owns(repo: GitRepo) -> bool:
         roots = repo.git("rev-list", "--first-parent", "--max-parents=0", tip).split()
         if not roots or not _is_init(repo, roots[-1].decode()):
             return False
-    _remember(repo, tip)
+    if tip != remembered:
+        _remember(repo, tip)
     return True
 
 

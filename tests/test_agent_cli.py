@@ -47,7 +47,8 @@ def test_without_a_key_or_policy_run_says_what_to_do(sample: Path) -> None:
 
 
 def test_task_and_resume_are_exclusive(sample: Path) -> None:
-    assert gs(sample, "run", "x", "--resume", "01ABC").returncode == 1
+    both = gs(sample, "run", "x", "--resume", "01M8MXY7BAHW5R7V17BQJ4ZKPR")
+    assert both.returncode == 1 and "(not both)" in both.stderr
     missing = gs(sample, "run", "--resume", "01M8MXY7BAHW5R7V17BQJ4ZKPR")
     assert missing.returncode == 1 and "no saved session" in missing.stderr
 

@@ -300,3 +300,31 @@ def test_a_committed_transcript_is_its_own_kind_of_op(agent_ws, fake_api) -> Non
     done = commit_transcript(agent_ws, outcome.session)
     [op] = [o for o in ops(agent_ws.root) if o.tool == "transcript"]
     assert op.source == "transcript" and done.changed == [f"transcripts/{outcome.session.id}.json"]
+
+
+@pytest.mark.parametrize("reason", ["refusal", "model_context_window_exceeded"])
+def test_a_tool_call_in_a_terminal_reply_is_never_run(agent_ws, fake_api, reason: str) -> None:
+    before = git(agent_ws.root, "rev-parse", "HEAD")
+    fake_api.reply(tool_use("t1", "create", {"path": "x.md", "file_text": "x\n"}), stop_reason=reason)
+    outcome = loop(agent_ws, fake_api).start("Q")
+    fake_api.done()
+    assert not outcome.ok and git(agent_ws.root, "rev-parse", "HEAD") == before
+    assert not (agent_ws.root / "x.md").exists()
+
+
+def test_an_api_error_mid_run_resumes_without_repeating_committed_ops(agent_ws, fake_api) -> None:
+    fake_api.reply(tool_use("t1", "append", {"path": "log.md", "text": "once\n"}),
+                   stop_reason="tool_use")
+    fake_api.error(500, "api_error", "boom")
+    outcome = loop(agent_ws, fake_api).start("Log once.")
+    assert outcome.status == "api_error"
+
+    def has_the_result(body: dict[str, Any]) -> None:
+        [result] = results_of(body)
+        assert result["tool_use_id"] == "t1" and result["content"].startswith("Appended")
+
+    fake_api.reply(text("Logged."), check=has_the_result)
+    again = loop(agent_ws, fake_api).resume(outcome.session.id)
+    fake_api.done()
+    assert again.ok and files(agent_ws.root)["log.md"] == "once\n"
+    assert [o.tool for o in ops(agent_ws.root)].count("append") == 1

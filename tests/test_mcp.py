@@ -240,7 +240,8 @@ def test_resources_log_checkpoints_and_files(ws_root: Path) -> None:
         assert [t.uri_template for t in templates] == ["gitspace://file/{path}"]
         assert "No checkpoints yet" in await read(client, "gitspace://checkpoints")
         created = await client.call_tool("create", {"path": "notes/a b.md", "file_text": "hi\n"})
-        op = created.meta["gitspace"]["op"] if created.meta else ""
+        assert not created.is_error and created.meta
+        op = created.meta["gitspace"]["op"]
         await client.call_tool("checkpoint", {"name": "first", "message": "saved here"})
         log = await read(client, "gitspace://log")
         assert f"op {op}  agent reader  create" in log and "[checkpoint first]" in log

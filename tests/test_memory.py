@@ -408,7 +408,7 @@ def test_undo_of_a_memory_op(notes: gitspace.Workspace) -> None:
 
 
 def test_same_strings_as_the_sdk_reference_backend(ws: gitspace.Workspace, tmp_path: Path) -> None:
-    tools = pytest.importorskip("anthropic.lib.tools._beta_builtin_memory_tool")
+    from anthropic.lib.tools import _beta_builtin_memory_tool as tools
     reference = tools.BetaLocalFilesystemMemoryTool(str(tmp_path / "reference"))
     script: list[dict[str, Any]] = [
         {"command": "create", "path": "/memories/a.md", "file_text": "one\ntwo\nthree\ntwo\n"},

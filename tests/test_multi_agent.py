@@ -48,6 +48,7 @@ TEAM = ["team-0", "team-1", "team-2"]
 def test_agents_on_separate_worktrees_and_on_one_shared_branch(tmp_path: Path) -> None:
     user = make_user_repo(tmp_path / "user")
     before, listed = checkout_state(user), status(user)
+    user_main = git(user, "rev-parse", "main")
     places = {name: attach.attach(user, name).path for name in SOLO}
     shared = attach.attach(user, "team").path
     places.update(dict.fromkeys(TEAM, shared))
@@ -103,7 +104,7 @@ def test_agents_on_separate_worktrees_and_on_one_shared_branch(tmp_path: Path) -
     fsck = git_run(user, "fsck", "--strict", "--no-progress")
     assert fsck.returncode == 0, fsck.stdout.decode() + fsck.stderr.decode()
     assert checkout_state(user) == before and status(user) == listed
-    assert git(user, "rev-parse", "main") == git(user, "rev-parse", "HEAD")
+    assert git(user, "rev-parse", "main") == user_main  # no agent moved the user's branch
 
 
 def test_a_busy_worktree_blocks_only_writers_in_that_worktree(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def gitspace_checkpoints(ws: gitspace.Workspace) -> list[object]:
 
 
 def test_a_pulled_branch_replays_as_at_the_origin(tmp_path: Path, remote: Path) -> None:
-    replay = pytest.importorskip("gitspace.replay")
+    from gitspace import replay
     a, b = pushed_pair(tmp_path, remote)
     for n in range(3):
         assert a.call("append", {"path": "log.md", "text": f"line {n}\n"}).ok

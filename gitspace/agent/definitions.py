@@ -8,10 +8,10 @@ defines itself (``wire_type``, e.g. the memory tool) are sent as ``{"type", "nam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..tools import Tool, all_tools
-from ..workspace import Workspace
+from ..tools import Tool
 
 CACHE = {"type": "ephemeral"}
 
@@ -45,8 +45,9 @@ def definition(tool: Tool) -> dict[str, Any]:
     return _sorted(tool.definition())
 
 
-def tool_definitions(ws: Workspace, *, cache: bool = True) -> list[dict[str, Any]]:
-    defs = [definition(tool) for tool in all_tools(ws).values()]
+def tool_definitions(tools: Mapping[str, Tool], *, cache: bool = True) -> list[dict[str, Any]]:
+    """The definitions of ``tools`` (e.g. ``all_tools(ws)``, already sorted by name)."""
+    defs = [definition(tool) for tool in tools.values()]
     if cache and defs:
         defs[-1] = {**defs[-1], "cache_control": dict(CACHE)}
     return defs

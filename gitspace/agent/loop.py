@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import ledger
 from ..errors import GitspaceError
-from ..tools import find_tool
+from ..tools import Tool, all_tools
 from ..workspace import Result, Workspace
 from . import history, recovery
 from .clients import ModelError
@@ -79,6 +79,8 @@ class Loop:
         self.on_event = on_event or (lambda event: None)
         self.max_tokens = self.options.max_tokens
         self.calls = 0
+        self._tools: dict[str, Tool] = {}
+        self._definitions: list[dict[str, Any]] = []
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -111,6 +113,10 @@ class Loop:
         self.ws.session = s.id
         self.ws.agent = self.ws.agent or s.agent or _agent_name(self.client.name)
         s.agent = self.ws.agent
+        # One tool list per run: byte-stable for the prompt cache, and scripts are discovered
+        # once rather than at every model call and tool call.
+        self._tools = all_tools(self.ws)
+        self._definitions = tool_definitions(self._tools)
         try:
             with s.running():
                 return self._drive(s)
@@ -149,7 +155,7 @@ class Loop:
                                + "; ".join(problems) + ". Please report this gitspace bug.")
         s.stats.peak_request = max(s.stats.peak_request, history.size(s.messages))
         reply = self.client.create(system=system_blocks(self.options.system),
-                                   messages=s.messages, tools=tool_definitions(self.ws),
+                                   messages=s.messages, tools=self._definitions,
                                    max_tokens=self.max_tokens)
         self.calls += 1
         s.steps += 1
@@ -227,7 +233,7 @@ class Loop:
             if text is not None:
                 s.stats.recovered += 1
                 return self._result(s, use, Result(True, text, name, op=op_id), recovered=True)
-        elif _mutates(self.ws, name):
+        elif name in self._tools and self._tools[name].mutates:
             op_id = s.pending[use_id] = ledger.new_op_id()
             s.save()
         result = self.ws.call(name, args, tool_use_id=use_id, op_id=op_id)
@@ -245,10 +251,3 @@ class Loop:
 def _agent_name(client: str) -> str:
     name = re.sub(r"[^A-Za-z0-9._:@+=/-]+", "-", client).strip("-._:@+=/")[:200]
     return name or "agent"
-
-
-def _mutates(ws: Workspace, name: str) -> bool:
-    try:
-        return find_tool(ws, name).mutates
-    except GitspaceError:
-        return False
