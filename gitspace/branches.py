@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from . import ledger
 from .errors import BadArguments, Conflict, GitspaceError, NotFound
-from .transaction import _disk_state
+from .transaction import disk_state
 from .workspace import Workspace
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
@@ -93,7 +93,7 @@ def switch(ws: Workspace, name: str) -> int:
                                           ws.repo.commit(target).tree))
         wanted = {}
         for change in changes:
-            disk = _disk_state(ws.root / change.path)
+            disk = disk_state(ws.root / change.path)
             base = None if change.old is None else (ws.repo.read_blob(change.old.sha),
                                                     change.old.mode)
             if disk != base:

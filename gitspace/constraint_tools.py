@@ -18,7 +18,7 @@ from . import constraints
 from .errors import FileRefused, ToolFailed
 from .gitrepo import GitRepo
 from .tools import Tool
-from .transaction import Plan, Txn, _disk_state
+from .transaction import Plan, Txn, disk_state
 from .workspace import Result, Workspace
 
 State = tuple[bytes, int] | None
@@ -66,7 +66,7 @@ def _snapshot(ws: Workspace) -> dict[str, State]:
         if os.path.isfile(path) and os.path.getsize(path) > ws.max_file_bytes:
             before[rel] = None  # too big to keep: it is the user's, and we never rewrite it
             continue
-        before[rel] = _disk_state(path)
+        before[rel] = disk_state(path)
     return before
 
 
@@ -82,7 +82,7 @@ def _changes(ws: Workspace, tree: str, before: dict[str, State]) -> dict[str, tu
     out = {}
     for rel in set(before) | set(ws.repo.status_paths()):
         pre = before[rel] if rel in before else _clean_state(ws.repo, tree, rel)
-        post = _disk_state(ws.root / rel)
+        post = disk_state(ws.root / rel)
         if pre != post:
             out[rel] = (pre, post)
     return out

@@ -432,6 +432,10 @@ class GitRepo:
                                     message)
         return sha
 
+    def parent_tree(self, commit: Commit) -> str | None:
+        """The tree of ``commit``'s first parent (None for a root commit)."""
+        return self.commit(commit.parents[0]).tree if commit.parents else None
+
     def commit(self, sha: str) -> Commit:
         """A parsed commit (cached: commits are immutable)."""
         cached = self._commits.get(sha)

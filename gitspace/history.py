@@ -45,7 +45,7 @@ def _entry(ws: Workspace, commit: Commit, marks: dict[str, list[str]]) -> Entry:
         op = ledger.parse_message(commit.message)
     except LedgerError as e:
         op, problem = None, str(e)
-    parent_tree = ws.repo.commit(commit.parents[0]).tree if commit.parents else None
+    parent_tree = ws.repo.parent_tree(commit)
     files = [c.path for c in ws.repo.diff_trees(parent_tree, commit.tree)]
     return Entry(commit.sha, commit.time, commit.author_name,
                  commit.message.split("\n", 1)[0], op, files, marks.get(commit.sha, []), problem)

@@ -99,7 +99,7 @@ def restore_left_behind(repo: GitRepo, commits: list[Commit], start: str) -> tup
 def apply_diff(sc: Scratch, commit: Commit, op: ledger.Op | None) -> Divergence | None:
     """Apply the change ``commit`` records to the scratch tip, merging each path three ways."""
     repo = sc.repo
-    parent = repo.commit(commit.parents[0]).tree if commit.parents else None
+    parent = repo.parent_tree(commit)
     current = sc.tree()
     updates: dict[str, Entry | None] = {}
     for change in repo.diff_trees(parent, commit.tree):

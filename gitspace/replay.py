@@ -62,7 +62,15 @@ from typing import Any
 from . import ledger
 from .errors import LedgerError, NotFound
 from .gitrepo import Commit, GitRepo
-from .replay_op import Divergence, diverged, judge, reexecute, unrun_script_problem, workspace_script
+from .replay_op import (
+    Divergence,
+    diverged,
+    judge,
+    reexecute,
+    script_for,
+    unrun_script_problem,
+    workspace_script,
+)
 from .scratch import Scratch, open_scratch
 from .workspace import Workspace
 
@@ -213,8 +221,9 @@ def _step(sc: Scratch, commit: Commit, report: Report,
             report.record(verdict.because)
         return problem
     assert op is not None and verdict.args is not None
-    if not report.scripts and workspace_script(sc.ws, op.tool):
-        wrong = unrun_script_problem(sc, commit, op)
+    script = None if report.scripts else script_for(sc.ws, op.tool)
+    if workspace_script(script):
+        wrong = unrun_script_problem(sc, commit, op, script)
         if wrong is not None:
             return diverged(sc, commit, op, wrong)
         _take_recorded_tree(sc, commit, op)

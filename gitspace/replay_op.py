@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ledger
+from .constraints import Script
 from .errors import NotFound
 from .gitrepo import EMPTY_TREE, Commit, GitRepo
 from .scratch import Scratch
@@ -89,7 +90,7 @@ def source_problem(repo: GitRepo, commit: Commit, op: ledger.Op) -> str | None:
     if op.source == "init":
         return ("it claims to be the workspace's first commit (source init), but it has a "
                 "parent; only a commit without parents can be that.")
-    parent = repo.commit(commit.parents[0]).tree
+    parent = repo.parent_tree(commit)
     changed = sorted(c.path for c in repo.diff_trees(parent, commit.tree))
     if op.source == "external":
         paths, count = op.args.get("paths"), op.args.get("count")
@@ -159,7 +160,7 @@ def reexecute(sc: Scratch, commit: Commit, op: ledger.Op, args: dict[str, Any],
               compare: bool) -> Divergence | None:
     """Re-run ``op``; with ``compare``, its tree and full message must equal the recorded ones."""
     before = sc.tip()
-    changed = script_change(sc.ws, op)
+    changed = script_change(sc.ws, op, script_for(sc.ws, op.tool))
     if changed:
         return diverged(sc, commit, op, changed)
     sc.ws.agent, sc.ws.session = op.agent, op.session
@@ -205,35 +206,39 @@ def _recorded_as_written(sc: Scratch, commit: Commit, op: ledger.Op, new: Commit
     return None
 
 
-def workspace_script(ws: Workspace, tool: str) -> bool:
-    """Would calling ``tool`` run a constraint script from the workspace's own files?"""
+def script_for(ws: Workspace, tool: str) -> Script | None:
+    """The constraint script calling ``tool`` would run now (None for a built-in tool or none).
+    Looked up once per op: discovering scripts parses every script header."""
     from .constraint_tools import catalog
     from .tools import builtin_tools
 
     if tool in builtin_tools():
-        return False
-    script = catalog(ws).scripts.get(tool)
+        return None
+    return catalog(ws).scripts.get(tool)
+
+
+def workspace_script(script: Script | None) -> bool:
+    """Is ``script`` one of the workspace's own (code from the history being replayed)?"""
     return script is not None and script.origin == "workspace"
 
 
-def unrun_script_problem(sc: Scratch, commit: Commit, op: ledger.Op) -> str | None:
+def unrun_script_problem(sc: Scratch, commit: Commit, op: ledger.Op,
+                         script: Script | None) -> str | None:
     """What can be checked of a workspace-script op without running it."""
     if op.script is None:
         return (f"{op.tool} is a workspace script, but the op records no Gitspace-Script; a "
                 "script op always does.")
-    return script_change(sc.ws, op) or author_problem(commit, op)
+    return script_change(sc.ws, op, script) or author_problem(commit, op)
 
 
-def script_change(ws: Workspace, op: ledger.Op) -> str | None:
-    """Why the op's recorded ``Gitspace-Script`` is not the script that would run now, or None."""
-    from .constraint_tools import catalog
+def script_change(ws: Workspace, op: ledger.Op, script: Script | None) -> str | None:
+    """Why the op's recorded ``Gitspace-Script`` is not ``script``, the one that would run now."""
     from .tools import builtin_tools
 
     if op.script is None:
         return None  # a script that would run now is caught by the trailer comparison
     if op.tool in builtin_tools():
         return f"the op ran script {op.script[:12]}, but {op.tool} is now a built-in tool."
-    script = catalog(ws).scripts.get(op.tool)
     if script is None:
         return None  # re-running it fails with "no tool named ..."
     now = ws.repo.hash_object("blob", script.path.read_bytes())
@@ -256,7 +261,7 @@ def diverged(sc: Scratch, commit: Commit, op: ledger.Op | None, reason: str,
         if replayed_tree is not None:
             old, new, labels = commit.tree, replayed_tree, ("recorded/", "replayed/")
         else:
-            parent = sc.repo.commit(commit.parents[0]).tree if commit.parents else EMPTY_TREE
+            parent = sc.repo.parent_tree(commit) or EMPTY_TREE
             old, new, labels = parent, commit.tree, ("before/", "recorded/")
         paths = [c.path for c in sc.repo.diff_trees(old, new)]
         diff = short_diff(sc.repo, old, new, labels, paths)

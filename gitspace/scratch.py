@@ -34,7 +34,7 @@ from types import FrameType
 from . import branches, gitindex
 from .errors import BadArguments, ConcurrentUpdate, GitspaceError
 from .gitrepo import Commit, Entry, GitRepo
-from .transaction import COMMITTER, _disk_state
+from .transaction import COMMITTER, disk_state
 from .workspace import Workspace
 
 BRANCH = "replay"
@@ -90,7 +90,7 @@ class Scratch:
         writes: dict[str, tuple[bytes, int] | None] = {}
         for change in self.repo.diff_trees(old_tree, tree):
             writes[change.path] = None if change.new is None else self._content(change.new)
-        before = {rel: _disk_state(self.ws.root / rel) for rel in writes}
+        before = {rel: disk_state(self.ws.root / rel) for rel in writes}
         with self.ws.transactions.lock():
             self.ws.transactions.publish(BRANCH, tip, new, writes, before, {}, REPLAYER, "replay")
         return new

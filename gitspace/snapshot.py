@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from .errors import FileRefused
 from .gitrepo import Entry
-from .transaction import _disk_state, _entry_of
+from .transaction import disk_state, entry_of
 
 if TYPE_CHECKING:
     from .workspace import Result, Workspace
@@ -35,12 +35,12 @@ def pending_changes(
             continue  # a nested repository or an empty folder: git tracks neither
         stats: dict[str, os.stat_result] = {}
         try:
-            state = _disk_state(path, stats, rel, limit=ws.max_file_bytes)
+            state = disk_state(path, stats, rel, limit=ws.max_file_bytes)
         except FileRefused:
             skipped.append(f"{rel} ({stats[rel].st_size:,} bytes, over the "
                            f"{ws.max_file_bytes:,}-byte cap)")
             continue
-        entry = _entry_of(ws.repo, state, write=write)
+        entry = entry_of(ws.repo, state, write=write)
         current = None if tree is None else ws.repo.entry_at(tree, rel)
         if entry != current:
             changes[rel] = (entry, stats.get(rel))

@@ -34,7 +34,7 @@ from . import branches, checkpoints
 from .attach import BRANCH_PREFIX
 from .errors import Conflict, GitspaceError
 from .gitrepo import GitRepo
-from .transaction import COMMITTER, _disk_state
+from .transaction import COMMITTER, disk_state
 from .workspace import Workspace
 
 TAGS = checkpoints.PREFIX  # refs/tags/gitspace/
@@ -278,7 +278,7 @@ def _fast_forward_checkout(ws: Workspace, branch: str, old: str, new: str) -> No
     writes: dict[str, tuple[bytes, int] | None] = {}
     before: dict[str, tuple[bytes, int] | None] = {}
     for change in repo.diff_trees(repo.commit(old).tree, repo.commit(new).tree):
-        disk = _disk_state(ws.root / change.path)
+        disk = disk_state(ws.root / change.path)
         recorded = None if change.old is None else (repo.read_blob(change.old.sha),
                                                     change.old.mode)
         if disk != recorded:

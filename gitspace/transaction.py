@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 # The names tempfile.mkstemp(prefix=".gitspace-") gives put_file's tmp files.
-_TMP_NAME = re.compile(r"\.gitspace-[a-z0-9_]{8}")
+TMP_NAME = re.compile(r"\.gitspace-[a-z0-9_]{8}")
 COMMITTER = Identity("gitspace", "gitspace@localhost")
 UNCHANGED = "unchanged: the files already hold that content, so no op was recorded."
 
@@ -62,7 +62,7 @@ class Committed:
     external_op: str | None = None
 
 
-def _disk_state(
+def disk_state(
     path: Path, stats: dict[str, os.stat_result] | None = None, rel: str = "",
     limit: int | None = None,
 ) -> tuple[bytes, int] | None:
@@ -105,7 +105,7 @@ class Txn:
     def _disk(self, rel: str) -> tuple[bytes, int] | None:
         if rel not in self.disk:
             try:
-                self.disk[rel] = _disk_state(self.ws.root / rel, self.stats, rel,
+                self.disk[rel] = disk_state(self.ws.root / rel, self.stats, rel,
                                              limit=self.ws.max_file_bytes)
             except PermissionError as e:
                 raise ToolFailed(f"{rel} cannot be read: {e.strerror}.") from None
@@ -200,13 +200,13 @@ class Transactions:
         repo = self.repo
         external: dict[str, Entry | None] = {}
         for rel, state in txn.disk.items():
-            found = _entry_of(repo, state, write=False)
+            found = entry_of(repo, state, write=False)
             if found != txn.entry(rel):
                 external[rel] = found
         tool_changes: dict[str, Entry | None] = {}
         for rel, staged in txn.writes.items():
             if staged != txn.disk.get(rel):
-                tool_changes[rel] = _entry_of(repo, staged, write=True)
+                tool_changes[rel] = entry_of(repo, staged, write=True)
         if not tool_changes:
             return Committed(text=outcome.text or "unchanged", op_id=None, commit=None)
         base_tree, parent, ext_id = txn.tree, txn.tip, None
@@ -431,7 +431,7 @@ class Transactions:
                 entry = self.repo.entry_at(tree, rel)
                 want = None if entry is None or entry.is_tree else (
                     self.repo.read_blob(entry.sha), entry.mode)
-                if _disk_state(self.ws.root / rel) != want:
+                if disk_state(self.ws.root / rel) != want:
                     self.put_file(rel, want)
             self.sync_index(record["paths"], new)
         # Otherwise something outside gitspace moved the ref: leave its work alone.
@@ -447,7 +447,7 @@ class Transactions:
             except (FileNotFoundError, NotADirectoryError):
                 continue
             for name in names:
-                if _TMP_NAME.fullmatch(name):
+                if TMP_NAME.fullmatch(name):
                     (folder / name).unlink(missing_ok=True)
 
     def _break_stale_locks(self, ref: str, wait: float = 0.5) -> None:
@@ -472,7 +472,7 @@ class Transactions:
                 pass
 
 
-def _entry_of(repo: GitRepo, state: tuple[bytes, int] | None, *, write: bool) -> Entry | None:
+def entry_of(repo: GitRepo, state: tuple[bytes, int] | None, *, write: bool) -> Entry | None:
     if state is None:
         return None
     data, mode = state

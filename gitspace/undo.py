@@ -91,7 +91,7 @@ def redo_target(ws: Workspace) -> tuple[ledger.Op, Commit]:
 
 def revert_into(ws: Workspace, txn: Txn, commit: Commit, label: str) -> int:
     """Stage the reverse of ``commit`` on top of the txn's current state. Returns paths changed."""
-    parent_tree = ws.repo.commit(commit.parents[0]).tree if commit.parents else None
+    parent_tree = ws.repo.parent_tree(commit)
     changed = 0
     for change in ws.repo.diff_trees(commit.tree, parent_tree):
         base, theirs = change.old, change.new  # base: what the op wrote; theirs: before the op

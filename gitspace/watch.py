@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import ledger
 from .errors import BadArguments, GitspaceError
-from .transaction import _TMP_NAME, _disk_state, _entry_of
+from .transaction import TMP_NAME, disk_state, entry_of
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
@@ -316,7 +316,7 @@ class Watcher:
             if rel == ".git/info/exclude":
                 self._rules_changed()
             return None
-        if _TMP_NAME.fullmatch(parts[-1]):
+        if TMP_NAME.fullmatch(parts[-1]):
             return None  # put_file's tmp file: its rename onto the real path is what counts
         if parts[-1] == ".gitignore":
             self._rules_changed()  # and the file itself is recorded like any other
@@ -466,7 +466,7 @@ class Watcher:
                 changed = current is not None and not current.is_tree
             else:
                 try:
-                    changed = _entry_of(repo, _disk_state(path), write=False) != current
+                    changed = entry_of(repo, disk_state(path), write=False) != current
                 except OSError:
                     changed = True  # unreadable now: let the snapshot decide and explain
         if large:
