@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from . import ledger
 from .errors import BadArguments, Conflict, GitspaceError, NotFound
-from .transaction import disk_state
+from .transaction import checkout_changes
 from .workspace import Workspace
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
@@ -89,21 +89,9 @@ def switch(ws: Workspace, name: str) -> int:
                 hint="Start a branch of your own there instead ('gitspace branch NAME').",
             )
         old_tip = ws.tip()
-        changes = list(ws.repo.diff_trees(ws.repo.commit(old_tip).tree,
-                                          ws.repo.commit(target).tree))
-        wanted = {}
-        for change in changes:
-            disk = disk_state(ws.root / change.path)
-            base = None if change.old is None else (ws.repo.read_blob(change.old.sha),
-                                                    change.old.mode)
-            if disk != base:
-                raise Conflict(
-                    f"Switching to {name} would overwrite {change.path}, which has changes "
-                    "not recorded yet.",
-                    hint="Run 'gitspace snapshot' to record them first, then switch.",
-                )
-            wanted[change.path] = None if change.new is None else (
-                ws.repo.read_blob(change.new.sha), change.new.mode)
+        wanted, _ = checkout_changes(
+            ws, ws.repo.commit(old_tip).tree, ws.repo.commit(target).tree,
+            f"Switching to {name}", "Run 'gitspace snapshot' to record them first, then switch.")
         ref = f"refs/heads/{name}"
         paths = sorted(wanted)
         txns.journal_write({"ref": ref, "old": target, "new": target, "paths": paths,

@@ -34,7 +34,7 @@ from . import branches, checkpoints
 from .attach import BRANCH_PREFIX
 from .errors import Conflict, GitspaceError
 from .gitrepo import GitRepo
-from .transaction import COMMITTER, disk_state
+from .transaction import COMMITTER, checkout_changes
 from .workspace import Workspace
 
 TAGS = checkpoints.PREFIX  # refs/tags/gitspace/
@@ -274,20 +274,7 @@ def _name_clash(ref: str, local: list[str]) -> str | None:
 
 def _fast_forward_checkout(ws: Workspace, branch: str, old: str, new: str) -> None:
     """Move the checked-out branch and its files from ``old`` to ``new`` as one journaled step."""
-    repo = ws.repo
-    writes: dict[str, tuple[bytes, int] | None] = {}
-    before: dict[str, tuple[bytes, int] | None] = {}
-    for change in repo.diff_trees(repo.commit(old).tree, repo.commit(new).tree):
-        disk = disk_state(ws.root / change.path)
-        recorded = None if change.old is None else (repo.read_blob(change.old.sha),
-                                                    change.old.mode)
-        if disk != recorded:
-            raise Conflict(
-                f"Pulling would overwrite {change.path}, which has changes not recorded yet. "
-                "Nothing was changed here.",
-                hint="Run 'gitspace snapshot' to record them first, then pull again.",
-            )
-        before[change.path] = disk
-        writes[change.path] = None if change.new is None else (repo.read_blob(change.new.sha),
-                                                                change.new.mode)
+    writes, before = checkout_changes(
+        ws, ws.repo.commit(old).tree, ws.repo.commit(new).tree, "Pulling",
+        "Nothing was changed here; run 'gitspace snapshot' to record them, then pull again.")
     ws.transactions.publish(branch, old, new, writes, before, {}, COMMITTER, "pull")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import gitindex, ledger
-from .errors import FileRefused, GitspaceError, LockTimeout, ToolFailed
+from .errors import Conflict, FileRefused, GitspaceError, LockTimeout, ToolFailed
 from .gitrepo import EXEC_MODE, FILE_MODE, LINK_MODE, Entry, GitRepo, Identity
 
 if TYPE_CHECKING:
@@ -470,6 +470,29 @@ class Transactions:
                     lock.unlink()
             except FileNotFoundError:
                 pass
+
+
+State = tuple[bytes, int] | None
+
+
+def checkout_changes(ws: Workspace, old_tree: str, new_tree: str, doing: str,
+                     hint: str) -> tuple[dict[str, State], dict[str, State]]:
+    """What moving the work tree from ``old_tree`` to ``new_tree`` writes, and what each of those
+    paths holds on disk now. A path whose disk content is not ``old_tree``'s is an outside change
+    the move would overwrite: Conflict, with nothing changed."""
+    repo = ws.repo
+    writes: dict[str, State] = {}
+    before: dict[str, State] = {}
+    for change in repo.diff_trees(old_tree, new_tree):
+        disk = disk_state(ws.root / change.path)
+        recorded = None if change.old is None else (repo.read_blob(change.old.sha), change.old.mode)
+        if disk != recorded:
+            raise Conflict(f"{doing} would overwrite {change.path}, which has changes not "
+                           "recorded yet.", hint=hint)
+        before[change.path] = disk
+        writes[change.path] = None if change.new is None else (repo.read_blob(change.new.sha),
+                                                                change.new.mode)
+    return writes, before
 
 
 def entry_of(repo: GitRepo, state: tuple[bytes, int] | None, *, write: bool) -> Entry | None:
