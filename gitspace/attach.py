@@ -93,10 +93,11 @@ def check_name(name: str) -> str:
     return name
 
 
-def user_checkout(repo: GitRepo) -> Worktree:
+def user_checkout(repo: GitRepo, trees: list[Worktree] | None = None) -> Worktree:
     """The user's checkout: the work tree ``repo`` is opened at (their main checkout or one of
-    their own linked worktrees), or the main checkout when ``repo`` is an agent's worktree."""
-    trees = repo.worktrees()
+    their own linked worktrees), or the main checkout when ``repo`` is an agent's worktree.
+    ``trees`` is ``repo.worktrees()`` when the caller already has it (one git call, not two)."""
+    trees = repo.worktrees() if trees is None else trees
     if not is_agent_worktree(repo):
         here = repo.root.resolve()
         found = next((w for w in trees if w.path.resolve() == here), None)
@@ -173,7 +174,7 @@ def _attach(repo: GitRepo, name: str) -> Attached:
     branch = BRANCH_PREFIX + name
     target = worktrees_dir(repo) / name
     trees = repo.worktrees()
-    user = user_checkout(repo)  # ``repo`` is opened there
+    user = user_checkout(repo, trees)  # ``repo`` is opened there
     mine = next((w for w in trees if w.path == target), None)
     if mine is not None and not mine.prunable:
         return Attached(name, branch, target, mine.head or "", 0, existed=True, resumed=True)
@@ -222,8 +223,9 @@ def agents(path: str | os.PathLike[str]) -> list[Agent]:
     """Every agent of the repository: attached ones (with a worktree) and detached branches."""
     repo = GitRepo.open(Path(path))
     try:
-        user = user_checkout(repo)
-        attached = {w.path.name: w.path for w in repo.worktrees()
+        trees = repo.worktrees()
+        user = user_checkout(repo, trees)
+        attached = {w.path.name: w.path for w in trees
                     if w.path.parent == worktrees_dir(repo) and not w.prunable}
         found = []
         for ref, tip, _ in repo.refs(f"refs/heads/{BRANCH_PREFIX.rstrip('/')}"):

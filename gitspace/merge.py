@@ -67,7 +67,8 @@ def _merge(repo: GitRepo, name: str, into: str | None) -> Merged:
     if theirs is None:
         raise NotFound(f"There is no agent {name} (no branch {branch}).",
                        hint="'gitspace agents' lists the agents of this repository.")
-    user = user_checkout(repo)
+    trees = repo.worktrees()
+    user = user_checkout(repo, trees)
     target = into or user.branch
     if target is None:
         raise GitspaceError("Your checkout is on a detached HEAD, so there is no branch to merge "
@@ -77,7 +78,7 @@ def _merge(repo: GitRepo, name: str, into: str | None) -> Merged:
     if ours is None:
         raise NotFound(f"There is no branch {target!r} to merge into.",
                        hint=f"Create it first (git branch {target}), or pick another with --into.")
-    holder = next((w for w in repo.worktrees() if w.branch == target), None)
+    holder = next((w for w in trees if w.branch == target), None)
     checkout = holder is not None and holder.path.resolve() == user.path.resolve()
     if holder is not None and not checkout:
         where = describe_holder(repo, holder.path)
