@@ -28,6 +28,7 @@ remote that needs a password must get it from a credential helper).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import branches, checkpoints
@@ -213,9 +214,9 @@ def _plan_pull(
     moves: list[tuple[str, str | None, str]] = []
     current_move = None
     refusals = []
-    local = [r for r, _, _ in repo.refs("refs/heads") + repo.refs("refs/tags")]
+    local = {r: sha for r, sha, _ in repo.refs("refs/heads") + repo.refs("refs/tags")}
     for ref, new in wanted.items():
-        old = repo.read_ref(ref)
+        old = local.get(ref)  # one for-each-ref above, not a read per ref
         name = _short(ref)
         if old == new:
             continue
@@ -262,7 +263,7 @@ def _plan_pull(
     return moves, current_move
 
 
-def _name_clash(ref: str, local: list[str]) -> str | None:
+def _name_clash(ref: str, local: Iterable[str]) -> str | None:
     """A local ref that makes ``ref`` impossible to create: one of its folders, or inside it."""
     parts = ref.split("/")
     names = set(local)
