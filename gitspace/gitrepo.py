@@ -678,6 +678,20 @@ class GitRepo:
                 paths.append(os.fsdecode(record[3:]))
         return paths
 
+    def merge_entry(self, ours: Entry | None, base: Entry | None,
+                    theirs: Entry | None) -> Entry | None:
+        """A three-way merge of one file (written as a blob), or None when it conflicts, a side
+        is missing, or an entry is not a regular file."""
+        if ours is None or base is None or theirs is None or any(
+                e.is_tree or e.mode not in (FILE_MODE, EXEC_MODE) for e in (ours, base, theirs)):
+            return None
+        merged = self.merge_blobs(self.read_blob(ours.sha), self.read_blob(base.sha),
+                                  self.read_blob(theirs.sha))
+        if merged is None:
+            return None
+        mode = theirs.mode if ours.mode == base.mode else ours.mode
+        return Entry(mode, self.write_blob(merged))
+
     def merge_blobs(self, ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
         """A three-way merge of file contents, or None when it conflicts."""
         with tempfile.TemporaryDirectory(prefix="gitspace-merge-", dir=self.gitdir) as tmp:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from . import ledger
 from .checkpoints import PREFIX
 from .errors import LedgerError
-from .gitrepo import EXEC_MODE, FILE_MODE, Commit, Entry, GitRepo
+from .gitrepo import Commit, Entry, GitRepo
 from .replay import BadRange, Progress, Report, branch_commits, checkpoint_tags, run
 from .replay_op import Divergence, diverged
 from .scratch import Scratch, check_new_branch, create_branch, open_scratch
@@ -112,7 +112,7 @@ def apply_diff(sc: Scratch, commit: Commit, op: ledger.Op | None) -> Divergence 
         if ours == change.old:
             updates[change.path] = change.new
             continue
-        merged = _merge(repo, ours, change.old, change.new)
+        merged = repo.merge_entry(ours, change.old, change.new)
         if merged is None:
             return diverged(sc, commit, op, f"its change to {change.path} conflicts with what the "
                             "new base has there.")
@@ -122,17 +122,3 @@ def apply_diff(sc: Scratch, commit: Commit, op: ledger.Op | None) -> Divergence 
                         "already there.")
     sc.commit_tree(repo.update_tree(current, updates), commit)
     return None
-
-
-def _merge(repo: GitRepo, ours: Entry | None, base: Entry | None,
-           theirs: Entry | None) -> Entry | None:
-    """A three-way merge of one file's content, or None when it conflicts or is not a file."""
-    if ours is None or base is None or theirs is None or any(
-            e.is_tree or e.mode not in (FILE_MODE, EXEC_MODE) for e in (ours, base, theirs)):
-        return None
-    merged = repo.merge_blobs(repo.read_blob(ours.sha), repo.read_blob(base.sha),
-                              repo.read_blob(theirs.sha))
-    if merged is None:
-        return None
-    mode = theirs.mode if ours.mode == base.mode else ours.mode
-    return Entry(mode, repo.write_blob(merged))

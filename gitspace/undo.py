@@ -102,16 +102,10 @@ def revert_into(ws: Workspace, txn: Txn, commit: Commit, label: str) -> int:
             continue
         if ours == base:
             result = theirs
-        elif ours is not None and base is not None and theirs is not None and current is not None:
-            merged = ws.repo.merge_blobs(current, ws.repo.read_blob(base.sha),
-                                         ws.repo.read_blob(theirs.sha))
-            if merged is None:
-                raise _conflict(change.path, label)
-            txn.write(change.path, merged, ours.mode)
-            changed += 1
-            continue
         else:
-            raise _conflict(change.path, label)
+            result = ws.repo.merge_entry(ours, base, theirs)
+            if result is None:
+                raise _conflict(change.path, label)
         if result is None:
             txn.delete(change.path)
         else:
