@@ -1,7 +1,7 @@
 """The model-facing tool list and system prompt, built from the one tool registry.
 
-Invariant: for the same workspace and registry the list is byte-identical from call to call
-(sorted by name, keys sorted at every level), and only the last definition carries
+Invariant: for the same tools the list is byte-identical from call to call (the loop builds it once
+per run), sorted by name with keys sorted at every level, and only the last definition carries
 ``cache_control``, so Anthropic's prompt cache can reuse the whole tool prefix. Tools Anthropic
 defines itself (``wire_type``, e.g. the memory tool) are sent as ``{"type", "name"}`` only.
 """
