@@ -6,7 +6,7 @@
    ``journal/worklog.jsonl`` measured in the same run, so the numbers stay honest if the journal
    is regenerated.
 2. A tiny scripted policy views three ~6,000-character files one after another, then answers; the
-   prompt of its last model call is measured before and after ``history.compact(keep_last=2)``.
+   prompt of its last model call is measured before and after ``compaction.compact(keep_last=2)``.
    Tokens are estimated as characters / 4.
 
 It prints a report and asserts nothing: no timing here is a pass or a fail.
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import gitspace
-from gitspace.agent import history
+from gitspace.agent import compaction
 from gitspace.agent.loop import Event, Loop, Options
 from gitspace.agent.policies.base import Call, Policy, Seen
 from gitspace.agent.policies.journal import JournalPolicy
@@ -114,8 +114,8 @@ def compaction_run(parent: Path) -> list[tuple[str, str, str]]:
         outcome = Loop(ws, ViewThree(), Options(budget=10**9, max_steps=10)).start(
             "Read the three long notes.")
     prompt = outcome.session.messages[:-1]  # what the last model call was sent
-    before = history.size(prompt)
-    after = history.size(history.compact(prompt, keep_last=2))
+    before = compaction.size(prompt)
+    after = compaction.size(compaction.compact(prompt, keep_last=2))
     results = [len(m["content"][0]["content"]) for m in prompt[2::2]]
     return [
         ("tool results in the prompt (chars)", ", ".join(f"{n:,}" for n in results), ""),

@@ -3,7 +3,7 @@
 A fresh 10-file workspace gets N ops (default 10,000) through ``ws.call``, the way an agent makes
 them: a rotating mix of create, str_replace and append on 10 small files, so every op rewrites one
 file and each str_replace depends on the ops before it. The time that takes is the baseline. Then
-``gitspace.replay.replay`` re-runs every op in a scratch workspace and compares each tree with the
+``gitspace.replay.engine.replay`` re-runs every op in a scratch workspace and compares each tree with the
 recorded one; its wall time includes setting up the scratch repository and removing it (its loose
 objects) afterwards. Printed: ops per second made, ops per second replayed and verified, and the
 ratio (replay rate / make rate; above 1 means replay is faster than the original run). No asserts:
@@ -70,7 +70,7 @@ def make_ops(root: Path, count: int) -> float:
 
 def replay_ops(root: Path) -> tuple[float, object]:
     import gitspace
-    from gitspace.replay import replay
+    from gitspace.replay.engine import replay
 
     with gitspace.open(root) as ws:
         tip = ws.tip()

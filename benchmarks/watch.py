@@ -123,7 +123,7 @@ class Recorder:
 
 
 def latency(root: Path, debounce: float, samples: int) -> list[float]:
-    from gitspace.watch import Watcher
+    from gitspace.team.watch import Watcher
 
     rec = Recorder()
     watcher = Watcher(root, author="bench", debounce=debounce, max_wait=5.0, on_report=rec)
@@ -157,7 +157,7 @@ def git_cli_commit(root: Path, samples: int) -> list[float]:
 
 
 def burst(root: Path, writes: int, debounce: float, max_wait: float) -> dict[str, Any]:
-    from gitspace.watch import Watcher
+    from gitspace.team.watch import Watcher
 
     rec = Recorder()
     watcher = Watcher(root, author="bench", debounce=debounce, max_wait=max_wait, on_report=rec)

@@ -7,8 +7,8 @@
 
 from __future__ import annotations
 
+from .core.workspace import Result, Workspace, init, open
 from .errors import GitspaceError
-from .workspace import Result, Workspace, init, open
 
 __version__ = "0.1.0"
 __all__ = ["GitspaceError", "Result", "Workspace", "init", "open"]

@@ -28,10 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
-from . import __version__, checkpoints, history, ledger
-from . import workspace as workspaces
+from . import __version__
+from .core import checkpoints, timeline
+from .core import workspace as workspaces
 from .errors import GitspaceError
-from .tools import Tool, all_tools
+from .storage import ledger
+from .tools.registry import Tool, all_tools
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -102,7 +104,7 @@ def _short(text: str, limit: int) -> str:
 
 def log_text(ws: workspaces.Workspace, limit: int = LOG_LIMIT) -> str:
     """The op timeline of the current branch, newest first, one bounded line per entry."""
-    entries = history.timeline(ws, limit)
+    entries = timeline.timeline(ws, limit)
     lines = [f"Op log of branch {ws.branch()}, newest first (at most {limit} entries):"]
     for e in entries:
         files = ", ".join(e.files[:3]) + (f" +{len(e.files) - 3}" if len(e.files) > 3 else "")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import gitspace
-from gitspace.ledger import LedgerError, Op, parse_message
+from gitspace.storage.ledger import LedgerError, Op, parse_message
 
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
 _guard = {"on": False}

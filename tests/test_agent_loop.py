@@ -15,7 +15,7 @@ from conftest import assert_clean, files, git, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
 
 import gitspace
-from gitspace.agent import history
+from gitspace.agent import compaction
 from gitspace.agent.clients import AnthropicClient
 from gitspace.agent.loop import Loop, Options
 from gitspace.agent.session import Session
@@ -59,7 +59,7 @@ def test_multi_step_run_commits_each_op_with_agent_session_and_tool_use_id(agent
     def third(body: dict[str, Any]) -> None:
         [result] = results_of(body)
         assert result["tool_use_id"] == "toolu_2" and "is_error" not in result
-        assert history.check(body["messages"]) == []
+        assert compaction.check(body["messages"]) == []
 
     fake_api.reply(text("I'll write it."),
                    tool_use("toolu_1", "create", {"path": "todo.md", "file_text": "- a\n"}),
@@ -238,13 +238,13 @@ def test_compaction_keeps_the_goal_and_never_breaks_pairing(agent_ws, fake_api) 
     for n in range(6):
         fake_api.reply(tool_use(f"t{n}", "create", {"path": f"f{n}.md", "file_text": long_text}),
                        tool_use(f"v{n}", "view", {"path": f"f{n}.md"}), stop_reason="tool_use",
-                       check=lambda body: history.check(body["messages"]) == [] or pytest.fail("pairs"))
+                       check=lambda body: compaction.check(body["messages"]) == [] or pytest.fail("pairs"))
 
     def compacted(body: dict[str, Any]) -> None:
         assert body["messages"][0] == {"role": "user", "content": "Fill files."}
-        assert history.is_summary(body["messages"][1])
-        assert history.check(body["messages"]) == []
-        assert history.size(body["messages"]) < 25_000
+        assert compaction.is_summary(body["messages"][1])
+        assert compaction.check(body["messages"]) == []
+        assert compaction.size(body["messages"]) < 25_000
 
     fake_api.reply(text("done"), check=compacted)
     outcome = loop(agent_ws, fake_api, budget=20_000, keep_last=4).start("Fill files.")

@@ -17,8 +17,8 @@ import pytest
 from conftest import git, git_run
 
 import gitspace
-from gitspace import attach, merge
 from gitspace.errors import Conflict, GitspaceError, NotFound
+from gitspace.team import attach, merge
 
 
 def make_user_repo(root: Path) -> Path:
@@ -343,7 +343,7 @@ def test_nothing_that_writes_runs_in_the_users_own_checkout(user: Path) -> None:
         assert "not a gitspace workspace" not in viewed.text
         with pytest.raises(GitspaceError, match="not a gitspace workspace"):
             ws.snapshot()
-    from gitspace.watch import Watcher
+    from gitspace.team.watch import Watcher
 
     with pytest.raises(GitspaceError, match="not a gitspace workspace"):
         Watcher(user)
@@ -351,8 +351,8 @@ def test_nothing_that_writes_runs_in_the_users_own_checkout(user: Path) -> None:
 
 
 def test_ownership_follows_the_root_not_the_tip(user: Path, tmp_path: Path) -> None:
-    from gitspace.gitrepo import GitRepo
-    from gitspace.owner import owns
+    from gitspace.core.owner import owns
+    from gitspace.storage.gitrepo import GitRepo
 
     bob = attach.attach(user, "bob")
     with gitspace.open(bob.path, agent="bob") as ws:
@@ -433,7 +433,7 @@ def _bob_with_a_new_file(user: Path) -> Path:
 
 def test_merge_into_the_checkout_waits_for_nobody_and_leaves_nothing_half_done(
         user: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitspace.gitrepo import RefUpdate
+    from gitspace.storage.gitrepo import RefUpdate
 
     _bob_with_a_new_file(user)
     main = git(user, "rev-parse", "main")

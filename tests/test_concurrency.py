@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import assert_clean, git, ops
 
 import gitspace
-from gitspace.history import verify
+from gitspace.core.timeline import verify
 
 WORKER = textwrap.dedent("""
     import sys

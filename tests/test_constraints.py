@@ -10,15 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gitspace.constraints import (
-    DeclarationError,
-    Script,
-    discover,
-    parse_script,
-    run,
-    tool_definition,
-)
 from gitspace.errors import BadArguments, ConstraintError
+from gitspace.tools.script_header import DeclarationError, Script, discover, parse_script, tool_definition
+from gitspace.tools.script_runner import run
 
 ARGS = (
     '{"type": "object", "properties": {"path": {"type": "string"}, '

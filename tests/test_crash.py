@@ -15,7 +15,7 @@ import pytest
 from conftest import assert_clean, git, head, op_ids, ops, work_tree_files
 
 import gitspace
-from gitspace.history import verify
+from gitspace.core.timeline import verify
 
 LOOP = textwrap.dedent("""
     import random, sys
@@ -107,7 +107,8 @@ CRASH_AT = textwrap.dedent("""
     import os, sys
     from pathlib import Path
     import gitspace
-    from gitspace import transaction, gitrepo, gitindex
+    from gitspace.core import transaction
+    from gitspace.storage import gitindex, gitrepo
     root, point, tool, args = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     ws = gitspace.open(root, agent="crasher")
     calls = {"n": 0}

@@ -11,8 +11,8 @@ import pytest
 from conftest import assert_clean, call_ok, git
 
 import gitspace
-from gitspace import gitindex
 from gitspace.errors import LockTimeout
+from gitspace.storage import gitindex
 
 FILES = 2000
 

@@ -1,4 +1,4 @@
-"""The pairing checker and compaction of ``gitspace.agent.history``, tested by properties.
+"""The pairing checker and compaction of ``gitspace.agent.compaction``, tested by properties.
 
 Hypothesis builds valid conversations shaped like the loop's: the goal, then rounds of an assistant
 message with up to four parallel tool calls answered by one user message of results (errors, long
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitspace.agent.history import SUMMARY_MARKER, check, compact, fit, is_summary, size
+from gitspace.agent.compaction import SUMMARY_MARKER, check, compact, fit, is_summary, size
 from gitspace.agent.model import Block, Message, text_block, tool_result_block, tool_use_block
 
 PROPERTY = settings(max_examples=200, deadline=None,

@@ -10,9 +10,9 @@ import pytest
 from conftest import assert_clean, call_ok, git, head, message_of, ops
 
 import gitspace
+from gitspace.core.timeline import verify
 from gitspace.errors import BadArguments, LedgerError
-from gitspace.history import verify
-from gitspace.ledger import Op, canonical_json, encode_message, new_op_id, parse_message
+from gitspace.storage.ledger import Op, canonical_json, encode_message, new_op_id, parse_message
 
 FAKE_ID = "01AAAAAAAAAAAAAAAAAAAAAAAA"
 FORGED_BLOCK = (

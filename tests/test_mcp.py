@@ -26,10 +26,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, Implementation, TextResourceContents
 
 import gitspace
-from gitspace import tools as registry
-from gitspace.edit_tools import VIEW_CAP
 from gitspace.mcp_server import agent_name, build_server
-from gitspace.tools import Tool, all_tools
+from gitspace.tools import registry
+from gitspace.tools.files import VIEW_CAP
+from gitspace.tools.registry import Tool, all_tools
 
 
 def clean_env() -> dict[str, str]:

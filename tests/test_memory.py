@@ -11,8 +11,8 @@ import pytest
 from conftest import assert_clean, changed_files, files, git, head, ops, state
 
 import gitspace
-from gitspace.agent.memory import _size
 from gitspace.errors import BadArguments, FileRefused, PathRefused, ToolFailed
+from gitspace.tools.memory import _size
 
 LISTING = "Here're the files and directories up to 2 levels deep in {}, excluding hidden items:"
 EDITED = "The memory file has been edited. Here is the snippet showing the change (with line numbers):"
@@ -389,7 +389,7 @@ def test_memories_itself_a_link_pointing_out(ws: gitspace.Workspace, outside: Pa
 
 
 def test_registration(ws: gitspace.Workspace) -> None:
-    from gitspace.tools import builtin_tools
+    from gitspace.tools.registry import builtin_tools
 
     tool = builtin_tools()["memory"]
     assert (tool.wire_type, tool.mutates) == ("memory_20250818", True)

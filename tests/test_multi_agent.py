@@ -18,9 +18,9 @@ from conftest import git, git_run, ops
 from test_attach import checkout_state, make_user_repo, status
 
 import gitspace
-from gitspace import attach
+from gitspace.core.timeline import verify
 from gitspace.errors import LockTimeout
-from gitspace.history import verify
+from gitspace.team import attach
 
 WORKER = textwrap.dedent("""
     import sys

@@ -9,7 +9,7 @@ import pytest
 from conftest import assert_clean, call_ok
 
 import gitspace
-from gitspace import history
+from gitspace.core import timeline
 
 
 def _loose(root: Path) -> int:
@@ -28,7 +28,7 @@ def test_ops_trigger_a_background_repack(tmp_path: Path, monkeypatch: pytest.Mon
         # 120 ops wrote ~480 objects; what is still loose is what came after the last repack.
         assert _loose(ws.root) < 300
         assert_clean(ws.root)
-        assert len(history.timeline(ws, None)) == 121
+        assert len(timeline.timeline(ws, None)) == 121
 
 
 def test_zero_threshold_turns_packing_off(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import pytest
 from conftest import assert_clean, call_ok, state
 
 import gitspace
+from gitspace.core.paths import normalize
 from gitspace.errors import PathRefused
-from gitspace.paths import normalize
 
 HOSTILE = {
     "dot-dot": ["..", "../x.txt", "a/../../b.txt", "a/../b.txt", "./../x.txt", "a/./b.txt",

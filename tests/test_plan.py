@@ -141,7 +141,7 @@ def test_undo_of_plan_done(ws: gitspace.Workspace) -> None:
 
 
 def test_tools_are_registered_with_examples(ws: gitspace.Workspace) -> None:
-    from gitspace.tools import builtin_tools
+    from gitspace.tools.registry import builtin_tools
 
     tools = builtin_tools()
     assert {n: tools[n].mutates for n in ("plan_add", "plan_done", "plan_show")} == {

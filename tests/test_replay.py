@@ -17,10 +17,10 @@ import pytest
 from conftest import assert_clean, call_ok, git, git_env, git_run, head
 
 import gitspace
-from gitspace import tools
-from gitspace.onto import replay_onto
-from gitspace.replay import BadRange, Report, replay
-from gitspace.workspace import Result, Workspace
+from gitspace.core.workspace import Result, Workspace
+from gitspace.replay.engine import BadRange, Report, replay
+from gitspace.replay.onto import replay_onto
+from gitspace.tools import registry
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -149,7 +149,7 @@ BUMP = ("import os, sys\nsys.dont_write_bytecode = True\n"
 
 
 def test_a_demo_branch_replays_clean(tmp_path: Path) -> None:
-    from gitspace.demo import run_demo
+    from gitspace.agent.demo import run_demo
 
     root = tmp_path / "demo"
     run_demo(root, echo=lambda s: None)
@@ -354,7 +354,7 @@ def test_an_outside_edit_must_change_exactly_the_paths_it_records(ws: Workspace)
 
 def commit_a_transcript(ws: Workspace, files: dict[str, str]) -> None:
     """A transcript op as ``gitspace run --commit-transcript`` records it."""
-    from gitspace.transaction import Plan
+    from gitspace.core.transaction import Plan
 
     op = ws.new_op("transcript", {"path": "transcripts/s1.json", "session": "s1"},
                    source="transcript")
@@ -415,7 +415,7 @@ def test_the_workspace_size_cap_applies_to_the_replay(tmp_path: Path) -> None:
 
 
 def test_diffs_and_path_lists_are_bounded(ws: Workspace) -> None:
-    from gitspace.replay_op import DIFF_BYTES, DIFF_LINE_CHARS, PATHS_LISTED
+    from gitspace.replay.judge import DIFF_BYTES, DIFF_LINE_CHARS, PATHS_LISTED
 
     call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
     wide = {"a.md": "".join(("€" * 2000) + f"{i}\n" for i in range(60))}
@@ -461,7 +461,7 @@ def test_a_scratch_folder_that_cannot_be_removed_is_named_in_the_report(
     import shutil
     import types
 
-    from gitspace import scratch
+    from gitspace.replay import scratch
 
     call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
     # A git child still writing into the folder, as an interrupt can leave one, is what makes
@@ -480,11 +480,11 @@ def test_a_scratch_folder_that_cannot_be_removed_is_named_in_the_report(
 def stamp_tool() -> Iterator[Any]:
     """A test-only built-in tool, registered through the registry's own decorator."""
     def register(version: str) -> None:
-        @tools.builtin("stamp_test", "Write stamp.txt (test only).", {"text": "x"},
-                       tools.obj(["text"], text=tools.string("What to stamp.")), mutates=True)
+        @registry.builtin("stamp_test", "Write stamp.txt (test only).", {"text": "x"},
+                       registry.obj(["text"], text=registry.string("What to stamp.")), mutates=True)
         def stamp(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
-            from gitspace.edit_tools import edit
-            from gitspace.transaction import Plan
+            from gitspace.core.transaction import Plan
+            from gitspace.tools.files import edit
 
             def plan(txn: Any) -> Plan:
                 txn.write("stamp.txt", f"{version}: {args['text']}\n".encode())
@@ -493,7 +493,7 @@ def stamp_tool() -> Iterator[Any]:
             return edit(ws, "stamp_test", args, plan, **kw)
 
     yield register
-    tools._BUILTINS.pop("stamp_test", None)
+    registry._BUILTINS.pop("stamp_test", None)
 
 
 def test_a_tool_whose_behaviour_changed_since_the_op_diverges_there(ws: Workspace,
@@ -671,7 +671,7 @@ def test_onto_stops_where_part_of_an_outside_edit_is_already_there(ws: Workspace
 
 
 def gitspace_op(ws: Workspace, rev: str) -> str:
-    from gitspace.ledger import parse_message
+    from gitspace.storage.ledger import parse_message
 
     op = parse_message(message(ws.root, rev))
     assert op is not None

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from gitspace.core.schema import apply_defaults, check_schema, describe, validate
 from gitspace.errors import BadArguments
-from gitspace.schema import apply_defaults, check_schema, describe, validate
 
 VIEW = {
     "type": "object",

@@ -40,7 +40,7 @@ def test_memory_tool_definition(ws: gitspace.Workspace) -> None:
 
 
 def test_runnable_tools_mirror_the_registry(ws: gitspace.Workspace) -> None:
-    from gitspace.tools import all_tools
+    from gitspace.tools.registry import all_tools
 
     tools = {t.name: t for t in runnable_tools(ws)}
     registry = all_tools(ws)

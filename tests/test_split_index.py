@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gitspace
-from gitspace import ewah, gitindex
+from gitspace.storage import ewah, gitindex
 
 
 @given(st.sets(st.integers(min_value=0, max_value=5000), max_size=200))

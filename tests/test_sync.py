@@ -13,11 +13,13 @@ from conftest import assert_clean, git, state
 from test_attach import checkout_state, gs, make_user_repo, status
 
 import gitspace
-from gitspace import attach, history, sync
 from gitspace.agent.session import Session
 from gitspace.agent.transcript import commit_transcript
+from gitspace.core import timeline as history
 from gitspace.errors import Conflict, GitspaceError
-from gitspace.gitrepo import ZERO
+from gitspace.storage.gitrepo import ZERO
+from gitspace.team import attach
+from gitspace.team import remote as sync
 
 
 @pytest.fixture
@@ -106,13 +108,13 @@ def test_two_clones_exchange_branches_and_checkpoints(tmp_path: Path, remote: Pa
 
 
 def gitspace_checkpoints(ws: gitspace.Workspace) -> list[object]:
-    from gitspace import checkpoints
+    from gitspace.core import checkpoints
 
     return list(checkpoints.listing(ws))
 
 
 def test_a_pulled_branch_replays_as_at_the_origin(tmp_path: Path, remote: Path) -> None:
-    from gitspace import replay
+    from gitspace.replay import engine as replay
     a, b = pushed_pair(tmp_path, remote)
     for n in range(3):
         assert a.call("append", {"path": "log.md", "text": f"line {n}\n"}).ok
@@ -260,7 +262,7 @@ def test_cli_push_and_pull(tmp_path: Path, remote: Path) -> None:
 
 def test_which_current_branch_moves_depends_on_the_checkout_not_on_its_tip(
         tmp_path: Path, remote: Path) -> None:
-    from gitspace import merge
+    from gitspace.team import merge
 
     # A user's repository whose main fast-forwarded onto an agent's op is still the user's.
     user = make_user_repo(tmp_path / "user")

@@ -21,8 +21,8 @@ from conftest import call_ok, git, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
 
 import gitspace
-from gitspace.ledger import Op
-from gitspace.watch import Report, Watcher
+from gitspace.storage.ledger import Op
+from gitspace.team.watch import Report, Watcher
 
 TIMEOUT = 30.0
 
@@ -379,7 +379,7 @@ def test_run_with_watch_records_what_the_agent_does_outside_its_tools(
 
 def test_git_and_agent_worktrees_inside_it_are_not_watched(ws: gitspace.Workspace,
                                                            watcher: Watcher) -> None:
-    from gitspace import attach
+    from gitspace.team import attach
 
     root = ws.root
     bob = attach.attach(root, "bob").path  # a worktree inside .git, busy with its own ops

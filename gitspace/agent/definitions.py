@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..tools import Tool
+from ..tools.registry import Tool
 
 CACHE = {"type": "ephemeral"}
 

@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import ledger
+from ..core.workspace import Result, Workspace
 from ..errors import GitspaceError
-from ..tools import Tool, all_tools
-from ..workspace import Result, Workspace
-from . import history, recovery
+from ..storage import ledger
+from ..tools.registry import Tool, all_tools
+from . import compaction, recovery
 from .clients import ModelError
 from .definitions import system_blocks, tool_definitions
 from .model import DONE, Block, ModelClient, Reply, tool_result_block
@@ -143,17 +143,17 @@ class Loop:
                 return outcome
 
     def _call(self, s: Session) -> Reply:
-        fitted = history.fit(s.messages, self.options.budget, keep_last=self.options.keep_last)
+        fitted = compaction.fit(s.messages, self.options.budget, keep_last=self.options.keep_last)
         if fitted != s.messages:
-            before = history.size(s.messages)
+            before = compaction.size(s.messages)
             s.messages = fitted
             s.stats.compactions += 1
-            self.on_event(Event("compacted", s.steps, size=history.size(fitted), before=before))
-        problems = history.check(s.messages)
+            self.on_event(Event("compacted", s.steps, size=compaction.size(fitted), before=before))
+        problems = compaction.check(s.messages)
         if problems:  # a bug, not an expected failure: let it surface as one (exit 3)
             raise RuntimeError("The conversation would break the tool pairing rule: "
                                + "; ".join(problems) + ". Please report this gitspace bug.")
-        s.stats.peak_request = max(s.stats.peak_request, history.size(s.messages))
+        s.stats.peak_request = max(s.stats.peak_request, compaction.size(s.messages))
         reply = self.client.create(system=system_blocks(self.options.system),
                                    messages=s.messages, tools=self._definitions,
                                    max_tokens=self.max_tokens)
@@ -161,7 +161,7 @@ class Loop:
         s.steps += 1
         s.client_state = self.client.state()
         self.on_event(Event("model", s.steps, text=reply.text(), stop_reason=reply.stop_reason,
-                            size=history.size(s.messages)))
+                            size=compaction.size(s.messages)))
         return reply
 
     def _handle(self, s: Session, reply: Reply) -> Outcome | None:

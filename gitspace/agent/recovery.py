@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import branches, checkpoints, ledger
-from ..workspace import Workspace
+from ..core import branches, checkpoints
+from ..core.workspace import Workspace
+from ..storage import ledger
 
 SEARCH_DEPTH = 1000  # a resumed op is among the newest commits of its branch
 

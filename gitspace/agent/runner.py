@@ -7,8 +7,8 @@ the client it started with.
 
 from __future__ import annotations
 
-from .. import ledger
 from ..errors import BadArguments
+from ..storage import ledger
 from .loop import Event
 from .model import ModelClient
 from .session import Session

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..tools import all_tools
+from ..tools.registry import all_tools
 
 if TYPE_CHECKING:  # the SDK is an optional, heavy dependency: never imported at run time here
     from anthropic.lib.tools import BetaAbstractMemoryTool, BetaFunctionTool
     from anthropic.types.beta import BetaCacheControlEphemeralParam
 
-    from ..workspace import Workspace
+    from ..core.workspace import Workspace
 
 
 def _text_or_tool_error(ws: Workspace, name: str, args: dict[str, Any]) -> str:

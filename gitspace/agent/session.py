@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import ledger
 from ..errors import BadArguments, GitspaceError, NotFound
+from ..storage import ledger
 from .model import Message
 
 FORMAT = 1

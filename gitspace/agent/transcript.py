@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
+from ..core.transaction import Plan, Txn
+from ..core.workspace import Result, Workspace
 from ..errors import FileRefused
-from ..transaction import Plan, Txn
-from ..workspace import Result, Workspace
 from .session import Session
 
 FOLDER = "transcripts"

@@ -1,0 +1,327 @@
+"""Terminal rendering for the CLI (rich). Imported only by ``cli``; never by the library."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..storage import ledger
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _when(ts: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+
+def result(res: Any) -> None:
+    if res.ok:
+        out.print(escape(res.text))
+        if res.op:
+            extra = f" (after outside changes, op {res.external_op})" if res.external_op else ""
+            out.print(f"[dim]op {res.op} commit {res.commit[:12]}{extra}[/dim]")
+    else:
+        error(res.error or res.text)
+
+
+def error(e: Any) -> None:
+    message = getattr(e, "message", str(e))
+    err.print(f"[bold red]error:[/bold red] {escape(message)}")
+    hint = getattr(e, "hint", None)
+    if hint:
+        err.print(f"[yellow]hint:[/yellow] {escape(hint)}")
+
+
+def bug(e: BaseException) -> None:
+    err.print("[bold red]gitspace hit a bug[/bold red] (this is not your fault):")
+    err.print(escape("".join(traceback.format_exception_only(type(e), e)).strip()))
+    err.print("Please report it with the command you ran.")
+
+
+def status(data: dict[str, Any]) -> None:
+    out.print(f"Workspace {escape(data['root'])}")
+    out.print(f"On branch [bold]{escape(data['branch'])}[/bold] at {data['tip'][:12]}")
+    if data["pending"]:
+        out.print(f"{len(data['pending'])} outside change(s) not yet recorded "
+                  "(run 'gitspace snapshot'):")
+        for path in data["pending"][:50]:
+            out.print(f"  {escape(path)}")
+    else:
+        out.print("No outside changes: the work tree matches the last op.")
+    for note in data["too_large"]:
+        out.print(f"[yellow]too large to record:[/yellow] {escape(note)}")
+
+
+def timeline(entries: list[Any]) -> None:
+    table = Table(box=None, pad_edge=False)
+    for col in ("time", "op", "agent", "tool", "args", "files", ""):
+        table.add_column(col, overflow="fold")
+    for e in entries:
+        op = e.op
+        files = ", ".join(e.files[:3]) + (f" +{len(e.files) - 3}" if len(e.files) > 3 else "")
+        marks = " ".join(f"[green]◆ {escape(c)}[/green]" for c in e.checkpoints)
+        if e.problem:
+            marks += f" [red]malformed: {escape(e.problem)}[/red]"
+        table.add_row(
+            _when(e.time),
+            op.op_id[-8:] if op else e.commit[:8],
+            escape(op.agent or "-") if op else escape(e.author),
+            escape(op.tool) if op else "[dim]commit[/dim]",
+            escape(ledger.args_summary(op.args)) if op else escape(e.subject),
+            escape(files),
+            marks,
+        )
+    out.print(table)
+
+
+def op_detail(e: Any) -> None:
+    out.print(f"commit {e.commit}  {_when(e.time)}  {escape(e.author)}")
+    if e.op:
+        op = e.op
+        out.print(f"op {op.op_id}  tool {escape(op.tool)}  source {op.source}  "
+                  f"agent {escape(op.agent or '-')}")
+        out.print(f"args {escape(ledger.args_summary(op.args, 200))}")
+        if op.undo_of:
+            out.print(f"undoes {', '.join(op.undo_of)}")
+        if op.redo_of:
+            out.print(f"redoes {op.redo_of}")
+    else:
+        out.print(escape(e.subject))
+
+
+def checkpoints(rows: list[Any]) -> None:
+    if not rows:
+        out.print("No checkpoints yet.")
+        return
+    table = Table(box=None, pad_edge=False)
+    for col in ("name", "commit", "branch", "agent", "time", "message"):
+        table.add_column(col)
+    for c in rows:
+        table.add_row(escape(c.name), c.commit[:12], escape(c.branch), escape(c.agent),
+                      _when(c.time), escape(c.message))
+    out.print(table)
+
+
+def branches(rows: list[Any]) -> None:
+    for b in rows:
+        mark = "*" if b.current else " "
+        out.print(f"{mark} {escape(b.name)}  {b.tip[:12]}")
+
+
+def tools(found: list[Any], notes: list[str]) -> None:
+    table = Table(box=None, pad_edge=False, show_lines=False)
+    for col in ("tool", "kind", "description"):
+        table.add_column(col, overflow="fold")
+    for t in found:
+        kind = ("mutates" if t.mutates else "read-only") + ("" if t.origin == "builtin" else
+                                                            f", {t.origin}")
+        first = t.description.split(". ")[0].rstrip(".") + "."
+        table.add_row(escape(t.name), kind, escape(first))
+    out.print(table)
+    for note in notes:
+        out.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+def verify(report: Any) -> None:
+    out.print(f"{report.commits} commits, {report.ops} ops, {report.foreign} non-op commits, "
+              f"{len(report.problems)} problem(s).")
+    if report.ok:
+        out.print("[green]Every op parses.[/green]")
+    for commit, problem in report.problems:
+        out.print(f"[red]{commit[:12]} malformed:[/red] {escape(problem)}")
+
+
+def outcome(result: Any, as_json: bool = False) -> None:
+    s = result.session
+    if as_json:
+        import json
+
+        out.print_json(json.dumps({"status": result.status, "text": result.text, "session": s.id,
+                                   "calls": result.calls, "steps": s.steps,
+                                   "stats": vars(s.stats)}))
+        return
+    colour = "green" if result.ok else "yellow"
+    out.print(f"\n[{colour}]{escape(result.status)}[/{colour}] after {result.calls} model call(s) "
+              f"this run ({s.steps} in session {s.id}).")
+    out.print(escape(result.text))
+    st = s.stats
+    out.print(f"[dim]{st.tool_calls} tool calls, {st.bytes_read:,} characters of tool results, "
+              f"largest {st.largest_result:,}; peak conversation {st.peak_request:,} characters, "
+              f"{st.compactions} compaction(s).[/dim]")
+
+
+def sessions(rows: list[Any], as_json: bool = False) -> None:
+    if as_json:
+        import json
+
+        out.print_json(json.dumps([{"session": s.id, "status": s.status, "agent": s.agent,
+                                    "client": s.client, "scripted": s.scripted, "steps": s.steps,
+                                    "task": s.task} for s in rows]))
+        return
+    if not rows:
+        out.print("No saved sessions. Start one with 'gitspace run TASK'.")
+        return
+    table = Table(box=None, pad_edge=False)
+    for col in ("session", "status", "agent", "client", "steps", "task"):
+        table.add_column(col, overflow="fold")
+    for s in rows:
+        client = f"{s.client} (scripted)" if s.scripted else s.client
+        table.add_row(s.id, s.status, s.agent or "-", escape(client), str(s.steps),
+                      escape(s.task[:60]))
+    out.print(table)
+
+
+# -- replay ------------------------------------------------------------------------------------
+
+REPLAY_BAR_FROM = 100  # commits: shorter replays finish before a bar would be worth drawing
+
+
+class ReplayProgress:
+    """A rich progress bar on stderr for a long replay; ``update`` is the library's callback."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and err.is_terminal
+        self.bar: Any = None
+        self.task: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled or total < REPLAY_BAR_FROM:
+            return
+        if self.bar is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress("replaying", BarColumn(), MofNCompleteColumn(),
+                                TimeRemainingColumn(), console=err, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("replay", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def __enter__(self) -> ReplayProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def replay_report(report: Any) -> None:
+    _replay_body(report)
+    if report.unverified:
+        out.print(f"  {report.unverified} script op(s) not verified (scripts disabled): their "
+                  "files were taken as recorded. Replay without --no-scripts to check them.")
+    if report.leftover:
+        err.print(f"Could not remove the scratch folder {escape(str(report.leftover))} (a process "
+                  "may still be writing to it); delete it by hand.")
+
+
+def _replay_body(report: Any) -> None:
+    span = f"{report.base[:12]}..{report.tip[:12]}" if report.base else \
+        f"the root commit..{report.tip[:12]}"
+    target = f" onto {report.onto[:12]}" if report.onto else ""
+    out.print(f"Replayed {span}{target}: {report.total} commit(s), {report.checked} checked.")
+    why = ", ".join(f"{n} {escape(k)}" for k, n in sorted(report.recorded_why.items()))
+    out.print(f"  {report.reexecuted} re-executed, {report.as_recorded} applied as recorded"
+              + (f" ({why})" if why else ""))
+    d = report.divergence
+    if d is None:
+        if report.onto:
+            out.print(f"[green]created[/green] branch [bold]{escape(report.branch)}[/bold] at "
+                      f"{report.created[:12]}: every op applied on the new base.")
+        else:
+            out.print("[green]match[/green]: every re-executed op rebuilt its recorded files.")
+        return
+    if report.onto:
+        out.print(f"[red]stopped[/red]: this op no longer applies on {report.onto[:12]}; "
+                  "nothing was changed.")
+    else:
+        out.print("[red]diverged[/red] at this op:")
+    out.print(f"  commit {d.commit}")
+    if d.op_id:
+        out.print(f"  op {d.op_id}  tool {escape(d.tool or '-')}")
+        import json
+
+        args = json.dumps(d.args, ensure_ascii=False)
+        out.print(f"  args {escape(args if len(args) <= 300 else args[:297] + '...')}")
+    out.print(f"  why: {escape(d.reason)}")
+    if d.paths:
+        hidden = max(len(d.paths) - 20, 0) + (d.more_paths or 0)
+        more = f" and {hidden} more" if hidden else ""
+        out.print(f"  paths: {escape(', '.join(d.paths[:20]))}{more}")
+    for line in d.diff:
+        colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        text = escape(line)
+        out.print(f"    [{colour}]{text}[/{colour}]" if colour else f"    {text}")
+
+
+def attached(a: Any) -> None:
+    if a.existed:
+        out.print(f"Agent {escape(a.name)} is already attached on {escape(a.branch)}; nothing "
+                  "was changed.")
+    else:
+        how = "continues its existing branch" if a.resumed else "has a new branch"
+        out.print(f"Attached agent [bold]{escape(a.name)}[/bold]: it {how} "
+                  f"{escape(a.branch)} at {a.start[:12]}.")
+    out.print(f"Worktree: {escape(str(a.path))}")
+    if a.dirty:
+        out.print(f"[yellow]note:[/yellow] your checkout has {a.dirty} uncommitted change(s); "
+                  "they were not copied (the agent starts from your last commit).")
+    out.print(f"Work there with: gitspace -C {escape(str(a.path))} --agent {escape(a.name)} ...")
+    out.print(f"(from your checkout, 'gitspace --agent {escape(a.name)} ...' goes there too)")
+
+
+def agents(rows: list[Any]) -> None:
+    if not rows:
+        out.print("No agents. Attach one with 'gitspace attach --agent NAME'.")
+        return
+    table = Table(box=None, pad_edge=False)
+    for col in ("agent", "branch", "worktree", "ops", "last op"):
+        table.add_column(col, overflow="fold")
+    for a in rows:
+        last = "-" if a.last is None else (f"{escape(a.last.tool)} {a.last.op_id[-8:]} "
+                                           f"{_when(a.last_time)}")
+        where = escape(str(a.path)) if a.path else "[dim]detached[/dim]"
+        table.add_row(escape(a.name), escape(a.branch), where, str(a.ops), last)
+    out.print(table)
+    out.print("[dim]ops: ops on the agent's branch that your checked-out commit does not have."
+              "[/dim]")
+
+
+def merged(m: Any) -> None:
+    if m.commit is None:
+        out.print(f"{escape(m.target)} already contains everything on {escape(m.branch)}; "
+                  "nothing was changed.")
+        return
+    out.print(f"Merged {escape(m.branch)} into [bold]{escape(m.target)}[/bold]: merge commit "
+              f"{m.commit[:12]}, {len(m.files)} file(s) changed.")
+    if m.checkout:
+        out.print("Your checkout is on that branch: those files were updated in it, nothing else.")
+
+
+def detached(d: Any) -> None:
+    out.print(f"Detached agent {escape(d.name)}: removed {escape(str(d.path))}; branch "
+              f"{escape(d.branch)} kept at {d.tip[:12]}.")
+    if d.discarded:
+        out.print(f"[yellow]discarded[/yellow] unrecorded changes: {escape(', '.join(d.discarded))}")
+    if getattr(d, "ignored", None):
+        out.print(f"Deleted ignored files with it: {escape(', '.join(d.ignored))}")
+    if d.sessions:
+        out.print(f"Session files moved to {escape(str(d.sessions))}.")
+
+
+def synced(report: Any, verb: str) -> None:
+    if not report.moved:
+        out.print(f"Nothing to {verb}: {escape(report.remote)} and this clone agree.")
+    for ref, what in report.moved:
+        name = ref.removeprefix("refs/heads/")
+        if name.startswith("refs/tags/gitspace/"):
+            name = "checkpoint " + name[len("refs/tags/gitspace/"):]
+        out.print(f"{verb}ed {escape(name)}: {escape(what)}")
+    for note in report.notes:
+        out.print(f"[yellow]note:[/yellow] {escape(note)}")

@@ -1,0 +1,104 @@
+"""Branches: plain git branches; forking at a checkpoint; switching without losing work.
+
+Invariant: ``switch`` changes only files that differ between the two branch tips, and refuses
+(changing nothing) when any of those files has an outside change or an untracked file is in the
+way, or when another work tree (the user's checkout, another agent's worktree) has that branch
+checked out. It is journaled like an op, so a crash mid-switch is finished on the next open.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import BadArguments, Conflict, GitspaceError, NotFound
+from ..storage import ledger
+from .transaction import checkout_changes
+from .workspace import Workspace
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
+
+
+@dataclass(frozen=True)
+class Branch:
+    name: str
+    tip: str
+    current: bool
+
+
+def check_name(name: str) -> str:
+    bad = (not NAME.fullmatch(name) or ".." in name or "//" in name or name.endswith((".lock", "/", "."))
+           or "/." in name or name == "HEAD")
+    if bad:
+        raise BadArguments(
+            f"{name!r} is not a valid branch name.",
+            hint="Use letters, digits, '.', '_', '-' and '/', like 'explore/east'.",
+        )
+    return name
+
+
+def listing(ws: Workspace) -> list[Branch]:
+    current = ws.repo.head_branch()
+    return [
+        Branch(ref[len("refs/heads/"):], obj, ref == f"refs/heads/{current}")
+        for ref, obj, _ in ws.repo.refs("refs/heads")
+    ]
+
+
+def create(ws: Workspace, name: str, start: str, op_id: str | None = None) -> Branch:
+    check_name(name)
+    if ws.repo.read_ref(f"refs/heads/{name}") is not None:
+        raise GitspaceError(f"A branch named {name!r} already exists.",
+                            hint="Switch to it with the switch tool, or pick another name.")
+    note = f" (op {ledger.check_token('op id', op_id)})" if op_id else ""
+    ws.transactions.create_ref(f"refs/heads/{name}", start, ws.author,
+                               f"gitspace: branch {name}{note}")
+    return Branch(name, start, False)
+
+
+def op_of(ws: Workspace, name: str) -> str | None:
+    """The op id a branch was created under, from the first entry of its reflog (None if none)."""
+    log = ws.repo.commondir / "logs" / "refs" / "heads" / name
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+    except OSError:
+        return None
+    found = re.search(r"\tgitspace: branch \S+ \(op (\S+)\)$", first.rstrip("\n"))
+    return found.group(1) if found else None
+
+
+def switch(ws: Workspace, name: str) -> int:
+    """Check out branch ``name``; returns how many files changed on disk."""
+    check_name(name)
+    txns = ws.transactions
+    with txns.lock():
+        txns.recover_locked()
+        current = ws.branch()
+        if name == current:
+            return 0
+        target = ws.repo.read_ref(f"refs/heads/{name}")
+        if target is None:
+            names = ", ".join(b.name for b in listing(ws))
+            raise NotFound(f"There is no branch named {name!r}.", hint=f"Branches: {names}.")
+        elsewhere = ws.repo.checked_out_elsewhere(name)
+        if elsewhere is not None:
+            raise Conflict(
+                f"Branch {name} is checked out in {elsewhere}: two work trees on one branch "
+                "would overwrite each other's files.",
+                hint="Start a branch of your own there instead ('gitspace branch NAME').",
+            )
+        old_tip = ws.tip()
+        wanted, _ = checkout_changes(
+            ws, ws.repo.commit(old_tip).tree, ws.repo.commit(target).tree,
+            f"Switching to {name}", "Run 'gitspace snapshot' to record them first, then switch.")
+        ref = f"refs/heads/{name}"
+        paths = sorted(wanted)
+        txns.journal_write({"ref": ref, "old": target, "new": target, "paths": paths,
+                            "head": name})
+        ws.repo.set_head(name, ws.author, old_tip, target)
+        for rel, state in wanted.items():
+            txns.put_file(rel, state)
+        txns.sync_index(paths, target)
+        txns.journal.unlink(missing_ok=True)
+        return len(paths)

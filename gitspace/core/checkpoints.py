@@ -1,0 +1,119 @@
+"""Checkpoints: annotated tags ``gitspace/<name>`` at op commits; restore is a new op.
+
+Invariant: a checkpoint never moves and never rewrites history. Restoring makes a new op whose
+tree is the checkpoint's tree, so the abandoned path stays visible in the log and can itself be
+restored or undone. Outside changes to the files a restore replaces are committed first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import BadArguments, GitspaceError, NotFound
+from ..storage import ledger
+from .transaction import Plan, Txn
+from .workspace import Workspace
+
+PREFIX = "refs/tags/gitspace/"
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    name: str
+    commit: str
+    branch: str
+    agent: str
+    time: int
+    message: str
+
+
+def check_name(name: str) -> str:
+    if not NAME.fullmatch(name) or ".." in name or name.endswith((".lock", ".")):
+        raise BadArguments(
+            f"{name!r} is not a valid checkpoint name.",
+            hint="Use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.",
+        )
+    return name
+
+
+def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None) -> Checkpoint:
+    check_name(name)
+    branch, tip = ws.branch(), ws.tip()
+    if ws.repo.read_ref(PREFIX + name) is not None:
+        raise GitspaceError(
+            f"A checkpoint named {name!r} already exists.",
+            hint="Pick another name; 'gitspace checkpoints' lists the existing ones.",
+        )
+    agent = ws.agent or "human"
+    text = " ".join(message.split())[:500]
+    body = f"{text or 'checkpoint ' + name}\n\nGitspace-Checkpoint: {name}\n" \
+           f"Gitspace-Branch: {branch}\nGitspace-Agent: {agent}\n"
+    if op_id:
+        body += f"Gitspace-Op: {ledger.check_token('op id', op_id)}\n"
+    tagger = ws.author
+    tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
+    ws.transactions.create_ref(PREFIX + name, tag, tagger, f"checkpoint {name}")
+    return Checkpoint(name, tip, branch, agent, ws.repo.commit(tip).time, text)
+
+
+def op_of(ws: Workspace, name: str) -> str | None:
+    """The op id a checkpoint was created under (None for one made outside an agent run)."""
+    sha = ws.repo.read_ref(PREFIX + name)
+    if sha is None:
+        return None
+    kind, data = ws.repo.read_object(sha)
+    found = re.search(r"^Gitspace-Op: (\S+)$", data.decode("utf-8", "replace"), re.M)
+    return found.group(1) if kind == "tag" and found else None
+
+
+def listing(ws: Workspace) -> list[Checkpoint]:
+    out = []
+    for ref, _, commit, when, message in ws.repo.tags(PREFIX.rstrip("/")):
+        fields = dict(
+            line.split(": ", 1) for line in message.splitlines() if line.startswith("Gitspace-")
+        )
+        out.append(Checkpoint(
+            name=ref[len(PREFIX):], commit=commit,
+            branch=fields.get("Gitspace-Branch", "?"), agent=fields.get("Gitspace-Agent", "?"),
+            time=when, message=message.split("\n\n", 1)[0].strip(),
+        ))
+    return sorted(out, key=lambda c: (c.time, c.name))
+
+
+def resolve(ws: Workspace, name: str) -> str:
+    check_name(name)
+    tag = ws.repo.read_ref(PREFIX + name)
+    if tag is None:
+        names = [c.name for c in listing(ws)]
+        raise NotFound(
+            f"There is no checkpoint named {name!r}.",
+            hint="Existing checkpoints: " + (", ".join(names[-20:]) if names else "none yet") + ".",
+        )
+    commit = ws.repo.resolve(f"refs/tags/gitspace/{name}")
+    if commit is None:
+        raise NotFound(f"Checkpoint {name!r} does not point at a commit.")
+    return commit
+
+
+def restore_plan(ws: Workspace, name: str, target_commit: str) -> object:
+    target_tree = ws.repo.commit(target_commit).tree
+
+    def plan(txn: Txn) -> Plan:
+        changed = set_tree(ws, txn, target_tree)
+        return Plan(f"Restored checkpoint {name}: {changed} file(s) changed.", f"restore {name}")
+
+    return plan
+
+
+def set_tree(ws: Workspace, txn: Txn, target_tree: str) -> int:
+    """Stage writes that make the files equal ``target_tree``; the number of paths staged."""
+    changes = list(ws.repo.diff_trees(txn.tree, target_tree))
+    for change in changes:
+        txn.read(change.path)
+        if change.new is None:
+            txn.delete(change.path)
+        else:
+            txn.write(change.path, ws.repo.read_blob(change.new.sha), change.new.mode)
+    return len(changes)

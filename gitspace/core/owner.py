@@ -1,0 +1,108 @@
+"""Which checkouts gitspace owns: the one test every writer asks before it changes a checkout.
+
+gitspace owns a checkout when it is
+- an agent's worktree (``<common git dir>/gitspace/worktrees/NAME``, made by ``attach``), or
+- a workspace: its checked-out branch descends, by first parents, from a root commit that is a
+  gitspace ``init`` op (made by ``gitspace init``). That survives clones, pulls and merges into
+  the branch, and a user's own branch never has one, whatever a merge or fast-forward put at its
+  tip.
+
+Everything else is the user's own checkout: gitspace reads it but never writes its files, index
+or HEAD. The verdict costs one first-parent walk the first time, then only the commits made since
+(a verified tip is remembered in this worktree's own ``gitspace`` state folder).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import LedgerError, NotAWorkspace
+from ..storage import ledger
+from ..storage.gitrepo import GitRepo
+
+_REMEMBER = "owned-tip"
+_SHORT_WALK = 64  # first parents looked at before asking git for the root instead
+
+
+def worktrees_dir(repo: GitRepo) -> Path:
+    return repo.commondir / "gitspace" / "worktrees"
+
+
+def is_agent_worktree(repo: GitRepo) -> bool:
+    return repo.root.resolve().parent == worktrees_dir(repo).resolve()
+
+
+def owns(repo: GitRepo) -> bool:
+    """Does gitspace own the checkout ``repo`` is opened at? (See the module docstring.)"""
+    if is_agent_worktree(repo):
+        return True
+    tip = repo.read_ref("HEAD")
+    if tip is None or not repo.has_object(tip):
+        return False
+    remembered = _remembered(repo)
+    sha: str | None = tip
+    for _ in range(_SHORT_WALK):
+        if sha is None:
+            return False
+        if sha == remembered:
+            break
+        parents = repo.commit(sha).parents
+        if not parents:
+            if not _is_init(repo, sha):
+                return False
+            break
+        sha = parents[0]
+    else:
+        roots = repo.git("rev-list", "--first-parent", "--max-parents=0", tip).split()
+        if not roots or not _is_init(repo, roots[-1].decode()):
+            return False
+    if tip != remembered:
+        _remember(repo, tip)
+    return True
+
+
+def _is_init(repo: GitRepo, sha: str) -> bool:
+    commit = repo.commit(sha)
+    if commit.parents:
+        return False
+    try:
+        op = ledger.parse_message(commit.message)
+    except LedgerError:
+        return False
+    return op is not None and op.source == "init"
+
+
+def _remembered(repo: GitRepo) -> str | None:
+    try:
+        return (repo.gitdir / "gitspace" / _REMEMBER).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _remember(repo: GitRepo, tip: str) -> None:
+    folder = repo.gitdir / "gitspace"
+    if not folder.is_dir():
+        return
+    tmp = folder / f"{_REMEMBER}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(tip + "\n")
+        os.replace(tmp, folder / _REMEMBER)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # only a cache: the next check walks again
+
+
+def refuse(repo: GitRepo, action: str) -> NotAWorkspace:
+    """The error for ``action`` (e.g. 'record ops') asked of a checkout gitspace does not own."""
+    return NotAWorkspace(
+        f"{repo.root} is not a gitspace workspace but a checkout of your own, so gitspace will "
+        f"not {action} here: its files, index and HEAD stay yours. Nothing was changed.",
+        hint=f"Give an agent a branch and worktree of its own with 'gitspace -C {repo.root} "
+             "attach --agent NAME' and work there (--agent NAME routes to it), or start a new "
+             "workspace with 'gitspace init DIR'.",
+    )
+
+
+def require(repo: GitRepo, action: str) -> None:
+    if not owns(repo):
+        raise refuse(repo, action)

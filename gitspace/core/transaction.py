@@ -1,0 +1,516 @@
+"""The op transaction: one tool call that changes files becomes exactly one commit.
+
+Invariants:
+- Work tree, index and branch ref move together, under one lock per work tree. Order: objects
+  (harmless if orphaned) → journal → compare-and-swap of the branch ref → work-tree files (each by
+  tmp-file-and-rename) → index → journal removed. A failure before the ref moves changes nothing;
+  a failure after it is rolled back (ref swapped back, files restored) before the error surfaces.
+- A crash at any point leaves a journal; ``recover`` finishes the op from it (roll forward), so an
+  op whose ref swap happened is never lost and no half-applied op stays visible.
+- Outside changes to a path the op reads or writes are first committed as their own op (source
+  ``external``), never folded into the tool's commit. Only touched paths are examined: an op never
+  scans the tree.
+- A plan that changes nothing produces no commit.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import stat as statmod
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import Conflict, FileRefused, GitspaceError, LockTimeout, ToolFailed
+from ..storage import gitindex, ledger
+from ..storage.gitrepo import EXEC_MODE, FILE_MODE, LINK_MODE, Entry, GitRepo, Identity
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
+
+# The names tempfile.mkstemp(prefix=".gitspace-") gives put_file's tmp files.
+TMP_NAME = re.compile(r"\.gitspace-[a-z0-9_]{8}")
+COMMITTER = Identity("gitspace", "gitspace@localhost")
+UNCHANGED = "unchanged: the files already hold that content, so no op was recorded."
+
+
+@dataclass
+class Plan:
+    """What a tool decided: its result text, subject line, and (via the Txn) its writes."""
+
+    text: str
+    subject: str
+    body: str = ""
+    when: float | None = None  # the commit's time, when the tool's result depends on it
+
+
+@dataclass
+class Committed:
+    """The outcome of a transaction."""
+
+    text: str
+    op_id: str | None
+    commit: str | None
+    changed: list[str] = field(default_factory=list)
+    external_op: str | None = None
+
+
+def disk_state(
+    path: Path, stats: dict[str, os.stat_result] | None = None, rel: str = "",
+    limit: int | None = None,
+) -> tuple[bytes, int] | None:
+    """(content, git mode) of a work-tree path, None when absent.
+
+    The stat is taken before the content is read and kept in ``stats``: an index entry built from
+    it can only ever be older than the content, so git re-checks rather than trusts it. A regular
+    file larger than ``limit`` is refused before it is read.
+    """
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stats is not None:
+        stats[rel] = st
+    if statmod.S_ISLNK(st.st_mode):
+        return os.fsencode(os.readlink(path)), LINK_MODE
+    if statmod.S_ISDIR(st.st_mode):
+        return None
+    if limit is not None and st.st_size > limit:
+        raise FileRefused(
+            f"{rel} is {st.st_size:,} bytes, over the {limit:,}-byte cap for files gitspace edits.",
+            hint="Read it with the constraint tools (stat, grep, peek, range).",
+        )
+    mode = EXEC_MODE if st.st_mode & 0o100 else FILE_MODE
+    return path.read_bytes(), mode
+
+
+class Txn:
+    """The view a tool's plan works on: reads see the work tree, writes are staged in memory."""
+
+    def __init__(self, ws: Workspace, tip: str, tree: str) -> None:
+        self.ws = ws
+        self.tip = tip
+        self.tree = tree
+        self.writes: dict[str, tuple[bytes, int] | None] = {}
+        self.disk: dict[str, tuple[bytes, int] | None] = {}
+        self.stats: dict[str, os.stat_result] = {}
+
+    def _disk(self, rel: str) -> tuple[bytes, int] | None:
+        if rel not in self.disk:
+            try:
+                self.disk[rel] = disk_state(self.ws.root / rel, self.stats, rel,
+                                             limit=self.ws.max_file_bytes)
+            except PermissionError as e:
+                raise ToolFailed(f"{rel} cannot be read: {e.strerror}.") from None
+        return self.disk[rel]
+
+    def read(self, rel: str) -> bytes | None:
+        """Current content of a file (pending writes first, then the work tree)."""
+        if rel in self.writes:
+            staged = self.writes[rel]
+            return None if staged is None else staged[0]
+        state = self._disk(rel)
+        return None if state is None else state[0]
+
+    def mode(self, rel: str) -> int:
+        staged = self.writes.get(rel)
+        state = staged if staged is not None else self._disk(rel)
+        return state[1] if state is not None else FILE_MODE
+
+    def write(self, rel: str, data: bytes, mode: int | None = None) -> None:
+        if len(data) > self.ws.max_file_bytes:
+            raise FileRefused(
+                f"Refused to write {rel}: {len(data):,} bytes is over the "
+                f"{self.ws.max_file_bytes:,}-byte cap.",
+                hint="Split the content into smaller files.",
+            )
+        self._disk(rel)
+        self.writes[rel] = (data, mode if mode is not None else self.mode(rel))
+
+    def delete(self, rel: str) -> None:
+        self._disk(rel)
+        self.writes[rel] = None
+
+    def entry(self, rel: str) -> Entry | None:
+        return self.ws.repo.entry_at(self.tree, rel)
+
+
+class Transactions:
+    """Runs plans as ops for one workspace: locking, journaling, committing, recovering."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.repo: GitRepo = ws.repo
+        self.state_dir = ws.repo.gitdir / "gitspace"
+        self.state_dir.mkdir(exist_ok=True)
+        self.journal = self.state_dir / "journal.json"
+        self._split_allowed: bool | None = None  # core.splitIndex, read once when it matters
+
+    # -- locking -----------------------------------------------------------------------------
+
+    @contextmanager
+    def lock(self, timeout: float = 30.0) -> Iterator[None]:
+        fd = os.open(self.state_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise LockTimeout(
+                            f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
+                            hint="Wait for it to finish, then run the command again.",
+                        ) from None
+                    time.sleep(0.002)
+            yield
+        finally:
+            os.close(fd)
+
+    # -- the transaction ---------------------------------------------------------------------
+
+    def run(
+        self,
+        op: ledger.Op,
+        plan: Callable[[Txn], Plan],
+        author: Identity,
+    ) -> Committed:
+        with self.lock():
+            self.recover_locked()
+            branch = self.ws.branch()
+            tip = self.repo.read_ref(f"refs/heads/{branch}")
+            if tip is None:
+                raise GitspaceError(f"Branch {branch} has no commits.")
+            tree = self.repo.commit(tip).tree
+            txn = Txn(self.ws, tip, tree)
+            outcome = plan(txn)
+            return self._commit(op, txn, outcome, author, branch)
+
+    def _commit(
+        self, op: ledger.Op, txn: Txn, outcome: Plan, author: Identity, branch: str
+    ) -> Committed:
+        repo = self.repo
+        external: dict[str, Entry | None] = {}
+        for rel, state in txn.disk.items():
+            found = entry_of(repo, state, write=False)
+            if found != txn.entry(rel):
+                external[rel] = found
+        tool_changes: dict[str, Entry | None] = {}
+        for rel, staged in txn.writes.items():
+            if staged != txn.disk.get(rel):
+                tool_changes[rel] = entry_of(repo, staged, write=True)
+        if not tool_changes:
+            return Committed(text=outcome.text or "unchanged", op_id=None, commit=None)
+        base_tree, parent, ext_id = txn.tree, txn.tip, None
+        if external:
+            for rel, state in txn.disk.items():
+                if rel in external and state is not None:
+                    repo.write_blob(state[0])
+            parent, base_tree, ext_id = self.commit_external(
+                parent, base_tree, external, f"Outside changes found before {op.tool}.")
+        new_tree = repo.update_tree(base_tree, tool_changes)
+        body = "\n\n".join(p for p in (outcome.body.strip(), ledger.result_body(outcome.text)) if p)
+        message = ledger.encode_message(op, outcome.subject, body)
+        commit = repo.write_commit(new_tree, [parent], message, author, COMMITTER, outcome.when)
+        known = {rel: st for rel, st in txn.stats.items() if rel not in txn.writes}
+        self.publish(branch, txn.tip, commit, txn.writes, txn.disk, known, author, op.tool)
+        self.repo.maybe_pack()
+        return Committed(outcome.text, op.op_id, commit, sorted(tool_changes), ext_id)
+
+    def commit_external(
+        self, parent: str, tree: str, changes: dict[str, Entry | None], note: str
+    ) -> tuple[str, str, str]:
+        """Commit outside changes (blobs already written) on ``parent``: (commit, tree, op id)."""
+        paths = sorted(changes)
+        op = ledger.Op(
+            op_id=ledger.new_op_id(),
+            tool="external_edit",
+            args={"count": len(paths), "paths": paths[:100]},
+            source="external",
+            agent=self.ws.external_author,
+            session=self.ws.session,
+        )
+        new_tree = self.repo.update_tree(tree, changes)
+        body = note + "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in paths[:200])
+        message = ledger.encode_message(op, f"external edit of {_summary(paths)}", body)
+        commit = self.repo.write_commit(new_tree, [parent], message, self.ws.external_identity,
+                                        COMMITTER)
+        return commit, new_tree, op.op_id
+
+    def publish(
+        self,
+        branch: str,
+        old: str | None,
+        new: str,
+        writes: dict[str, tuple[bytes, int] | None],
+        before: Mapping[str, tuple[bytes, int] | None],
+        known: dict[str, os.stat_result],
+        ident: Identity,
+        tool: str,
+    ) -> None:
+        """Move ``branch`` from ``old`` to ``new``, write ``writes`` to the work tree, and sync the
+        index for every path in ``before`` (their pre-op disk states, used to roll back)."""
+        ref = f"refs/heads/{branch}"
+        paths = sorted(set(before) | set(writes))
+        self.journal_write({"ref": ref, "old": old, "new": new, "paths": paths})
+        try:
+            self.repo.cas_ref(ref, old, new, ident, f"gitspace: {tool}")
+        except BaseException:
+            self.journal.unlink(missing_ok=True)
+            raise
+        written: list[str] = []
+        try:
+            for rel, staged in writes.items():
+                self.put_file(rel, staged)
+                # Only after it succeeded: put_file changes nothing when it fails, and "restoring"
+                # a path it refused (a folder in the way) would destroy what is there.
+                written.append(rel)
+            self.sync_index(paths, new, known)
+        except BaseException:
+            if old is None:
+                raise  # a branch's first commit: the journal stays, the next open finishes it
+            for rel in written:
+                self.put_file(rel, before.get(rel))
+            self.repo.cas_ref(ref, new, old, ident, f"gitspace: roll back failed {tool}")
+            self.journal.unlink(missing_ok=True)
+            raise
+        self.journal.unlink(missing_ok=True)
+
+    def create_ref(self, ref: str, target: str, ident: Identity, message: str) -> None:
+        """Create ``ref`` (a branch or checkpoint tag), journaled: a crash never strands its lock."""
+        with self.lock():
+            self.recover_locked()
+            self.journal_write({"ref": ref, "old": None, "new": target, "paths": []})
+            try:
+                self.repo.cas_ref(ref, None, target, ident, message)
+            finally:
+                self.journal.unlink(missing_ok=True)
+
+    # -- files and index ---------------------------------------------------------------------
+
+    def put_file(self, rel: str, state: tuple[bytes, int] | None) -> None:
+        """Make the work-tree path hold ``state`` (None: absent), atomically per file."""
+        path = self.ws.root / rel
+        if state is None:
+            if os.path.lexists(path):
+                os.unlink(path)
+                _prune_empty_dirs(path.parent, self.ws.root)
+            return
+        data, mode = state
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise ToolFailed(f"{rel} is a folder in the work tree; it cannot become a file.")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ToolFailed(f"A parent of {rel} is a file, not a folder.") from None
+        fd, tmp = tempfile.mkstemp(prefix=".gitspace-", dir=path.parent)
+        try:
+            if mode == LINK_MODE:
+                os.close(fd)
+                os.unlink(tmp)
+                os.symlink(os.fsdecode(data), tmp)
+            else:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(data)
+                os.chmod(tmp, 0o755 if mode == EXEC_MODE else 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def sync_index(
+        self, paths: Iterable[str], commit: str, known: dict[str, os.stat_result] | None = None
+    ) -> None:
+        """Make the index entries of ``paths`` match ``commit``'s tree and the work tree.
+
+        ``known`` holds stats taken before content was hashed; other paths are stat'ed now (we
+        just wrote them).
+        """
+        known = known or {}
+        tree = self.repo.commit(commit).tree
+        index_path = self.repo.gitdir / "index"
+        try:
+            # No defensive copy of a 10,000-entry index per op: on any failure we forget it.
+            index = gitindex.load(index_path, copy=False)
+        except gitindex.IndexUnsupported:
+            self._sync_index_with_git(list(paths), tree)
+            return
+        try:
+            self._update_entries(index, paths, tree, known)
+            gitindex.store(index_path, index, split=self._split_index(index))
+        except gitindex.IndexLocked:
+            gitindex.forget(index_path)
+            raise LockTimeout(
+                f"{index_path}.lock exists: another git process is updating the index.",
+                hint="If no git process is running, remove that file and try again.",
+            ) from None
+        except BaseException:
+            gitindex.forget(index_path)
+            raise
+
+    def _split_index(self, index: gitindex.Index) -> bool:
+        """Write this index split? Only a large one, and never against core.splitIndex=false."""
+        if len(index.paths) < gitindex.SPLIT_AT:
+            return False
+        if self._split_allowed is None:
+            value = self.repo.git("config", "--type=bool", "--get", "core.splitIndex", check=False)
+            self._split_allowed = value.strip() != b"false"
+        return self._split_allowed
+
+    def _update_entries(self, index: gitindex.Index, paths: Iterable[str], tree: str,
+                        known: dict[str, os.stat_result]) -> None:
+        for rel in paths:
+            entry = self.repo.entry_at(tree, rel)
+            if entry is None or entry.is_tree:
+                index.remove(rel)
+            else:
+                st: os.stat_result | None = known.get(rel)
+                if st is None:
+                    try:
+                        st = os.lstat(self.ws.root / rel)
+                    except FileNotFoundError:
+                        st = None
+                index.set(rel, entry.sha, entry.mode, st)
+
+    def _sync_index_with_git(self, paths: list[str], tree: str) -> None:
+        lines = []
+        for rel in paths:
+            entry = self.repo.entry_at(tree, rel)
+            if entry is None or entry.is_tree:
+                lines.append(f"0 {'0' * 40}\t{rel}")
+            else:
+                lines.append(f"{entry.mode:o} {entry.sha}\t{rel}")
+        self.repo.git("update-index", "-z", "--index-info",
+                      input=("\0".join(lines) + "\0").encode("utf-8", "surrogateescape"))
+        self.repo.git("update-index", "-q", "--refresh", check=False)
+
+    # -- journal and recovery ----------------------------------------------------------------
+
+    def journal_write(self, record: dict[str, object]) -> None:
+        tmp = self.journal.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record))
+        os.replace(tmp, self.journal)
+
+    def recover(self) -> bool:
+        if not self.journal.exists():
+            return False
+        with self.lock():
+            return self.recover_locked()
+
+    def recover_locked(self) -> bool:
+        """Finish an op a crashed process left half-applied. True if there was one."""
+        try:
+            record = json.loads(self.journal.read_text())
+        except FileNotFoundError:
+            return False
+        except ValueError:
+            # The journal is written by rename, so a torn one means it never took effect.
+            self.journal.unlink(missing_ok=True)
+            return False
+        ref, old, new = record["ref"], record["old"], record["new"]
+        self._break_stale_locks(ref)
+        self._remove_tmp_files(record["paths"])
+        if "head" in record:  # an interrupted switch: finish moving HEAD, then the files
+            self.repo.set_head(record["head"], COMMITTER, None, None)
+        tip = self.repo.read_ref(ref)
+        if tip == old:
+            self.repo.cas_ref(ref, old, new, COMMITTER, "gitspace: finish interrupted op")
+            tip = new
+        if tip == new and record["paths"]:  # (a created branch or tag has no files to finish)
+            tree = self.repo.commit(new).tree
+            for rel in record["paths"]:
+                entry = self.repo.entry_at(tree, rel)
+                want = None if entry is None or entry.is_tree else (
+                    self.repo.read_blob(entry.sha), entry.mode)
+                if disk_state(self.ws.root / rel) != want:
+                    self.put_file(rel, want)
+            self.sync_index(record["paths"], new)
+        # Otherwise something outside gitspace moved the ref: leave its work alone.
+        self.journal.unlink(missing_ok=True)
+        return True
+
+    def _remove_tmp_files(self, paths: list[str]) -> None:
+        """Delete the tmp files ``put_file`` of a crashed op left next to the journal's paths."""
+        folders = {(self.ws.root / rel).parent for rel in paths}
+        for folder in folders:
+            try:
+                names = os.listdir(folder)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in names:
+                if TMP_NAME.fullmatch(name):
+                    (folder / name).unlink(missing_ok=True)
+
+    def _break_stale_locks(self, ref: str, wait: float = 0.5) -> None:
+        """Remove the lock files a crashed op left behind.
+
+        We hold the workspace lock and a journal exists, so the process that wrote it died mid-op;
+        a ref/index/HEAD lock taken after its journal is its own. A live git process holds such a
+        lock for milliseconds, so one that is still there after ``wait`` seconds is stale.
+        """
+        since = self.journal.stat().st_mtime_ns if self.journal.exists() else 0
+        ref_path = self.repo.commondir / ref
+        locks = [ref_path.with_name(ref_path.name + ".lock"), self.repo.gitdir / "index.lock",
+                 self.repo.gitdir / "HEAD.lock"]
+        deadline = time.monotonic() + wait
+        for lock in locks:
+            while lock.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            try:
+                if lock.stat().st_mtime_ns >= since:
+                    lock.unlink()
+            except FileNotFoundError:
+                pass
+
+
+State = tuple[bytes, int] | None
+
+
+def checkout_changes(ws: Workspace, old_tree: str, new_tree: str, doing: str,
+                     hint: str) -> tuple[dict[str, State], dict[str, State]]:
+    """What moving the work tree from ``old_tree`` to ``new_tree`` writes, and what each of those
+    paths holds on disk now. A path whose disk content is not ``old_tree``'s is an outside change
+    the move would overwrite: Conflict, with nothing changed."""
+    repo = ws.repo
+    writes: dict[str, State] = {}
+    before: dict[str, State] = {}
+    for change in repo.diff_trees(old_tree, new_tree):
+        disk = disk_state(ws.root / change.path)
+        recorded = None if change.old is None else (repo.read_blob(change.old.sha), change.old.mode)
+        if disk != recorded:
+            raise Conflict(f"{doing} would overwrite {change.path}, which has changes not "
+                           "recorded yet.", hint=hint)
+        before[change.path] = disk
+        writes[change.path] = None if change.new is None else (repo.read_blob(change.new.sha),
+                                                                change.new.mode)
+    return writes, before
+
+
+def entry_of(repo: GitRepo, state: tuple[bytes, int] | None, *, write: bool) -> Entry | None:
+    if state is None:
+        return None
+    data, mode = state
+    sha = repo.write_blob(data) if write else repo.hash_object("blob", data)
+    return Entry(mode, sha)
+
+
+def _prune_empty_dirs(folder: Path, root: Path) -> None:
+    while folder != root and root in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def _summary(paths: list[str]) -> str:
+    return paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"

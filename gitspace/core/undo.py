@@ -1,0 +1,142 @@
+"""Undo and redo as ``git revert`` of op commits, each recorded as an op.
+
+Invariants (the walk is over the ledger, so it works across restarts and clones):
+- ``undo`` reverts the newest ops not yet reverted, skipping undo commits: repeated undo walks
+  further back and never undoes the previous undo. An op re-applied by a redo is represented by the
+  redo from then on, so the next undo reverts the redo.
+- ``redo`` reverts the newest undo that no later redo cancelled, as long as the same agent made no
+  new op after it.
+- With an agent set, only that agent's ops are candidates: on a shared branch an agent undoes its
+  own work, never someone else's. Outside edits are undone only by a human (no agent set).
+- A revert is a three-way merge per file (what ``git revert`` does): a conflict refuses the whole
+  undo and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..errors import Conflict, LedgerError, NotFound, ToolFailed
+from ..storage import ledger
+from ..storage.gitrepo import Commit, Entry
+from .transaction import Plan, Txn
+from .workspace import Workspace
+
+
+def ops_newest_first(ws: Workspace) -> Iterator[tuple[ledger.Op, Commit]]:
+    for commit in ws.repo.log(f"refs/heads/{ws.branch()}"):
+        try:
+            op = ledger.parse_message(commit.message)
+        except LedgerError:
+            continue
+        if op is None or op.source == "init":
+            return
+        yield op, commit
+
+
+def _mine(ws: Workspace, op: ledger.Op) -> bool:
+    if ws.agent is None:
+        return True
+    return op.source == "tool" and op.agent == ws.agent
+
+
+def undo_targets(ws: Workspace, count: int) -> list[tuple[ledger.Op, Commit]]:
+    reverted: set[str] = set()
+    targets = []
+    for op, commit in ops_newest_first(ws):
+        if op.undo_of:
+            reverted.update(op.undo_of)
+            continue
+        if op.op_id in reverted or not _mine(ws, op):
+            continue
+        targets.append((op, commit))
+        if len(targets) == count:
+            break
+    if not targets:
+        raise ToolFailed(
+            "Nothing to undo: there is no earlier op" + (f" by {ws.agent}" if ws.agent else "")
+            + " that is not already undone.",
+        )
+    return targets
+
+
+def find_op(ws: Workspace, op_id: str) -> tuple[ledger.Op, Commit]:
+    reverted: set[str] = set()
+    for op, commit in ops_newest_first(ws):
+        reverted.update(op.undo_of)
+        if op.op_id == op_id:
+            if op_id in reverted:
+                raise ToolFailed(f"Op {op_id} is already undone.")
+            return op, commit
+    raise NotFound(f"There is no op {op_id} on branch {ws.branch()}.",
+                   hint="'gitspace log' lists op ids.")
+
+
+def redo_target(ws: Workspace) -> tuple[ledger.Op, Commit]:
+    cancelled: set[str] = set()
+    for op, commit in ops_newest_first(ws):
+        if op.redo_of:
+            cancelled.add(op.redo_of)
+            continue
+        if op.undo_of:
+            if op.op_id in cancelled or not _mine(ws, op):
+                continue
+            return op, commit
+        if _mine(ws, op) and op.source == "tool":
+            raise ToolFailed(
+                f"Nothing to redo: a new op ({op.tool} {op.op_id}) came after the last undo.",
+            )
+    raise ToolFailed("Nothing to redo: there is no undo to re-apply.")
+
+
+def revert_into(ws: Workspace, txn: Txn, commit: Commit, label: str) -> int:
+    """Stage the reverse of ``commit`` on top of the txn's current state. Returns paths changed."""
+    parent_tree = ws.repo.parent_tree(commit)
+    changed = 0
+    for change in ws.repo.diff_trees(commit.tree, parent_tree):
+        base, theirs = change.old, change.new  # base: what the op wrote; theirs: before the op
+        current = txn.read(change.path)
+        ours = None if current is None else Entry(txn.mode(change.path),
+                                                  ws.repo.hash_object("blob", current))
+        if ours == theirs:
+            continue
+        if ours == base:
+            result = theirs
+        else:
+            result = ws.repo.merge_entry(ours, base, theirs)
+            if result is None:
+                raise _conflict(change.path, label)
+        if result is None:
+            txn.delete(change.path)
+        else:
+            txn.write(change.path, ws.repo.read_blob(result.sha), result.mode)
+        changed += 1
+    return changed
+
+
+def _conflict(path: str, label: str) -> Conflict:
+    return Conflict(
+        f"Cannot undo {label}: {path} was changed again since, and the changes overlap.",
+        hint="Undo the later ops first, or restore a checkpoint. Nothing was changed.",
+    )
+
+
+def undo_plan(ws: Workspace, targets: list[tuple[ledger.Op, Commit]]) -> object:
+    def plan(txn: Txn) -> Plan:
+        for op, commit in targets:
+            revert_into(ws, txn, commit, f"{op.tool} ({op.op_id})")
+        names = ", ".join(f"{op.tool} {op.op_id}" for op, _ in targets)
+        return Plan(f"Undid {len(targets)} op(s): {names}.",
+                    f"undo {targets[0][0].tool}" + (f" (+{len(targets) - 1})" if len(targets) > 1
+                                                    else ""))
+
+    return plan
+
+
+def redo_plan(ws: Workspace, undo_op: ledger.Op, undo_commit: Commit) -> object:
+    def plan(txn: Txn) -> Plan:
+        revert_into(ws, txn, undo_commit, f"undo {undo_op.op_id}")
+        return Plan(f"Redid what undo {undo_op.op_id} reverted ({', '.join(undo_op.undo_of)}).",
+                    "redo")
+
+    return plan

@@ -1,0 +1,226 @@
+"""A workspace: a git work tree that gitspace operates on, and the front door for tool calls.
+
+Invariants: opening a workspace first finishes any op a crash interrupted; every mutating call goes
+through one ``Transactions.run`` (one op = one commit, or none when nothing changed); read-only
+calls never take the lock and never commit. The library never prints and never reads the
+environment: identity and limits are passed in.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import GitspaceError, NotAWorkspace
+from ..storage import ledger
+from ..storage.gitrepo import GitRepo, Identity
+from .transaction import COMMITTER, UNCHANGED, Committed, Plan, Transactions, Txn
+
+DEFAULT_IGNORE = "# gitspace: session transcripts stay local unless you opt in\n.gitspace/\n"
+
+
+@dataclass
+class Result:
+    """What a tool call returns: ``text`` is what a model would be shown."""
+
+    ok: bool
+    text: str
+    tool: str
+    op: str | None = None
+    commit: str | None = None
+    changed: list[str] = field(default_factory=list)
+    external_op: str | None = None
+    error: GitspaceError | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        return self.ok and self.op is None
+
+    @classmethod
+    def of(cls, tool: str, done: Committed) -> Result:
+        """The result of a transaction (an op, or 'unchanged' when nothing changed)."""
+        return cls(ok=True, text=done.text if done.op_id else UNCHANGED, tool=tool,
+                   op=done.op_id, commit=done.commit, changed=done.changed,
+                   external_op=done.external_op)
+
+
+class Workspace:
+    """An open workspace. Use as a context manager, or call ``close()``."""
+
+    def __init__(
+        self,
+        repo: GitRepo,
+        *,
+        agent: str | None = None,
+        session: str | None = None,
+        external_author: str = "unknown",
+        max_file_bytes: int = 1 << 20,
+        check_owner: bool = False,
+    ) -> None:
+        self.repo = repo
+        self.root = repo.root
+        self.agent = ledger.check_token("agent name", agent) if agent else None
+        self.session = ledger.check_token("session id", session) if session else None
+        self.external_author = ledger.check_token("author", external_author)
+        self.max_file_bytes = max_file_bytes
+        # The time mutating constraint scripts see as "now" (GITSPACE_NOW), recorded as their op
+        # commit's time; None means the real clock. Replay pins it to the recorded op's time.
+        self.clock: float | None = None
+        # Refuse to record ops in a checkout gitspace does not own (see owner.py). ``open`` turns
+        # this on; gitspace's own private repositories (replay's scratch) are made owned.
+        self._owned: bool | None = None if check_owner else True
+        self.transactions = Transactions(self)
+        self.transactions.recover()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.repo.close()
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def author(self) -> Identity:
+        name = self.agent or "human"
+        return Identity(name, f"{name}@gitspace")
+
+    @property
+    def external_identity(self) -> Identity:
+        """Who outside changes are attributed to (a person's name, or 'unknown')."""
+        return Identity(self.external_author, f"{self.external_author}@gitspace")
+
+    @property
+    def owned(self) -> bool:
+        """Does gitspace own this checkout (an agent's worktree or a workspace)? See owner.py."""
+        if self._owned is None:
+            from . import owner
+
+            self._owned = owner.owns(self.repo)
+        return self._owned
+
+    def require_owned(self, action: str = "record ops") -> None:
+        """Refuse, changing nothing, when this checkout is the user's own."""
+        if not self.owned:
+            from . import owner
+
+            raise owner.refuse(self.repo, action)
+
+    # -- state -------------------------------------------------------------------------------
+
+    def branch(self) -> str:
+        branch = self.repo.head_branch()
+        if branch is None:
+            raise GitspaceError(
+                "HEAD is detached, so there is no branch to record ops on.",
+                hint="Run 'gitspace switch BRANCH' (or 'git switch BRANCH') first.",
+            )
+        return branch
+
+    def tip(self) -> str:
+        tip = self.repo.read_ref(f"refs/heads/{self.branch()}")
+        if tip is None:
+            raise GitspaceError(f"Branch {self.branch()} has no commits yet.")
+        return tip
+
+    def tree(self) -> str:
+        return self.repo.commit(self.tip()).tree
+
+    # -- ops ---------------------------------------------------------------------------------
+
+    def new_op(self, tool: str, args: dict[str, Any], **links: Any) -> ledger.Op:
+        return ledger.Op(
+            op_id=links.pop("op_id", None) or ledger.new_op_id(),
+            tool=tool,
+            args=args,
+            agent=self.agent,
+            session=self.session,
+            **links,
+        )
+
+    def transact(self, op: ledger.Op, plan: Any) -> Committed:
+        """Run ``plan(txn) -> Plan`` as one op."""
+        self.require_owned()
+        return self.transactions.run(op, plan, self.author)
+
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any] | None = None,
+        *,
+        tool_use_id: str | None = None,
+        op_id: str | None = None,
+    ) -> Result:
+        """Run any tool exactly as an agent would. Expected failures come back as ok=False."""
+        from ..tools.registry import run_tool
+
+        try:
+            return run_tool(self, tool, dict(args or {}), tool_use_id=tool_use_id, op_id=op_id)
+        except GitspaceError as e:
+            return Result(ok=False, text=str(e), tool=tool, error=e)
+
+    def snapshot(self) -> Result:
+        """Commit every pending outside change (not ignored, under the size cap) as one op."""
+        from .snapshot import snapshot
+
+        self.require_owned("commit outside changes")
+        return snapshot(self)
+
+
+def _open_repo(path: Path) -> GitRepo:
+    if not path.exists():
+        raise NotAWorkspace(f"{path} does not exist.", hint="Create it with 'gitspace init DIR'.")
+    return GitRepo.open(path)
+
+
+def open(path: str | os.PathLike[str] = ".", **options: Any) -> Workspace:  # noqa: A001
+    """Open the workspace containing ``path``, finishing any op a crash interrupted.
+
+    Any checkout opens, for reading; ops are refused in one gitspace does not own (owner.py).
+    """
+    options.setdefault("check_owner", True)
+    return Workspace(_open_repo(Path(path)), **options)
+
+
+def init(path: str | os.PathLike[str], *, branch: str = "main", **options: Any) -> Workspace:
+    """Make ``path`` a new workspace; files already there become its first commit."""
+    target = Path(path)
+    if (target / ".git").exists():
+        raise GitspaceError(
+            f"{target} is already a git repository.",
+            hint="Open it with gitspace commands directly (-C DIR), or pick an empty folder.",
+        )
+    repo = GitRepo.init(target, branch)
+    ignore = target / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text(DEFAULT_IGNORE)
+    ws = Workspace(repo, **options)
+    try:
+        _first_commit(ws, branch)
+    except BaseException:
+        ws.close()
+        raise
+    return ws
+
+
+def _first_commit(ws: Workspace, branch: str) -> None:
+    from .snapshot import pending_changes
+
+    changes, skipped = pending_changes(ws, initial=True, write=True)
+    tree = ws.repo.update_tree(None, {rel: entry for rel, (entry, _) in changes.items()})
+    op = ledger.Op(op_id=ledger.new_op_id(), tool="init", args={"files": len(changes)},
+                   source="init", agent=ws.agent, session=ws.session)
+    body = "Skipped:\n" + "\n".join(skipped) if skipped else ""
+    commit = ws.repo.write_commit(tree, [], ledger.encode_message(op, "init workspace", body),
+                                  ws.author, COMMITTER)
+    known = {rel: st for rel, (_, st) in changes.items() if st is not None}
+    ws.transactions.publish(branch, None, commit, {}, dict.fromkeys(changes), known, ws.author,
+                            "init")
+
+
+__all__ = ["Plan", "Result", "Txn", "Workspace", "init", "open"]

@@ -1,0 +1,82 @@
+"""Fault points: named places where a test can make one operation fail on purpose.
+
+Invariant: with nothing armed, ``hit`` costs one truth test of an empty dict and never fails, so
+the points can sit on the op's hot path. A point is armed only by ``inject``, a context manager
+the tests use; nothing else (no environment variable, no config) can arm one.
+
+Every point names one call whose failure the caller must survive: the op fails with an expected
+error and leaves ref, index and files exactly as before (or, past the ref move, rolls back).
+
+    object.write     writing a loose object (blob, tree, commit, tag)
+    ref.update       a ref's compare-and-swap, after its lock is taken
+    index.store      replacing .git/index
+    file.write       writing a work-tree file's bytes (its temp file)
+    file.chmod       setting a work-tree file's mode
+    file.fsync       flushing a work-tree file or folder
+    file.replace     renaming a temp file over a work-tree path
+    journal.write    writing the op journal
+    journal.remove   removing the op journal after the op
+"""
+
+from __future__ import annotations
+
+import errno as errnos
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+POINTS = frozenset({
+    "object.write", "ref.update", "index.store", "file.write", "file.chmod", "file.fsync",
+    "file.replace", "journal.write", "journal.remove",
+})
+
+
+@dataclass
+class Injection:
+    """One armed point: fail the hits after the first ``after``, ``times`` times (None: always)."""
+
+    point: str
+    error: BaseException
+    after: int = 0
+    times: int | None = 1
+    hits: int = 0  # every time the point was reached while armed
+    fired: int = 0  # how many of those hits failed
+
+
+_armed: dict[str, Injection] = {}
+
+
+def hit(point: str) -> None:
+    """Raise the fault armed at ``point``, if there is one and it is due."""
+    if not _armed:
+        return
+    armed = _armed.get(point)
+    if armed is None:
+        return
+    armed.hits += 1
+    if armed.hits <= armed.after or armed.times is not None and armed.fired >= armed.times:
+        return
+    armed.fired += 1
+    raise armed.error
+
+
+def os_error(code: int, point: str) -> OSError:
+    """The OSError the system would raise for ``code`` (ENOSPC, EACCES, EIO, EINTR...)."""
+    return OSError(code, f"{os.strerror(code)} (injected at {point})")
+
+
+@contextmanager
+def inject(point: str, error: int | BaseException = errnos.EIO, *, after: int = 0,
+           times: int | None = 1) -> Iterator[Injection]:
+    """Arm ``point`` for the block: ``error`` is an errno (raised as OSError) or an exception."""
+    if point not in POINTS:
+        raise ValueError(f"unknown fault point {point!r}; known: {', '.join(sorted(POINTS))}")
+    if point in _armed:
+        raise ValueError(f"fault point {point!r} is already armed")
+    exc = os_error(error, point) if isinstance(error, int) else error
+    armed = _armed[point] = Injection(point, exc, after, times)
+    try:
+        yield armed
+    finally:
+        del _armed[point]

@@ -1,0 +1,307 @@
+"""One commit against its replay: how to replay it, does re-running it agree, and if not, why.
+
+Invariant: nothing here decides the order of commits or touches the user's repository; each
+function looks at one recorded commit and the scratch workspace it is replayed in (the rules are
+listed in ``replay``'s docstring). A divergence always carries the paths that differ (at most
+``PATHS_LISTED``, and how many more) and a diff bounded in lines, line length and bytes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.workspace import Workspace
+from ..errors import NotFound
+from ..storage import ledger
+from ..storage.gitrepo import EMPTY_TREE, Commit, GitRepo
+from ..tools.script_header import Script
+from .scratch import Scratch
+
+DIFF_LINES = 40
+DIFF_LINE_CHARS = 300
+DIFF_BYTES = 16_000
+PATHS_LISTED = 100
+EXTERNAL_LISTED = 100  # transaction.commit_external records the first 100 paths it changed
+TRANSCRIPT = re.compile(r"transcripts/[^/]+\.json")
+_COMPARED = ("tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of",
+             "script")
+
+
+@dataclass
+class Divergence:
+    """The first op whose outcome differs from its commit (or that no longer applies)."""
+
+    commit: str
+    op_id: str | None
+    tool: str | None
+    args: dict[str, Any]
+    reason: str
+    paths: list[str] = field(default_factory=list)
+    diff: list[str] = field(default_factory=list)
+    more_paths: int = 0  # paths that differ beyond those listed
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How one commit is replayed: re-run with ``args``, applied as recorded ``because``, or
+    already a divergence (``wrong``, shown as a diff against tree ``against`` when there is one)."""
+
+    args: dict[str, Any] | None = None
+    because: str | None = None
+    wrong: str | None = None
+    against: str | None = None
+
+
+def judge(repo: GitRepo, commit: Commit, op: ledger.Op | None) -> Verdict:
+    """Decide how ``commit`` (which has a parent) is replayed, from the commit alone."""
+    if len(commit.parents) > 1:
+        wrong, merged = merge_problem(repo, commit, op)
+        return Verdict(wrong=wrong, against=merged) if wrong else Verdict(because="merge commit")
+    if op is None:
+        return Verdict(because="not an op")
+    if op.source == "tool":
+        args = expand_args(repo, op.args)
+        return Verdict(wrong=args) if isinstance(args, str) else Verdict(args=args)
+    wrong = source_problem(repo, commit, op) or author_problem(commit, op)
+    return Verdict(wrong=wrong) if wrong else Verdict(because=f"{op.source} op")
+
+
+def merge_problem(repo: GitRepo, commit: Commit,
+                  op: ledger.Op | None) -> tuple[str | None, str | None]:
+    """Why a merge commit is not git's own merge of its parents (and that merge's tree)."""
+    if op is not None:
+        return ("it is a merge commit carrying op trailers, but ops are never merges: an op "
+                "always has exactly one parent."), None
+    if len(commit.parents) != 2:
+        return (f"it merges {len(commit.parents)} parents, and replay can check only a merge of "
+                "two against git's own merge of them."), None
+    merged, conflicts = repo.merge_tree(*commit.parents)
+    if merged == commit.tree and not conflicts:
+        return None, None
+    how = f" (merging them conflicts in {_listing(conflicts)})" if conflicts else ""
+    return f"an evil merge: its files differ from merging its parents{how}.", merged
+
+
+def source_problem(repo: GitRepo, commit: Commit, op: ledger.Op) -> str | None:
+    """Why an op that is not a tool call cannot be taken as recorded, or None."""
+    if op.source == "init":
+        return ("it claims to be the workspace's first commit (source init), but it has a "
+                "parent; only a commit without parents can be that.")
+    parent = repo.parent_tree(commit)
+    changed = sorted(c.path for c in repo.diff_trees(parent, commit.tree))
+    if op.source == "external":
+        paths, count = op.args.get("paths"), op.args.get("count")
+        if not isinstance(paths, list) or not isinstance(count, int):
+            return ("its arguments do not record which paths the outside edit changed (count and "
+                    "paths), so the op cannot be checked.")
+        if count == len(changed) and paths == changed[:EXTERNAL_LISTED]:
+            return None
+        return (f"it records an outside edit of {count} path(s) ({_listing(paths)}), but the "
+                f"commit changes {len(changed)} ({_listing(changed)}); an outside edit must "
+                "change exactly the paths it records.")
+    if op.source == "transcript":
+        path = op.args.get("path")
+        if not isinstance(path, str) or not TRANSCRIPT.fullmatch(path):
+            return ("it says it commits a session transcript, but its path argument is not "
+                    "transcripts/<session>.json.")
+        if changed == [path]:
+            return None
+        return (f"it says it commits the transcript {path} only, but the commit changes "
+                f"{len(changed)} path(s) ({_listing(changed)}).")
+    return f"its source {op.source!r} is one this replay does not know how to check."
+
+
+def author_problem(commit: Commit, op: ledger.Op) -> str | None:
+    """Why the commit's author is not the one gitspace writes for the op's agent, or None."""
+    name = op.agent or "human"
+    expected, found = f"{name} <{name}@gitspace>", identity(commit.author)
+    if found == expected:
+        return None
+    return (f"its author is {found!r}, but gitspace authors an op of agent {name!r} as "
+            f"{expected!r}.")
+
+
+def identity(author: str) -> str:
+    """``Name <email>`` of a commit's author line (its time and zone dropped)."""
+    return author.rsplit(" ", 2)[0]
+
+
+def expand_args(repo: GitRepo, args: dict[str, Any]) -> dict[str, Any] | str:
+    """``args`` with every ``{"$blob": sha, "bytes": n}`` replaced by that blob's text, or why
+    one cannot be recovered exactly."""
+    out = {}
+    for key, value in args.items():
+        if isinstance(value, dict) and "$blob" in value:
+            sha = value["$blob"]
+            if set(value) != {"$blob", "bytes"} or not isinstance(sha, str) or not re.fullmatch(
+                    r"[0-9a-f]{40}", sha):
+                return (f"its argument {key!r} is elided in a form the ledger does not define, so "
+                        "the op cannot be checked.")
+            if not repo.has_object(sha):
+                return (f"the elided argument's blob ({key}: {sha[:12]}) is not in the "
+                        "repository, so the op cannot be checked.")
+            try:
+                data = repo.read_blob(sha)
+                if value["bytes"] != len(data):
+                    return (f"the elided argument {key!r} says {value['bytes']} bytes, but its "
+                            f"blob {sha[:12]} has {len(data)}, so the op cannot be checked.")
+                value = data.decode("utf-8")
+            except (NotFound, UnicodeDecodeError):
+                return (f"the elided argument {key!r} names {sha[:12]}, which is not a UTF-8 "
+                        "text blob, so the op cannot be checked.")
+        out[key] = value
+    return out
+
+
+def reexecute(sc: Scratch, commit: Commit, op: ledger.Op, args: dict[str, Any],
+              compare: bool) -> Divergence | None:
+    """Re-run ``op``; with ``compare``, its tree and full message must equal the recorded ones."""
+    before = sc.tip()
+    changed = script_change(sc.ws, op, script_for(sc.ws, op.tool))
+    if changed:
+        return diverged(sc, commit, op, changed)
+    sc.ws.agent, sc.ws.session = op.agent, op.session
+    sc.ws.clock = commit.time  # a mutating script sees the moment it saw when it was recorded
+    try:
+        result = sc.ws.call(op.tool, args, tool_use_id=op.tool_use_id, op_id=op.op_id)
+    finally:
+        sc.ws.clock = None
+    if not sc.on_branch():
+        return diverged(sc, commit, op, "re-running it switched branches; an op never does.")
+    if not result.ok:
+        return diverged(sc, commit, op, f"re-running it failed: {result.text}")
+    if result.commit is None or result.op is None:
+        return diverged(sc, commit, op, "re-running it changed nothing, but the recorded commit "
+                        "is an op, and an op always changes files.")
+    new = sc.repo.commit(result.commit)
+    if new.parents != (before,):
+        return diverged(sc, commit, op, "re-running it found outside changes first.")
+    if compare and new.tree != commit.tree:
+        return diverged(sc, commit, op, "re-running it produced different files.", new.tree)
+    return _recorded_as_written(sc, commit, op, new, compare)
+
+
+def _recorded_as_written(sc: Scratch, commit: Commit, op: ledger.Op, new: Commit,
+                         compare: bool) -> Divergence | None:
+    """Does the commit say what the tool writes: trailers, author, and (``compare``) message?"""
+    replayed = ledger.parse_message(new.message)
+    assert replayed is not None
+    differ = [f"{name} (recorded {getattr(op, name)!r}, replayed {getattr(replayed, name)!r})"
+              for name in _COMPARED if getattr(op, name) != getattr(replayed, name)]
+    if differ:
+        return diverged(sc, commit, op, "the tool records different trailers than the commit "
+                        "has: " + "; ".join(differ), new.tree)
+    if identity(new.author) != identity(commit.author):
+        return diverged(sc, commit, op, f"its author is {identity(commit.author)!r}, but the "
+                        f"tool commits as {identity(new.author)!r}.", new.tree)
+    if compare and new.message != commit.message:
+        lines = difflib.unified_diff(_text(commit.message).splitlines(),
+                                     _text(new.message).splitlines(), "recorded message",
+                                     "replayed message", lineterm="")
+        return diverged(sc, commit, op, "its message differs from the one the tool writes: a "
+                        "subject or body line the tool did not write.", diff=list(lines))
+    return None
+
+
+def script_for(ws: Workspace, tool: str) -> Script | None:
+    """The constraint script calling ``tool`` would run now (None for a built-in tool or none).
+    Looked up once per op: discovering scripts parses every script header."""
+    from ..tools.registry import builtin_tools
+    from ..tools.scripts import catalog
+
+    if tool in builtin_tools():
+        return None
+    return catalog(ws).scripts.get(tool)
+
+
+def workspace_script(script: Script | None) -> bool:
+    """Is ``script`` one of the workspace's own (code from the history being replayed)?"""
+    return script is not None and script.origin == "workspace"
+
+
+def unrun_script_problem(sc: Scratch, commit: Commit, op: ledger.Op,
+                         script: Script | None) -> str | None:
+    """What can be checked of a workspace-script op without running it."""
+    if op.script is None:
+        return (f"{op.tool} is a workspace script, but the op records no Gitspace-Script; a "
+                "script op always does.")
+    return script_change(sc.ws, op, script) or author_problem(commit, op)
+
+
+def script_change(ws: Workspace, op: ledger.Op, script: Script | None) -> str | None:
+    """Why the op's recorded ``Gitspace-Script`` is not ``script``, the one that would run now."""
+    from ..tools.registry import builtin_tools
+
+    if op.script is None:
+        return None  # a script that would run now is caught by the trailer comparison
+    if op.tool in builtin_tools():
+        return f"the op ran script {op.script[:12]}, but {op.tool} is now a built-in tool."
+    if script is None:
+        return None  # re-running it fails with "no tool named ..."
+    now = ws.repo.hash_object("blob", script.path.read_bytes())
+    if now == op.script:
+        return None
+    if script.origin == "workspace":
+        where = f"{script.path.relative_to(ws.root).as_posix()} in the tree at this op"
+    else:
+        where = f"the built-in script {script.path.name} of this gitspace"
+    return (f"the script changed since the op: it ran blob {op.script[:12]}, but {where} is "
+            f"blob {now[:12]}.")
+
+
+def diverged(sc: Scratch, commit: Commit, op: ledger.Op | None, reason: str,
+             replayed_tree: str | None = None, diff: list[str] | None = None) -> Divergence:
+    """A divergence with the paths and a short diff: ``diff`` when given (no paths), else
+    replayed against recorded when there is a replayed tree, else the change the commit records."""
+    paths: list[str] = []
+    if diff is None:
+        if replayed_tree is not None:
+            old, new, labels = commit.tree, replayed_tree, ("recorded/", "replayed/")
+        else:
+            parent = sc.repo.parent_tree(commit) or EMPTY_TREE
+            old, new, labels = parent, commit.tree, ("before/", "recorded/")
+        paths = [c.path for c in sc.repo.diff_trees(old, new)]
+        diff = short_diff(sc.repo, old, new, labels, paths)
+    return Divergence(commit.sha, op.op_id if op else None, op.tool if op else None,
+                      op.args if op else {}, reason, paths[:PATHS_LISTED], cap_diff(diff),
+                      max(0, len(paths) - PATHS_LISTED))
+
+
+def short_diff(repo: GitRepo, old: str, new: str, labels: tuple[str, str],
+               paths: list[str]) -> list[str]:
+    if not paths:
+        return []
+    out = repo.git("diff", "--no-color", "--no-ext-diff", "--no-textconv",
+                   f"--src-prefix={labels[0]}", f"--dst-prefix={labels[1]}", old, new, "--",
+                   *(f":(literal){p}" for p in paths[:20]), check=False)
+    return out.decode("utf-8", "replace").splitlines()
+
+
+def cap_diff(lines: list[str]) -> list[str]:
+    """At most ``DIFF_LINES`` lines of at most ``DIFF_LINE_CHARS`` characters, ``DIFF_BYTES``
+    bytes in all; what was cut is counted in a last line."""
+    out: list[str] = []
+    used = 0
+    for i, line in enumerate(lines):
+        if len(line) > DIFF_LINE_CHARS:
+            line = f"{line[:DIFF_LINE_CHARS]} ... ({len(line) - DIFF_LINE_CHARS:,} more characters)"
+        size = len(line.encode("utf-8", "replace")) + 1
+        if len(out) == DIFF_LINES or used + size > DIFF_BYTES:
+            out.append(f"... {len(lines) - i} more diff lines")
+            break
+        out.append(line)
+        used += size
+    return out
+
+
+def _text(message: str) -> str:
+    """A commit message as printable text (bytes that are not UTF-8 shown as U+FFFD)."""
+    return message.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _listing(paths: list[Any], shown: int = 5) -> str:
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return (", ".join(str(p) for p in paths[:shown]) or "none") + more

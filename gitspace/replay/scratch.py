@@ -1,0 +1,224 @@
+"""A private, throw-away workspace that sees a user's objects: where replay re-runs ops.
+
+Invariants:
+- The scratch repository lives in its own temporary folder. Its ``objects/info/alternates`` points
+  at the user's object store, so every object of the user's history is readable without copying,
+  while its refs, index, work tree and worktree list are its own: nothing here ever writes to the
+  user's repository except ``export``, which copies new objects in and then creates one new branch
+  by compare-and-swap.
+- It never packs (``gc.auto`` is off and ``maybe_pack`` does nothing), so no repack ever runs over
+  the alternates and every object it wrote is a loose file ``export`` can find.
+- ``open_scratch`` removes the folder in all cases, including Ctrl-C and SIGTERM (turned into
+  KeyboardInterrupt while it runs, the previous handler restored after); the two signals are held
+  back while the folder is being removed, so a second one cannot leave half of it behind. Its
+  path is known before it exists, so an interrupt at any instant cannot orphan it. If it still
+  cannot be removed (a killed git child writing into it for seconds), ``Scratch.leftover`` names it.
+- It runs the tools with the user's workspace limits (``max_file_bytes``), so an op that was within
+  the cap when recorded is within it when replayed.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+from ..core import branches
+from ..core.transaction import COMMITTER, disk_state
+from ..core.workspace import Workspace
+from ..errors import BadArguments, ConcurrentUpdate, GitspaceError
+from ..storage import gitindex
+from ..storage.gitrepo import Commit, Entry, GitRepo
+
+BRANCH = "replay"
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+REPLAYER = COMMITTER
+REMOVE_ATTEMPTS = 200  # 10 ms apart: a killed git child has two seconds to finish its last write
+
+
+class BadNewBranch(BadArguments):
+    """The branch ``replay --onto`` would create cannot be: a bad name, or it exists."""
+
+
+class ScratchRepo(GitRepo):
+    """A GitRepo that never starts a background repack (its objects are short-lived)."""
+
+    def maybe_pack(self, threshold: int | None = None, pack_limit: int = 12) -> bool:
+        return False
+
+
+class Scratch:
+    """The scratch workspace: branch ``replay`` checked out in a private work tree."""
+
+    def __init__(self, user: GitRepo, ws: Workspace) -> None:
+        self.user = user
+        self.ws = ws
+        self.repo = ws.repo
+        self.leftover: Path | None = None  # the folder, if it could not be removed
+
+    def tip(self) -> str:
+        tip = self.repo.read_ref(f"refs/heads/{BRANCH}")
+        assert tip is not None
+        return tip
+
+    def tree(self) -> str:
+        return self.repo.commit(self.tip()).tree
+
+    def on_branch(self) -> bool:
+        return self.repo.head_branch() == BRANCH
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        """Create or move refs ``{refname: object}`` (checkpoint tags) in the scratch repo."""
+        if tags:
+            lines = "".join(f"update {name} {sha}\n" for name, sha in sorted(tags.items()))
+            self.repo.git("update-ref", "--stdin", input=lines.encode())
+
+    def commit_tree(self, tree: str, like: Commit) -> str:
+        """Commit ``tree`` on the tip with ``like``'s author and message; update files and index."""
+        tip = self.tip()
+        old_tree = self.repo.commit(tip).tree
+        head = f"tree {tree}\nparent {tip}\nauthor {like.author}\ncommitter {REPLAYER.line()}\n"
+        new = self.repo.write_object("commit", (head + "\n" + like.message).encode(
+            "utf-8", "surrogateescape"))
+        writes: dict[str, tuple[bytes, int] | None] = {}
+        for change in self.repo.diff_trees(old_tree, tree):
+            writes[change.path] = None if change.new is None else self._content(change.new)
+        before = {rel: disk_state(self.ws.root / rel) for rel in writes}
+        with self.ws.transactions.lock():
+            self.ws.transactions.publish(BRANCH, tip, new, writes, before, {}, REPLAYER, "replay")
+        return new
+
+    def _content(self, entry: Entry) -> tuple[bytes, int]:
+        return self.repo.read_blob(entry.sha), entry.mode
+
+    def export(self) -> int:
+        """Copy every object the replay wrote into the user's object store; returns the count."""
+        copied = 0
+        source = self.repo.objects
+        for fan in sorted(os.listdir(source)):
+            if len(fan) != 2:
+                continue  # info/, pack/
+            target_dir = self.user.objects / fan
+            for name in os.listdir(source / fan):
+                if name.startswith("tmp_") or (target_dir / name).exists():
+                    continue
+                target_dir.mkdir(exist_ok=True)
+                _copy_object(source / fan / name, target_dir / name)
+                copied += 1
+        return copied
+
+
+def _copy_object(src: Path, dst: Path) -> None:
+    """Loose objects are immutable: a hard link when the folders share a file system, else a
+    copy renamed into place (a reader never sees half an object)."""
+    try:
+        os.link(src, dst)
+        return
+    except FileExistsError:
+        return
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=dst.parent)
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, dst)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _remove(folder: Path) -> Path | None:
+    """Remove ``folder``, retrying: a git child that an interrupt killed may still be finishing
+    its last write into it. Returns the folder if it is still there in the end."""
+    for _ in range(REMOVE_ATTEMPTS):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.lexists(folder):
+            return None
+        time.sleep(0.01)
+    return folder
+
+
+def _sigterm(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def open_scratch(user: GitRepo, start: str, max_file_bytes: int = 1 << 20) -> Iterator[Scratch]:
+    """A scratch workspace on branch ``replay`` at commit ``start``; removed when the block ends
+    (when it cannot be, ``leftover`` on the yielded Scratch says where it is)."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _sigterm) if main else None
+    # Named before it exists: wherever an interrupt lands after mkdir, the cleanup knows the name.
+    made = Path(tempfile.gettempdir()) / f"gitspace-replay-{secrets.token_hex(16)}"
+    folder: Path | None = made
+    repo: GitRepo | None = None
+    scratch: Scratch | None = None
+    try:
+        try:
+            os.mkdir(made, 0o700)
+        except FileExistsError:
+            folder = None  # not ours to remove (an unguessable name: practically never)
+            raise
+        root = made / "ws"
+        GitRepo.init(root, BRANCH).close()
+        (root / ".git" / "objects" / "info" / "alternates").write_text(f"{user.objects}\n")
+        repo = opened = ScratchRepo.open(root)
+        opened.git("config", "gc.auto", "0")
+        opened.cas_ref(f"refs/heads/{BRANCH}", None, start, REPLAYER, "replay: start")
+        opened.git("read-tree", "--reset", "-u", start)
+        scratch = Scratch(user, Workspace(opened, max_file_bytes=max_file_bytes))
+        yield scratch
+    finally:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        try:
+            if repo is not None:
+                gitindex.forget(repo.gitdir / "index")
+                repo.close()
+            leftover = None if folder is None else _remove(folder)
+            if scratch is not None:
+                scratch.leftover = leftover
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def check_new_branch(user: GitRepo, name: str) -> str:
+    """The ref of a branch replay may create: a valid name that does not exist yet."""
+    try:
+        branches.check_name(name)
+    except BadArguments as e:
+        raise BadNewBranch(e.message, hint=e.hint) from None
+    ref = f"refs/heads/{name}"
+    if user.read_ref(ref) is not None:
+        raise BadNewBranch(f"A branch named {name!r} already exists, and replay --onto never moves "
+                           "a branch; nothing was changed.", hint="Pick another name for --branch.")
+    return ref
+
+
+def create_branch(user_ws: Workspace, name: str, target: str) -> None:
+    """Create ``refs/heads/name`` at ``target`` in the user's repository (never moves one)."""
+    ref = check_new_branch(user_ws.repo, name)
+    check = user_ws.repo.run_git("rev-list", "--quiet", "--objects", target, "--not", "--all")
+    if check.returncode != 0:
+        raise GitspaceError(f"The replayed commits did not all reach the repository: "
+                            f"{check.stderr.decode(errors='replace').strip()}")
+    try:
+        user_ws.transactions.create_ref(ref, target, REPLAYER, f"gitspace replay --onto: {name}")
+    except ConcurrentUpdate:
+        check_new_branch(user_ws.repo, name)  # created meanwhile: say so as the check does
+        raise
+
+
+__all__ = ["BRANCH", "BadNewBranch", "Scratch", "ScratchRepo", "check_new_branch",
+           "create_branch", "open_scratch"]

@@ -1,0 +1,833 @@
+"""The only door to git: objects, trees, commits, refs, tags and the few plumbing commands we use.
+
+Invariants:
+- GitPython is imported here and nowhere else. It serves object reads through its persistent
+  ``git cat-file`` processes; everything this module returns is gitspace's own value types.
+- Objects are written as loose objects by a tmp-file-and-rename, so a crash never leaves a partial
+  object; a tree write rebuilds only the trees on the changed paths.
+- A ref moves only by compare-and-swap under git's own lock file (``<ref>.lock``), so no writer,
+  gitspace or git, ever loses a commit; every move is recorded in the reflog.
+- Every git child process runs with hooks disabled, without inherited ``GIT_*`` variables, with
+  the repository pinned explicitly. Identities are passed in, never taken from the environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import git as gitpython
+
+from .. import config
+from ..errors import ConcurrentUpdate, GitspaceError, NotAWorkspace, NotFound
+from . import lockfile
+
+TREE_MODE = 0o040000
+FILE_MODE = 0o100644
+EXEC_MODE = 0o100755
+LINK_MODE = 0o120000
+GITLINK_MODE = 0o160000
+ZERO = "0" * 40
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A tree entry: a mode and an object id."""
+
+    mode: int
+    sha: str
+
+    @property
+    def is_tree(self) -> bool:
+        return self.mode == TREE_MODE
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    email: str
+
+    def line(self, when: float | None = None) -> str:
+        when = time.time() if when is None else when
+        offset = time.localtime(when).tm_gmtoff // 60
+        sign = "+" if offset >= 0 else "-"
+        tz = f"{sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
+        return f"{_clean_ident(self.name)} <{_clean_ident(self.email)}> {int(when)} {tz}"
+
+
+def _clean_ident(text: str) -> str:
+    cleaned = "".join(c for c in text if c.isprintable() and c not in "<>\n")
+    return cleaned.strip() or "unknown"
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    tree: str
+    parents: tuple[str, ...]
+    author: str
+    committer: str
+    message: str
+
+    @property
+    def author_name(self) -> str:
+        return self.author.split(" <", 1)[0]
+
+    @property
+    def time(self) -> int:
+        return int(self.committer.rsplit(" ", 2)[-2])
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """One work tree of a repository, as ``git worktree list`` reports it."""
+
+    path: Path
+    head: str | None
+    branch: str | None  # short name; None when detached (or bare)
+    prunable: bool = False
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path that differs between two trees (None = absent on that side)."""
+
+    path: str
+    old: Entry | None
+    new: Entry | None
+
+
+class RefUpdate:
+    """A ref whose lock file is held (see ``GitRepo.lock_ref``)."""
+
+    def __init__(self, repo: GitRepo, ref: str, old: str | None, fd: int, lock: Path,
+                 path: Path) -> None:
+        self.repo, self.ref, self.old = repo, ref, old
+        self._fd, self._lock, self._path = fd, lock, path
+        self.done = False  # the ref was moved
+
+    def set(self, new: str, ident: Identity, message: str) -> None:
+        """Move the ref to ``new`` through the held lock, and record it in the reflogs."""
+        if self._fd < 0:
+            raise GitspaceError(f"The lock on {self.ref} is no longer held.")
+        os.write(self._fd, (new + "\n").encode())
+        os.close(self._fd)
+        self._fd = -1
+        os.replace(self._lock, self._path)
+        self.done = True
+        repo, ref, old = self.repo, self.ref, self.old
+        repo._reflog(ref, old or ZERO, new, ident, message)
+        if ref.startswith("refs/heads/") and repo.head_branch() == ref[len("refs/heads/"):]:
+            repo._reflog("HEAD", old or ZERO, new, ident, message)
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if not self.done:
+            self._lock.unlink(missing_ok=True)
+
+
+class GitCommandError(GitspaceError):
+    """A git plumbing command failed."""
+
+
+def _locked(lock: Path) -> GitspaceError:
+    return GitspaceError(
+        f"{lock} exists: another git process is updating it.",
+        hint="If no git process is running, remove that file and try again.",
+    )
+
+
+def _mode_bytes(mode: int) -> bytes:
+    return b"40000" if mode == TREE_MODE else b"%o" % mode
+
+
+def _tree_sort_key(item: tuple[bytes, Entry]) -> bytes:
+    name, entry = item
+    return name + b"/" if entry.is_tree else name
+
+
+class GitRepo:
+    """A git repository with one work tree (the main one or a linked worktree)."""
+
+    def __init__(self, root: Path, gitdir: Path, commondir: Path) -> None:
+        self.root = root
+        self.gitdir = gitdir
+        self.commondir = commondir
+        self.objects = commondir / "objects"
+        self._env = self._child_env()
+        self._py = gitpython.Repo(str(root))
+        self._py.git.update_environment(**self._env_overrides())
+        self._trees: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
+        self._commits: dict[str, Commit] = {}
+        self._packed: tuple[float, dict[str, str]] | None = None
+        self._packer: subprocess.Popen[bytes] | None = None
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path) -> GitRepo:
+        env = config.child_environment({"GIT_CEILING_DIRECTORIES": ""})
+        out = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"],
+            cwd=path,
+            env=env,
+            capture_output=True,
+        )
+        if out.returncode != 0:
+            raise NotAWorkspace(
+                f"{path} is not inside a git repository.",
+                hint="Run 'gitspace init' there first, or pass -C with a workspace folder.",
+            )
+        top, gitdir, common = out.stdout.decode().splitlines()[:3]
+        commondir = Path(common) if os.path.isabs(common) else Path(path, common)
+        return cls(Path(top), Path(gitdir), commondir.resolve())
+
+    @classmethod
+    def init(cls, path: Path, branch: str) -> GitRepo:
+        path.mkdir(parents=True, exist_ok=True)
+        env = config.child_environment()
+        subprocess.run(
+            ["git", "init", "--quiet", f"--initial-branch={branch}", str(path)],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        repo = cls.open(path)
+        # Our own repositories: no CRLF rewriting, so work-tree bytes equal blob bytes.
+        repo.git("config", "core.autocrlf", "false")
+        return repo
+
+    def close(self) -> None:
+        self._py.close()
+
+    def _env_overrides(self) -> dict[str, str]:
+        # GitPython starts from os.environ; neutralise every inherited GIT_* and pin the repo.
+        overrides = {name: "" for name in config.inherited_git_variables()}
+        overrides.update(self._pinned())
+        # An empty value does not unset these: git would look for objects in a folder named "".
+        overrides["GIT_OBJECT_DIRECTORY"] = str(self.objects)
+        overrides["GIT_COMMON_DIR"] = str(self.commondir)
+        return overrides
+
+    def _pinned(self) -> dict[str, str]:
+        return {
+            "GIT_DIR": str(self.gitdir),
+            "GIT_WORK_TREE": str(self.root),
+            "GIT_INDEX_FILE": str(self.gitdir / "index"),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+
+    def _child_env(self) -> dict[str, str]:
+        return config.child_environment(self._pinned())
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def run_git(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        """Run a git command with hooks disabled and the repository pinned."""
+        cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
+        return subprocess.run(cmd, cwd=self.root, env=self._env, input=input, capture_output=True)
+
+    def git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        """``run_git`` returning stdout; a failure raises GitCommandError unless check=False."""
+        proc = self.run_git(*args, input=input)
+        if check and proc.returncode != 0:
+            raise GitCommandError(
+                f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}"
+            )
+        return proc.stdout
+
+    # -- objects -----------------------------------------------------------------------------
+
+    def read_object(self, sha: str) -> tuple[str, bytes]:
+        try:
+            stream = self._py.odb.stream(bytes.fromhex(sha))
+        except (ValueError, gitpython.exc.GitError, gitpython.BadObject, gitpython.BadName) as e:
+            raise NotFound(f"Object {sha} does not exist in this repository.") from e
+        return stream.type.decode(), stream.read()
+
+    def read_blob(self, sha: str) -> bytes:
+        kind, data = self.read_object(sha)
+        if kind != "blob":
+            raise NotFound(f"Object {sha} is a {kind}, not a file.")
+        return data
+
+    def has_object(self, sha: str) -> bool:
+        try:
+            self._py.odb.info(bytes.fromhex(sha))
+            return True
+        except Exception:
+            return False
+
+    @staticmethod
+    def hash_object(kind: str, data: bytes) -> str:
+        return hashlib.sha1(b"%s %d\0" % (kind.encode(), len(data)) + data).hexdigest()
+
+    def write_object(self, kind: str, data: bytes) -> str:
+        raw = b"%s %d\0" % (kind.encode(), len(data)) + data
+        sha = hashlib.sha1(raw).hexdigest()
+        folder = self.objects / sha[:2]
+        target = folder / sha[2:]
+        if target.exists():
+            return sha
+        fd, tmp = self._object_tmp(folder)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(zlib.compress(raw, 1))
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return sha
+
+    @staticmethod
+    def _object_tmp(folder: Path) -> tuple[int, str]:
+        # A background repack's prune-packed removes empty fan-out folders at any moment (git's
+        # own writers retry likewise); once our tmp file is inside, the folder stays.
+        for attempt in range(10):
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                pass  # pathlib's exist_ok re-checks is_dir(), which a prune can falsify meanwhile
+            try:
+                return tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+            except FileNotFoundError:
+                if attempt == 9:
+                    raise
+        raise AssertionError("unreachable")
+
+    def write_blob(self, data: bytes) -> str:
+        return self.write_object("blob", data)
+
+    # -- trees -------------------------------------------------------------------------------
+
+    def tree(self, sha: str | None) -> dict[bytes, Entry]:
+        """The entries of a tree (cached: trees are immutable)."""
+        if sha is None or sha == EMPTY_TREE:
+            return {}
+        cached = self._trees.get(sha)
+        if cached is not None:
+            self._trees.move_to_end(sha)
+            return cached
+        kind, data = self.read_object(sha)
+        if kind != "tree":
+            raise NotFound(f"Object {sha} is a {kind}, not a folder.")
+        entries: dict[bytes, Entry] = {}
+        i = 0
+        while i < len(data):
+            space = data.index(b" ", i)
+            nul = data.index(b"\0", space)
+            mode = int(data[i:space], 8)
+            entries[data[space + 1 : nul]] = Entry(mode, data[nul + 1 : nul + 21].hex())
+            i = nul + 21
+        self._trees[sha] = entries
+        if len(self._trees) > 4096:
+            self._trees.popitem(last=False)
+        return entries
+
+    def write_tree(self, entries: Mapping[bytes, Entry]) -> str:
+        body = b"".join(
+            _mode_bytes(e.mode) + b" " + name + b"\0" + bytes.fromhex(e.sha)
+            for name, e in sorted(entries.items(), key=_tree_sort_key)
+        )
+        sha = self.write_object("tree", body)
+        self._trees[sha] = dict(entries)
+        return sha
+
+    def entry_at(self, tree: str, path: str) -> Entry | None:
+        """The entry at ``path`` (a/b/c) in ``tree``, or None."""
+        entry: Entry | None = Entry(TREE_MODE, tree)
+        for part in os.fsencode(path).split(b"/"):
+            if entry is None or not entry.is_tree:
+                return None
+            entry = self.tree(entry.sha).get(part)
+        return entry
+
+    def update_tree(self, tree: str | None, changes: Mapping[str, Entry | None]) -> str:
+        """A new tree: ``tree`` with each path set to its entry (None removes it)."""
+        split = {tuple(os.fsencode(p).split(b"/")): e for p, e in changes.items()}
+        return self._update(tree, split) or self.write_tree({})
+
+    def _update(self, tree: str | None, changes: dict[tuple[bytes, ...], Entry | None]) -> str | None:
+        entries = dict(self.tree(tree))
+        nested: dict[bytes, dict[tuple[bytes, ...], Entry | None]] = {}
+        for parts, entry in changes.items():
+            if len(parts) == 1:
+                if entry is None:
+                    entries.pop(parts[0], None)
+                else:
+                    entries[parts[0]] = entry
+            else:
+                nested.setdefault(parts[0], {})[parts[1:]] = entry
+        for name, sub in nested.items():
+            current = entries.get(name)
+            base = current.sha if current is not None and current.is_tree else None
+            new = self._update(base, sub)
+            if new is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = Entry(TREE_MODE, new)
+        if not entries:
+            return None
+        return self.write_tree(entries)
+
+    def diff_trees(self, a: str | None, b: str | None, prefix: bytes = b"") -> Iterator[Change]:
+        """Every file path whose entry differs between trees ``a`` and ``b``."""
+        if a == b:
+            return
+        left, right = self.tree(a), self.tree(b)
+        for name in sorted(set(left) | set(right)):
+            old, new = left.get(name), right.get(name)
+            if old == new:
+                continue
+            path = prefix + name
+            if old is not None and old.is_tree or new is not None and new.is_tree:
+                yield from self.diff_trees(
+                    old.sha if old and old.is_tree else None,
+                    new.sha if new and new.is_tree else None,
+                    path + b"/",
+                )
+            if (old is None or not old.is_tree) and (new is None or not new.is_tree):
+                yield Change(os.fsdecode(path), old, new)
+            elif old is not None and not old.is_tree:
+                yield Change(os.fsdecode(path), old, None)
+            elif new is not None and not new.is_tree:
+                yield Change(os.fsdecode(path), None, new)
+
+    def walk_files(self, tree: str | None, prefix: bytes = b"") -> Iterator[tuple[str, Entry]]:
+        for name, entry in sorted(self.tree(tree).items()):
+            if entry.is_tree:
+                yield from self.walk_files(entry.sha, prefix + name + b"/")
+            else:
+                yield os.fsdecode(prefix + name), entry
+
+    # -- commits -----------------------------------------------------------------------------
+
+    def write_commit(
+        self,
+        tree: str,
+        parents: list[str],
+        message: str,
+        author: Identity,
+        committer: Identity,
+        when: float | None = None,
+    ) -> str:
+        lines = [f"tree {tree}", *(f"parent {p}" for p in parents)]
+        lines += [f"author {author.line(when)}", f"committer {committer.line(when)}"]
+        sha = self.write_object("commit", ("\n".join(lines) + "\n\n" + message).encode())
+        self._commits[sha] = Commit(sha, tree, tuple(parents), lines[-2][7:], lines[-1][10:],
+                                    message)
+        return sha
+
+    def parent_tree(self, commit: Commit) -> str | None:
+        """The tree of ``commit``'s first parent (None for a root commit)."""
+        return self.commit(commit.parents[0]).tree if commit.parents else None
+
+    def commit(self, sha: str) -> Commit:
+        """A parsed commit (cached: commits are immutable)."""
+        cached = self._commits.get(sha)
+        if cached is not None:
+            return cached
+        if len(self._commits) > 4096:
+            self._commits.clear()
+        self._commits[sha] = found = self._read_commit(sha)
+        return found
+
+    def _read_commit(self, sha: str) -> Commit:
+        kind, data = self.read_object(sha)
+        if kind != "commit":
+            raise NotFound(f"{sha} is a {kind}, not a commit.")
+        head, _, message = data.decode(errors="surrogateescape").partition("\n\n")
+        fields: dict[str, list[str]] = {}
+        for line in head.splitlines():
+            key, _, value = line.partition(" ")
+            fields.setdefault(key, []).append(value)
+        return Commit(
+            sha=sha,
+            tree=fields["tree"][0],
+            parents=tuple(fields.get("parent", [])),
+            author=fields["author"][0],
+            committer=fields["committer"][0],
+            message=message,
+        )
+
+    def log(self, rev: str, limit: int | None = None, first_parent: bool = True) -> list[Commit]:
+        """Commits reachable from ``rev``, newest first, in one git process."""
+        args = ["log", "-z", "--date=format:%z",
+                "--format=%H%x1f%T%x1f%P%x1f%an <%ae> %at %ad%x1f%cn <%ce> %ct %cd%x1f%B"]
+        if first_parent:
+            args.append("--first-parent")
+        if limit is not None:
+            args.append(f"-n{limit}")
+        out = self.git(*args, rev, "--")
+        commits = []
+        for record in out.decode(errors="surrogateescape").split("\0"):
+            if not record.strip("\n"):
+                continue
+            sha, tree, parents, author, committer, message = record.lstrip("\n").split("\x1f", 5)
+            commits.append(Commit(sha, tree, tuple(parents.split()), author, committer, message))
+        return commits
+
+    def resolve(self, rev: str) -> str | None:
+        """The commit a revision names, or None (a tag resolves to its commit)."""
+        if rev.startswith("-"):
+            return None
+        proc = self.run_git("rev-parse", "--verify", "--quiet", "--end-of-options",
+                            rev + "^{commit}")
+        return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+    # -- refs --------------------------------------------------------------------------------
+
+    def _ref_path(self, ref: str) -> Path:
+        base = self.gitdir if ref == "HEAD" else self.commondir
+        return base / ref
+
+    def read_ref(self, ref: str) -> str | None:
+        """The object a ref points at (following one symbolic level), or None."""
+        try:
+            text = self._ref_path(ref).read_text().strip()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return self._packed_refs().get(ref)
+        if text.startswith("ref: "):
+            return self.read_ref(text[5:])
+        return text or None
+
+    def _packed_refs(self) -> dict[str, str]:
+        path = self.commondir / "packed-refs"
+        try:
+            mtime = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return {}
+        if self._packed and self._packed[0] == mtime:
+            return self._packed[1]
+        refs = {}
+        for line in path.read_text().splitlines():
+            if line and line[0] not in "#^":
+                sha, _, name = line.partition(" ")
+                refs[name] = sha
+        self._packed = (mtime, refs)
+        return refs
+
+    def head_branch(self) -> str | None:
+        """The branch HEAD points at, or None when HEAD is detached."""
+        text = (self.gitdir / "HEAD").read_text().strip()
+        if text.startswith("ref: refs/heads/"):
+            return text[len("ref: refs/heads/") :]
+        return None
+
+    def set_head(self, branch: str, ident: Identity, old: str | None, new: str | None) -> None:
+        head = self.gitdir / "HEAD"
+        try:
+            lockfile.replace(head, f"ref: refs/heads/{branch}\n".encode())
+        except lockfile.Locked:
+            raise _locked(head.with_name("HEAD.lock")) from None
+        if old and new:
+            self._reflog("HEAD", old, new, ident, f"checkout: moving to {branch}")
+
+    def cas_ref(self, ref: str, old: str | None, new: str, ident: Identity, message: str) -> None:
+        """Point ``ref`` at ``new`` if it currently points at ``old`` (None: must not exist)."""
+        with self.lock_ref(ref, old) as update:
+            update.set(new, ident, message)
+
+    @contextmanager
+    def lock_ref(self, ref: str, old: str | None) -> Iterator[RefUpdate]:
+        """Hold ``ref``'s lock file while the block runs, once ``ref`` is verified to be at ``old``.
+
+        Nobody, gitspace or git, can move the ref meanwhile; ``RefUpdate.set`` moves it through
+        the lock. Leaving the block without ``set`` (or by an exception) releases it unchanged.
+        """
+        path = self._ref_path(ref)
+        lock = path.with_name(path.name + ".lock")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise GitspaceError(
+                f"Cannot create {ref}: a ref with a prefix of that name exists.",
+                hint="Pick a name that is neither a folder of an existing ref nor inside one.",
+            ) from None
+        try:
+            fd = lockfile.acquire(lock)
+        except lockfile.Locked:
+            raise _locked(lock) from None
+        update = RefUpdate(self, ref, old, fd, lock, path)
+        try:
+            current = self.read_ref(ref)
+            if current != old:
+                raise ConcurrentUpdate(
+                    f"{ref} moved from {(old or 'nothing')[:12]} to {(current or 'nothing')[:12]} "
+                    "while this op was being prepared.",
+                    hint="Nothing was changed; run the command again.",
+                )
+            yield update
+        finally:
+            update.release()
+
+    @contextmanager
+    def ref_transaction(self, moves: list[tuple[str, str | None, str]], ident: Identity,
+                        message: str) -> Iterator[None]:
+        """Move every ``(ref, old, new)`` (old None: must not exist) in one git ref transaction.
+
+        All refs are locked and verified ('prepare') before the block runs; they move together
+        when it ends ('commit'), and none moves if it raises or the prepare fails.
+        """
+        if not moves:
+            yield
+            return
+        env = dict(self._env, GIT_COMMITTER_NAME=ident.name, GIT_COMMITTER_EMAIL=ident.email)
+        proc = subprocess.Popen(
+            ["git", "-c", "core.hooksPath=/dev/null", "update-ref", "--stdin", "-m", message],
+            cwd=self.root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+        def say(line: str, expect: str | None = None) -> None:
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            try:
+                proc.stdin.write(line.encode())
+                proc.stdin.flush()
+            except BrokenPipeError:
+                pass
+            if expect is not None and proc.stdout.readline().strip() != expect.encode():
+                proc.stdin.close()
+                error = proc.stderr.read().decode(errors="replace").strip()
+                proc.wait()
+                raise ConcurrentUpdate(
+                    f"Could not move the refs together: {error or 'git update-ref stopped'}. "
+                    "Nothing was changed.", hint="Run the command again.")
+
+        try:
+            say("start\n", "start: ok")
+            say("".join(f"update {ref} {new} {old or ZERO}\n" for ref, old, new in moves)
+                + "prepare\n", "prepare: ok")
+            try:
+                yield
+            except BaseException:
+                say("abort\n")
+                raise
+            say("commit\n", "commit: ok")
+        finally:
+            if proc.poll() is None:
+                proc.stdin.close()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+    def _reflog(self, ref: str, old: str, new: str, ident: Identity, message: str) -> None:
+        base = self.gitdir if ref == "HEAD" else self.commondir
+        log = base / "logs" / ref
+        log.parent.mkdir(parents=True, exist_ok=True)
+        line = f"{old} {new} {ident.line()}\t{' '.join(message.split())[:200]}\n"
+        with open(log, "a", encoding="utf-8", errors="surrogateescape") as out:
+            out.write(line)
+
+    def write_tag(self, name: str, target: str, message: str, tagger: Identity) -> str:
+        """An annotated tag object (the ref is the caller's to set)."""
+        body = f"object {target}\ntype commit\ntag {name}\ntagger {tagger.line()}\n\n{message}"
+        return self.write_object("tag", body.encode())
+
+    def refs(self, prefix: str) -> list[tuple[str, str, str]]:
+        """(refname, object, peeled commit) for refs under ``prefix``, via for-each-ref (which
+        reads no tag contents: only listings that show messages need ``tags``)."""
+        out = self.git("for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", prefix)
+        rows = []
+        for line in out.decode(errors="replace").splitlines():
+            name, obj, peeled = line.split("\0")
+            rows.append((name, obj, peeled or obj))
+        return rows
+
+    def tags(self, prefix: str) -> list[tuple[str, str, str, int, str]]:
+        """(refname, object, peeled commit, tagger time, tag message) under ``prefix``, one call."""
+        fmt = "%(refname)%00%(objectname)%00%(*objectname)%00%(taggerdate:unix)%00%(contents)%1e"
+        out = self.git("for-each-ref", f"--format={fmt}", prefix)
+        rows = []
+        for record in out.decode(errors="replace").split("\x1e"):
+            record = record.lstrip("\n")
+            if record:
+                name, obj, peeled, when, message = record.split("\0", 4)
+                rows.append((name, obj, peeled or obj, int(when or 0), message))
+        return rows
+
+    # -- work tree helpers -------------------------------------------------------------------
+
+    def status_paths(self) -> list[str]:
+        """Paths that differ between HEAD, the index and the work tree (not ignored).
+
+        ``--no-optional-locks``: git must not refresh the index file as a side effect, which in a
+        user's own checkout would rewrite their index (gitspace keeps its own index current)."""
+        out = self.git(
+            "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=all",
+        )
+        paths = []
+        for record in out.split(b"\0"):
+            if len(record) > 3:
+                paths.append(os.fsdecode(record[3:]))
+        return paths
+
+    def merge_entry(self, ours: Entry | None, base: Entry | None,
+                    theirs: Entry | None) -> Entry | None:
+        """A three-way merge of one file (written as a blob), or None when it conflicts, a side
+        is missing, or an entry is not a regular file."""
+        if ours is None or base is None or theirs is None or any(
+                e.is_tree or e.mode not in (FILE_MODE, EXEC_MODE) for e in (ours, base, theirs)):
+            return None
+        merged = self.merge_blobs(self.read_blob(ours.sha), self.read_blob(base.sha),
+                                  self.read_blob(theirs.sha))
+        if merged is None:
+            return None
+        mode = theirs.mode if ours.mode == base.mode else ours.mode
+        return Entry(mode, self.write_blob(merged))
+
+    def merge_blobs(self, ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
+        """A three-way merge of file contents, or None when it conflicts."""
+        with tempfile.TemporaryDirectory(prefix="gitspace-merge-", dir=self.gitdir) as tmp:
+            files = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                p = Path(tmp, name)
+                p.write_bytes(data)
+                files.append(str(p))
+            proc = self.run_git("merge-file", "-p", *files)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def maybe_pack(self, threshold: int | None = None, pack_limit: int = 12) -> bool:
+        """Pack loose objects in the background once about ``threshold`` have piled up.
+
+        Cheap enough for every op: it looks at two of the 256 fan-out folders (as ``git gc --auto``
+        does with one) and starts at most one repack at a time per process. Once there are
+        ``pack_limit`` packs they are merged geometrically, so the repository stays near its
+        ``git gc`` size. True if a repack was started.
+        """
+        threshold = config.pack_threshold() if threshold is None else threshold
+        if threshold <= 0 or self._packer is not None and self._packer.poll() is None:
+            return False
+        self._packer = None
+        sample = 0
+        for fan in ("17", "a4"):
+            try:
+                sample += len(os.listdir(self.objects / fan))
+            except FileNotFoundError:
+                pass
+        if sample * 128 < threshold:
+            return False
+        try:
+            packs = sum(1 for n in os.listdir(self.objects / "pack") if n.endswith(".pack"))
+        except FileNotFoundError:
+            packs = 0
+        # Past pack_limit packs, merge them geometrically (each object is rewritten O(log n)
+        # times over a long session) rather than all at once with -a, whose cost grows with it.
+        mode = ["--geometric=2", "-d"] if packs >= pack_limit else ["-d"]
+        self._packer = subprocess.Popen(
+            ["git", "-c", "core.hooksPath=/dev/null", "repack", "-q", *mode],
+            cwd=self.root, env=self._env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        return True
+
+    def wait_for_packing(self, timeout: float = 120.0) -> None:
+        if self._packer is not None:
+            self._packer.wait(timeout)
+            self._packer = None
+
+    # -- worktrees and merges ----------------------------------------------------------------
+
+    def worktrees(self) -> list[Worktree]:
+        """Every work tree of this repository, the main one first."""
+        out = self._worktree_git("list", "--porcelain", "-z")
+        found = []
+        for record in out.decode(errors="surrogateescape").split("\0\0"):
+            fields = dict(line.partition(" ")[::2] for line in record.split("\0") if line)
+            if "worktree" not in fields:
+                continue
+            branch = fields.get("branch")
+            found.append(Worktree(
+                Path(fields["worktree"]), fields.get("HEAD"),
+                branch[len("refs/heads/"):] if branch and branch.startswith("refs/heads/") else None,
+                "prunable" in fields,
+            ))
+        return found
+
+    def checked_out_elsewhere(self, branch: str) -> Path | None:
+        """The other work tree that has ``branch`` checked out, or None (reads HEAD files only)."""
+        want = f"ref: refs/heads/{branch}"
+        own = self.gitdir.resolve()
+        for gitdir in [self.commondir, *(self.commondir / "worktrees").glob("*")]:
+            if gitdir.resolve() == own:
+                continue
+            try:
+                if (gitdir / "HEAD").read_text().strip() != want:
+                    continue
+                if gitdir == self.commondir:
+                    return gitdir.parent
+                return Path((gitdir / "gitdir").read_text().strip()).parent
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+        return None
+
+    def add_worktree(self, path: Path, branch: str) -> None:
+        """Check ``branch`` out into a new linked work tree at ``path``."""
+        self._worktree_git("add", "--quiet", "--", str(path), branch)
+
+    def remove_worktree(self, path: Path, force: bool = False) -> None:
+        self._worktree_git("remove", *(["--force"] if force else []), "--", str(path))
+
+    def forget_worktree(self, path: Path) -> None:
+        """Drop git's record of the linked work tree at ``path`` once its folder is gone (what
+        ``git worktree prune`` does, for this one only: others may be on an unmounted disk)."""
+        if path.exists():
+            raise GitspaceError(
+                f"{path} still exists, so it is not a stale worktree; nothing was changed.",
+                hint="Look inside it and move it away if it is no longer needed, then try again.")
+        for admin in (self.commondir / "worktrees").glob("*"):
+            try:
+                points_at = Path((admin / "gitdir").read_text().strip())
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            if points_at == path / ".git":
+                shutil.rmtree(admin)
+
+    def _worktree_git(self, *args: str) -> bytes:
+        # Not run_git: its pinned GIT_WORK_TREE/GIT_INDEX_FILE would be inherited by the checkout
+        # 'git worktree add' runs inside the new work tree, which would then rewrite *this* work
+        # tree's index. Only the common git dir is pinned here.
+        env = config.child_environment({"GIT_DIR": str(self.commondir), "GIT_CONFIG_NOSYSTEM": "1",
+                                        "GIT_TERMINAL_PROMPT": "0"})
+        proc = subprocess.run(
+            ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "worktree",
+             *args], cwd=self.commondir, env=env, capture_output=True)
+        if proc.returncode != 0:
+            raise GitCommandError(
+                f"git worktree {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}")
+        return proc.stdout
+
+    def merge_tree(self, ours: str, theirs: str) -> tuple[str, list[str]]:
+        """A three-way merge of two commits, written as objects only (no index, no work tree).
+
+        Returns (tree, conflicted paths); the tree is meaningful only when there is no conflict.
+        """
+        proc = self.run_git("merge-tree", "--write-tree", "--name-only", "--no-messages", "-z",
+                            ours, theirs)
+        if proc.returncode not in (0, 1):
+            raise GitCommandError(
+                f"git merge-tree failed: {proc.stderr.decode(errors='replace').strip()}")
+        tree, _, rest = proc.stdout.decode(errors="surrogateescape").partition("\0")
+        conflicts = list(dict.fromkeys(p for p in rest.split("\0") if p))
+        return tree.strip(), conflicts if proc.returncode == 1 else []
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        proc = self.run_git("merge-base", "--is-ancestor", ancestor, descendant)
+        return proc.returncode == 0

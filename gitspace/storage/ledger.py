@@ -1,0 +1,272 @@
+"""The ledger: op records carried in commit messages. This docstring is the format contract.
+
+Format 1
+--------
+An op commit's message is a subject line, an optional body, and, as its LAST paragraph, a
+trailer block that git's own trailer parser understands::
+
+    str_replace notes/todo.md
+
+    Gitspace-Format: 1
+    Gitspace-Op: 01JF3Q7Z0A8K3M2N4P5R6S7T8V
+    Gitspace-Tool: str_replace
+    Gitspace-Source: tool
+    Gitspace-Args: {"new_str":"done","old_str":"todo","path":"notes/todo.md"}
+    Gitspace-Agent: maze-runner
+    Gitspace-Session: 01JF3Q6...
+    Gitspace-Tool-Use-Id: toolu_01...
+
+The body, when there is one, is for people; a tool op's body ends with a ``Result:`` paragraph
+holding what the tool answered (capped at 4,000 characters), which is how a resumed agent reads
+back the result of an op it ran before a crash. Only the last paragraph is ever parsed.
+
+Keys, in this order, each at most once:
+
+- ``Gitspace-Format`` (required, first): the integer ``1``.
+- ``Gitspace-Op`` (required): the op id, a 26-character ULID (time-ordered).
+- ``Gitspace-Tool`` (required): the tool name, ``[a-z][a-z0-9_]*``.
+- ``Gitspace-Source`` (required): ``tool`` (a tool call), ``external`` (outside changes committed
+  by gitspace), ``init`` (the workspace's first commit) or ``transcript`` (a session's
+  conversation committed on request; it is not a tool call and is never re-run).
+- ``Gitspace-Args`` (required): the call's arguments as canonical JSON: keys sorted, no
+  whitespace, ASCII only (every other character ``\\u``-escaped), hence always one line. A string
+  value may be elided to ``{"$blob": "<sha1>", "bytes": N}`` when it equals the content of a blob
+  in the commit's own tree; the arguments stay recoverable from the repository alone.
+- ``Gitspace-Agent``, ``Gitspace-Session``, ``Gitspace-Tool-Use-Id`` (optional): tokens matching
+  ``[A-Za-z0-9][A-Za-z0-9._:@+=/-]{0,199}``.
+- ``Gitspace-Undo-Of`` (optional): comma-separated op ids this op reverts.
+- ``Gitspace-Redo-Of`` (optional): the op id of the undo this op reverts.
+- ``Gitspace-Script`` (optional): the blob id of the constraint script that ran.
+
+Why nothing agent-supplied can forge or break a trailer: args are JSON-escaped into one ASCII line;
+every other value is validated against the token pattern before it is written; the subject is
+stripped of control characters and line breaks; only the final paragraph is parsed, and it must
+consist solely of the keys above. A commit whose last paragraph does not start with
+``Gitspace-Format`` is not an op (a user's own commit); one that does but breaks any rule above is
+malformed, and ``verify`` reports it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BadArguments, LedgerError
+
+FORMAT = 1
+SOURCES = ("tool", "external", "init", "transcript")
+RESULT = "Result:"
+RESULT_CAP = 4000
+
+
+def result_body(text: str) -> str:
+    """The body paragraph that records a tool's answer (capped)."""
+    text = text.strip("\n")
+    if len(text) > RESULT_CAP:
+        text = text[:RESULT_CAP] + f"\n[... {len(text) - RESULT_CAP:,} more characters]"
+    return f"{RESULT}\n{text}"
+
+
+def result_of(message: str) -> str | None:
+    """The tool's answer recorded in an op commit's message, if it has one."""
+    end = message.rfind("\n\nGitspace-Format: ")
+    start = message.find(f"\n\n{RESULT}\n")
+    if start < 0 or end < 0 or start >= end:
+        return None
+    return message[start + len(RESULT) + 3:end]
+TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=/-]{0,199}")
+TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+OP_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+_KEYS = (
+    "Gitspace-Format",
+    "Gitspace-Op",
+    "Gitspace-Tool",
+    "Gitspace-Source",
+    "Gitspace-Args",
+    "Gitspace-Agent",
+    "Gitspace-Session",
+    "Gitspace-Tool-Use-Id",
+    "Gitspace-Undo-Of",
+    "Gitspace-Redo-Of",
+    "Gitspace-Script",
+)
+_REQUIRED = ("Gitspace-Format", "Gitspace-Op", "Gitspace-Tool", "Gitspace-Source", "Gitspace-Args")
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_op_id(now: float | None = None) -> str:
+    """A ULID: 48 bits of milliseconds then 80 random bits, Crockford base32."""
+    millis = int((time.time() if now is None else now) * 1000)
+    value = (millis << 80) | int.from_bytes(os.urandom(10), "big")
+    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def check_token(kind: str, value: str) -> str:
+    if not TOKEN.fullmatch(value):
+        raise BadArguments(
+            f"The {kind} {value!r} is not allowed: use 1-200 letters, digits and ._:@+=/- "
+            "starting with a letter or digit.",
+            hint=f"Choose a plainer {kind}.",
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op as recorded in the ledger."""
+
+    op_id: str
+    tool: str
+    args: dict[str, Any]
+    source: str = "tool"
+    agent: str | None = None
+    session: str | None = None
+    tool_use_id: str | None = None
+    undo_of: tuple[str, ...] = field(default_factory=tuple)
+    redo_of: str | None = None
+    script: str | None = None
+
+    def trailers(self) -> str:
+        if not TOOL_NAME.fullmatch(self.tool):
+            raise BadArguments(f"The tool name {self.tool!r} is not valid.")
+        if self.source not in SOURCES:
+            raise BadArguments(f"The op source {self.source!r} is not one of {SOURCES}.")
+        rows = [
+            ("Gitspace-Format", str(FORMAT)),
+            ("Gitspace-Op", self.op_id),
+            ("Gitspace-Tool", self.tool),
+            ("Gitspace-Source", self.source),
+            ("Gitspace-Args", canonical_json(self.args)),
+        ]
+        for key, kind, value in (
+            ("Gitspace-Agent", "agent name", self.agent),
+            ("Gitspace-Session", "session id", self.session),
+            ("Gitspace-Tool-Use-Id", "tool-use id", self.tool_use_id),
+        ):
+            if value is not None:
+                rows.append((key, check_token(kind, value)))
+        if self.undo_of:
+            rows.append(("Gitspace-Undo-Of", ",".join(self.undo_of)))
+        if self.redo_of:
+            rows.append(("Gitspace-Redo-Of", self.redo_of))
+        if self.script:
+            rows.append(("Gitspace-Script", self.script))
+        return "\n".join(f"{k}: {v}" for k, v in rows)
+
+
+def clean_subject(text: str, limit: int = 72) -> str:
+    """One printable line: control and format characters dropped, whitespace folded."""
+    kept = "".join(
+        " " if c.isspace() else c
+        for c in text
+        if c.isspace() or unicodedata.category(c)[0] != "C"
+    )
+    line = " ".join(kept.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def encode_message(op: Op, subject: str, body: str = "") -> str:
+    parts = [clean_subject(subject) or op.tool]
+    if body.strip():
+        # The body is free text for humans; it can never be the last paragraph.
+        parts.append(body.strip())
+    parts.append(op.trailers())
+    return "\n\n".join(parts) + "\n"
+
+
+def parse_message(message: str) -> Op | None:
+    """The op a commit message records; None if it is not an op; LedgerError if malformed."""
+    paragraphs = [p for p in re.split(r"\n\s*\n", message.strip("\n")) if p.strip()]
+    if len(paragraphs) < 2:
+        return None
+    block = paragraphs[-1].strip("\n").split("\n")
+    if not block[0].startswith("Gitspace-Format:"):
+        return None
+    seen: dict[str, str] = {}
+    order = []
+    for line in block:
+        key, sep, value = line.partition(": ")
+        if not sep or key not in _KEYS:
+            raise LedgerError(f"Unknown or malformed trailer line {line[:80]!r}.")
+        if key in seen:
+            raise LedgerError(f"Trailer {key} appears twice.")
+        seen[key] = value
+        order.append(_KEYS.index(key))
+    if order != sorted(order):
+        raise LedgerError("Trailers are out of order.")
+    missing = [k for k in _REQUIRED if k not in seen]
+    if missing:
+        raise LedgerError(f"Missing trailer(s): {', '.join(missing)}.")
+    return _op_from(seen)
+
+
+def _op_from(seen: dict[str, str]) -> Op:
+    if seen["Gitspace-Format"] != str(FORMAT):
+        raise LedgerError(f"Unsupported ledger format {seen['Gitspace-Format']!r}.")
+    if not OP_ID.fullmatch(seen["Gitspace-Op"]):
+        raise LedgerError(f"Malformed op id {seen['Gitspace-Op']!r}.")
+    if not TOOL_NAME.fullmatch(seen["Gitspace-Tool"]):
+        raise LedgerError(f"Malformed tool name {seen['Gitspace-Tool']!r}.")
+    if seen["Gitspace-Source"] not in SOURCES:
+        raise LedgerError(f"Unknown source {seen['Gitspace-Source']!r}.")
+    raw_args = seen["Gitspace-Args"]
+    try:
+        args = json.loads(raw_args)
+    except ValueError as e:
+        raise LedgerError(f"Gitspace-Args is not valid JSON: {e}.") from None
+    if not isinstance(args, dict) or canonical_json(args) != raw_args:
+        raise LedgerError("Gitspace-Args is not a canonical JSON object.")
+    for key in ("Gitspace-Agent", "Gitspace-Session", "Gitspace-Tool-Use-Id"):
+        if key in seen and not TOKEN.fullmatch(seen[key]):
+            raise LedgerError(f"{key} has a malformed value.")
+    if "Gitspace-Redo-Of" in seen and not OP_ID.fullmatch(seen["Gitspace-Redo-Of"]):
+        raise LedgerError("Gitspace-Redo-Of has a malformed op id.")
+    undo_of = tuple(seen["Gitspace-Undo-Of"].split(",")) if "Gitspace-Undo-Of" in seen else ()
+    if any(not OP_ID.fullmatch(u) for u in undo_of):
+        raise LedgerError("Gitspace-Undo-Of has a malformed op id.")
+    if "Gitspace-Script" in seen and not re.fullmatch(r"[0-9a-f]{40}", seen["Gitspace-Script"]):
+        raise LedgerError("Gitspace-Script is not an object id.")
+    return Op(
+        op_id=seen["Gitspace-Op"],
+        tool=seen["Gitspace-Tool"],
+        args=args,
+        source=seen["Gitspace-Source"],
+        agent=seen.get("Gitspace-Agent"),
+        session=seen.get("Gitspace-Session"),
+        tool_use_id=seen.get("Gitspace-Tool-Use-Id"),
+        undo_of=undo_of,
+        redo_of=seen.get("Gitspace-Redo-Of"),
+        script=seen.get("Gitspace-Script"),
+    )
+
+
+def args_summary(args: dict[str, Any], width: int = 60) -> str:
+    """One short line of an op's args for people: long strings clipped, elided blobs as sizes."""
+    parts = []
+    for key, value in sorted(args.items()):
+        if isinstance(value, str):
+            text = " ".join(value.split())
+            parts.append(f"{key}={text if len(text) <= 24 else text[:21] + '...'!r}")
+        elif isinstance(value, dict) and "$blob" in value:
+            parts.append(f"{key}=<{value.get('bytes', '?')} bytes>")
+        else:
+            parts.append(f"{key}={value}")
+    line = " ".join(parts)
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def elide(args: dict[str, Any], key: str, blob_sha: str, limit: int = 4096) -> dict[str, Any]:
+    """Args with ``args[key]`` replaced by a blob reference when it is longer than ``limit``."""
+    value = args.get(key)
+    if not isinstance(value, str) or len(value) <= limit:
+        return args
+    return {**args, key: {"$blob": blob_sha, "bytes": len(value.encode("utf-8", "surrogatepass"))}}

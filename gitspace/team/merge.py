@@ -1,0 +1,181 @@
+"""Merging an agent's branch back: a normal two-parent merge commit, or nothing at all.
+
+Semantics (``gitspace merge NAME [--into BRANCH]``):
+- The merge is computed from commits alone (``git merge-tree --write-tree``): no index, no work
+  tree and no ``MERGE_HEAD`` are involved, so a conflicting merge is refused before anything is
+  written and changes nothing anywhere.
+- The result is always a merge commit (first parent: the target, second: ``agent/NAME``), as
+  ``git merge --no-ff`` makes: the agent's work arrives as one unit that ``git revert -m 1``
+  takes back, and the target's first-parent history stays its own. An agent branch with nothing
+  new is "already up to date".
+- The target defaults to the branch the user's checkout is on (the work tree the command runs
+  in: their main checkout or one of their own linked worktrees). A target checked out nowhere
+  moves by compare-and-swap only: the user's checkout stays byte-for-byte the same. A target
+  checked out in the user's checkout is updated the way ``git merge`` would update it and no
+  further: only the paths the merge changes are written (``git read-tree -m -u``, which honours
+  filters and never overwrites local changes), and the merge is refused, changing nothing, when
+  any of those paths has staged or unstaged changes or an untracked or ignored file in the way.
+  Their other index entries, untracked and ignored files, and HEAD itself stay byte-for-byte the
+  same. The branch's ref lock is held from before that check until the branch has moved, so
+  files and branch move together: any failure or interrupt before the branch moves puts those
+  paths and their index entries back. A target checked out in an agent's worktree (that agent
+  owns its files) or in another of the user's worktrees (run the merge there) is refused.
+- The merge commit's author is the user's configured git identity (``human`` when there is
+  none); the committer is gitspace. It is not an op: it carries no Gitspace trailer.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..core import branches
+from ..core.transaction import COMMITTER
+from ..errors import Conflict, GitspaceError, NotFound
+from ..storage.gitrepo import ZERO, GitCommandError, GitRepo, Identity
+from .attach import (
+    BRANCH_PREFIX,
+    check_name,
+    describe_holder,
+    dirty_paths,
+    open_user_repo,
+    user_checkout,
+)
+
+
+@dataclass(frozen=True)
+class Merged:
+    name: str
+    branch: str
+    target: str
+    commit: str | None  # None: already up to date
+    files: list[str]
+    checkout: bool  # the target is checked out in the user's checkout, which was updated
+
+
+def merge(path: str | os.PathLike[str], name: str, into: str | None = None) -> Merged:
+    repo = open_user_repo(path)
+    try:
+        return _merge(repo, check_name(name), into)
+    finally:
+        repo.close()
+
+
+def _merge(repo: GitRepo, name: str, into: str | None) -> Merged:
+    branch = BRANCH_PREFIX + name
+    theirs = repo.read_ref(f"refs/heads/{branch}")
+    if theirs is None:
+        raise NotFound(f"There is no agent {name} (no branch {branch}).",
+                       hint="'gitspace agents' lists the agents of this repository.")
+    trees = repo.worktrees()
+    user = user_checkout(repo, trees)
+    target = into or user.branch
+    if target is None:
+        raise GitspaceError("Your checkout is on a detached HEAD, so there is no branch to merge "
+                            "into.", hint="Name one with --into BRANCH.")
+    branches.check_name(target)
+    ours = repo.read_ref(f"refs/heads/{target}")
+    if ours is None:
+        raise NotFound(f"There is no branch {target!r} to merge into.",
+                       hint=f"Create it first (git branch {target}), or pick another with --into.")
+    holder = next((w for w in trees if w.branch == target), None)
+    checkout = holder is not None and holder.path.resolve() == user.path.resolve()
+    if holder is not None and not checkout:
+        where = describe_holder(repo, holder.path)
+        if where.startswith("agent"):
+            raise Conflict(f"{target} is checked out in {where}: that agent's files are its own.",
+                           hint="Merge into a branch that is checked out nowhere, or into yours "
+                                "(--into BRANCH).")
+        raise Conflict(f"{target} is checked out in {where}, not in the checkout you ran this "
+                       "from.",
+                       hint=f"Run it there ('gitspace -C {holder.path} merge {name}'), or merge "
+                            "into a branch that is checked out nowhere (--into BRANCH).")
+    if repo.is_ancestor(theirs, ours):
+        return Merged(name, branch, target, None, [], checkout)
+    try:
+        tree, conflicts = repo.merge_tree(ours, theirs)
+    except GitCommandError as e:
+        if "unrelated histories" not in e.message:
+            raise
+        raise Conflict(f"{branch} and {target} share no history, so there is no common base to "
+                       "merge from. Nothing was changed.",
+                       hint=f"Merge into the branch {branch} started from (--into BRANCH), or "
+                            f"join them by hand: 'git merge --allow-unrelated-histories {branch}'."
+                       ) from None
+    if conflicts:
+        raise Conflict(
+            f"Merging {branch} into {target} conflicts in " + ", ".join(conflicts[:10])
+            + (" ..." if len(conflicts) > 10 else "") + ". Nothing was changed.",
+            hint=f"Resolve it by hand: 'git merge {branch}' in a checkout of {target} stops at "
+                 "the conflicts for you to fix.",
+        )
+    files = [c.path for c in repo.diff_trees(repo.commit(ours).tree, tree)]
+    message = (f"Merge branch '{branch}' into {target}\n\n"
+               f"Work of agent {name}, merged by gitspace.\n")
+    commit = repo.write_commit(tree, [ours, theirs], message, _author(repo), COMMITTER)
+    if checkout:
+        _update_checkout(repo, target, ours, commit, files, f"gitspace: merge {branch}")
+    else:
+        repo.cas_ref(f"refs/heads/{target}", ours, commit, COMMITTER, f"gitspace: merge {branch}")
+    return Merged(name, branch, target, commit, files, checkout)
+
+
+def _update_checkout(
+    repo: GitRepo, target: str, ours: str, commit: str, files: list[str], reflog: str
+) -> None:
+    """Bring the user's checkout from ``ours`` to ``commit``, touching only ``files``.
+
+    The branch's ref lock is taken (and the branch verified to be at ``ours``) before anything is
+    looked at or written, so nobody moves the branch between the files and the ref; the files and
+    index entries go back as they were if anything at all fails before the ref moves.
+    """
+    with repo.lock_ref(f"refs/heads/{target}", ours) as update:
+        busy = sorted({p for i in range(0, len(files), 200)
+                       for p in dirty_paths(repo, *files[i:i + 200], ignored=True)})
+        if busy:
+            raise Conflict(
+                f"Merging into {target} would change files you have changed or that are in the "
+                "way in your checkout: " + ", ".join(busy[:10]) + (" ..." if len(busy) > 10 else "")
+                + ". Nothing was changed.",
+                hint="Commit or stash them first, or merge into another branch with --into BRANCH.",
+            )
+        try:
+            try:
+                repo.git("read-tree", "-m", "-u", ours, commit)
+            except GitCommandError as e:
+                raise Conflict(f"Your checkout cannot take the merge: {e}. Nothing was changed.",
+                               hint="Commit or stash your changes, or merge with --into BRANCH.") \
+                    from None
+            update.set(commit, COMMITTER, reflog)
+        except BaseException:
+            if not update.done:
+                _put_back(repo, ours, commit, files)
+            raise
+
+
+def _put_back(repo: GitRepo, ours: str, commit: str, files: list[str]) -> None:
+    """Return ``files`` (which were clean at ``ours`` before the merge) and their index entries to
+    ``ours``: the inverse read-tree, or path by path when an interrupted read-tree left less."""
+    if repo.run_git("read-tree", "-m", "-u", commit, ours).returncode == 0:
+        return
+    tree = repo.commit(ours).tree
+    entries = {p: repo.entry_at(tree, p) for p in files}
+    lines = b"".join(
+        (f"{e.mode:o} {e.sha}\t" if e is not None else f"0 {ZERO}\t").encode() + os.fsencode(p)
+        + b"\0" for p, e in entries.items())
+    repo.git("update-index", "-z", "--index-info", input=lines)
+    present = b"".join(os.fsencode(p) + b"\0" for p, e in entries.items() if e is not None)
+    if present:
+        repo.git("checkout-index", "-f", "-z", "--stdin", input=present)
+    for p, e in entries.items():
+        if e is None:
+            try:
+                (repo.root / p).unlink()
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                pass
+
+
+def _author(repo: GitRepo) -> Identity:
+    name = repo.git("config", "--get", "user.name", check=False).decode().strip()
+    email = repo.git("config", "--get", "user.email", check=False).decode().strip()
+    return Identity(name, email) if name and email else Identity("human", "human@gitspace")

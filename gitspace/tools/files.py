@@ -1,0 +1,356 @@
+"""Built-in file tools: view, create, str_replace, insert, append, delete, rename, search.
+
+Argument names follow Anthropic's text-editor and memory tools, which models already know. Every
+mutating tool is a plan over a ``Txn``; the transaction turns it into one commit (or none).
+Reads are bounded: a view that would exceed the cap is refused with the file's size and the
+tools to use instead, never silently cut.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..core import paths
+from ..core.transaction import Plan, Txn
+from ..core.workspace import Result, Workspace
+from ..errors import FileRefused, PathRefused, ToolFailed
+from ..storage import ledger
+from .registry import PATH, builtin, integer, obj, string
+
+VIEW_CAP = 16_000
+LISTING_CAP = 200
+SEARCH_CAP = 50
+
+
+def _text(rel: str, data: bytes) -> str:
+    if b"\0" in data[:8192]:
+        raise FileRefused(
+            f"{rel} holds binary data ({len(data):,} bytes); the text tools do not edit it.",
+            hint="Use the stat tool to see its size and type.",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FileRefused(
+            f"{rel} is not UTF-8 text ({len(data):,} bytes); the text tools do not edit it.",
+            hint="Use the stat tool to see its size and type.",
+        ) from None
+
+
+def _target(ws: Workspace, path: object) -> tuple[str, Path]:
+    """Resolve a path an edit tool will write. Constraint scripts are code gitspace runs, so an
+    agent may not write them: that would let it run anything it likes."""
+    rel, full = paths.resolve(ws.root, path)
+    top = rel.split("/", 1)[0].casefold()  # CONSTRAINTS/ is constraints/ on macOS and Windows
+    if top == "constraints":
+        raise PathRefused(
+            f"The path {rel!r} was refused: constraint scripts are code that gitspace runs, and "
+            "agents may not write them.",
+            hint="A person adds or edits scripts in constraints/, then runs 'gitspace snapshot'.",
+        )
+    return rel, full
+
+
+def _existing(txn: Txn, rel: str) -> str:
+    data = txn.read(rel)
+    if data is None:
+        raise ToolFailed(f"{rel} does not exist.", hint="Create it first with the create tool.")
+    return _text(rel, data)
+
+
+def edit(ws: Workspace, tool: str, args: dict[str, Any], plan: Any, *,
+         tool_use_id: str | None, op_id: str | None, record: dict[str, Any] | None = None) -> Result:
+    """Run ``plan(txn) -> Plan`` as one op and wrap the outcome as a Result."""
+    op = ws.new_op(tool, record if record is not None else args, tool_use_id=tool_use_id,
+                   op_id=op_id)
+    return Result.of(tool, ws.transact(op, plan))
+
+
+def numbered(lines: list[str], start: int) -> str:
+    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start))
+
+
+# -- view -----------------------------------------------------------------------------------
+
+
+@builtin(
+    "view",
+    "Show a text file with line numbers, or list a folder (two levels deep). Files are shown "
+    f"whole only when they fit in {VIEW_CAP:,} characters; for larger files pass view_range "
+    "[start, end] (1-based, end -1 means to the end) or use the constraint tools (peek, range, "
+    "grep, stat), which read large files in bounded pieces.",
+    {"path": "notes/todo.md", "view_range": [1, 40]},
+    obj(["path"], path=PATH, view_range={
+        "type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+        "description": "[start, end] lines, 1-based; end -1 means to the end of the file."}),
+    mutates=False,
+)
+def view(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
+    rel, full = paths.resolve(ws.root, args["path"], allow_root=True)
+    if full.is_dir():
+        return Result(ok=True, text=_listing(ws, rel), tool="view")
+    if not full.exists():
+        raise ToolFailed(f"{rel} does not exist.", hint="View the folder to see what is there.")
+    size = full.stat().st_size
+    if size > ws.max_file_bytes:
+        raise FileRefused(
+            f"{rel} is {size:,} bytes, too large to view.",
+            hint="Use stat, grep, peek or range to read it in bounded pieces.",
+        )
+    lines = _text(rel, full.read_bytes()).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    start, end = 1, len(lines)
+    if "view_range" in args:
+        start, end = args["view_range"]
+        end = len(lines) if end == -1 else end
+        if not (1 <= start <= max(len(lines), 1)) or end < start or end > len(lines):
+            raise ToolFailed(
+                f"view_range {args['view_range']} does not fit {rel}, which has {len(lines)} lines.",
+                hint=f"Use a range within [1, {len(lines)}], end -1 for 'to the end'.",
+            )
+    body = numbered(lines[start - 1 : end], start)
+    if len(body) > VIEW_CAP:
+        per_line = max(1, len(body) // max(1, end - start + 1))
+        fit = max(1, VIEW_CAP // per_line - 1)
+        raise FileRefused(
+            f"{rel} has {len(lines):,} lines and {size:,} bytes; lines {start}-{end} take "
+            f"{len(body):,} characters, over the {VIEW_CAP:,}-character view cap.",
+            hint=f"Pass view_range with about {fit} lines at a time, e.g. [{start}, "
+            f"{start + fit - 1}], or use grep/peek/range/stat.",
+        )
+    header = f"Here's the content of {rel} with line numbers (lines {start}-{end} of {len(lines)}):"
+    return Result(ok=True, text=f"{header}\n{body}", tool="view")
+
+
+def _listing(ws: Workspace, rel: str) -> str:
+    base = ws.root / rel if rel else ws.root
+    rows: list[str] = []
+    total = 0
+    for child in sorted(base.iterdir()):
+        if child.name.startswith("."):
+            continue
+        items = [child]
+        if child.is_dir() and not child.is_symlink():
+            items += sorted(c for c in child.iterdir() if not c.name.startswith("."))
+        for item in items:
+            total += 1
+            if len(rows) < LISTING_CAP:
+                kind = "/" if item.is_dir() else ""
+                size = "-" if item.is_dir() else f"{item.lstat().st_size:,}"
+                rows.append(f"{size:>10}  {item.relative_to(ws.root)}{kind}")
+    shown = rel or "."
+    more = f"\n... and {total - LISTING_CAP} more" if total > LISTING_CAP else ""
+    return (f"Files and folders in {shown}, two levels deep, hidden items excluded "
+            f"({total} entries):\n" + "\n".join(rows) + more)
+
+
+# -- create / edit --------------------------------------------------------------------------
+
+
+@builtin(
+    "create",
+    "Create a text file, or replace a file's whole content. Use str_replace or insert to change "
+    "part of an existing file.",
+    {"path": "notes/plan.md", "file_text": "# Plan\n- explore the maze\n"},
+    obj(["path", "file_text"], path=PATH, file_text=string("The complete new content.")),
+    mutates=True,
+)
+def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    rel, _ = _target(ws, args["path"])
+    data = args["file_text"].encode("utf-8")
+
+    def plan(txn: Txn) -> Plan:
+        existed = txn.read(rel) is not None
+        txn.write(rel, data)
+        verb = "overwritten" if existed else "created"
+        return Plan(f"File {verb} successfully at: {rel}", f"create {rel}")
+
+    blob = ws.repo.hash_object("blob", data)
+    record = ledger.elide({**args, "path": rel}, "file_text", blob)
+    return edit(ws, "create", args, plan, record=record, **kw)
+
+
+@builtin(
+    "str_replace",
+    "Replace one exact occurrence of old_str with new_str in a file. old_str must match exactly "
+    "once (whitespace included); if it matches several times, include more surrounding lines.",
+    {"path": "notes/todo.md", "old_str": "- [ ] write tests", "new_str": "- [x] write tests"},
+    obj(["path", "old_str", "new_str"], path=PATH, old_str=string("Exact text to find.", minLength=1),
+        new_str=string("Replacement text (may be empty).")),
+    mutates=True,
+)
+def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    rel, _ = _target(ws, args["path"])
+    old, new = args["old_str"], args["new_str"]
+
+    def plan(txn: Txn) -> Plan:
+        text = _existing(txn, rel)
+        count = text.count(old)
+        if count == 0:
+            raise ToolFailed(
+                f"No replacement was performed, old_str `{old}` did not appear verbatim in {rel}.",
+                hint="View the file to copy the exact text.",
+            )
+        if count > 1:
+            lines = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(re.escape(old), text)]
+            raise ToolFailed(
+                f"No replacement was performed: old_str appears {count} times in {rel}, at lines "
+                f"{', '.join(map(str, lines[:20]))}.",
+                hint="Include more surrounding text so it matches exactly once.",
+            )
+        at = text.index(old)
+        result = text.replace(old, new, 1)
+        txn.write(rel, result.encode("utf-8"))
+        first = result.count("\n", 0, at) + 1
+        snippet_lines = result.split("\n")
+        lo, hi = max(1, first - 3), min(len(snippet_lines), first + new.count("\n") + 3)
+        snippet = numbered(snippet_lines[lo - 1 : hi], lo)
+        return Plan(f"The file {rel} has been edited. Snippet of the change:\n{snippet}",
+                    f"str_replace {rel}")
+
+    return edit(ws, "str_replace", {**args, "path": rel}, plan, **kw)
+
+
+@builtin(
+    "insert",
+    "Insert text after a given line of a file (0 inserts at the top).",
+    {"path": "notes/todo.md", "insert_line": 2, "insert_text": "- [ ] review\n"},
+    obj(["path", "insert_line", "insert_text"], path=PATH,
+        insert_line=integer("Line after which to insert; 0 for the top.", minimum=0),
+        insert_text=string("Text to insert.")),
+    mutates=True,
+)
+def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    rel, _ = _target(ws, args["path"])
+    at, text_in = args["insert_line"], args["insert_text"]
+
+    def plan(txn: Txn) -> Plan:
+        lines = _existing(txn, rel).split("\n")
+        trailing = lines[-1] == ""
+        count = len(lines) - 1 if trailing else len(lines)
+        if at > count:
+            raise ToolFailed(
+                f"Invalid `insert_line` parameter: {at}. It should be within the range [0, {count}].",
+            )
+        new_lines = text_in[:-1].split("\n") if text_in.endswith("\n") else text_in.split("\n")
+        lines[at:at] = new_lines
+        txn.write(rel, "\n".join(lines).encode("utf-8"))
+        return Plan(f"The file {rel} has been edited.", f"insert {rel}:{at}")
+
+    return edit(ws, "insert", {**args, "path": rel}, plan, **kw)
+
+
+@builtin(
+    "append",
+    "Append text to the end of a file, creating it if needed. Nothing is added between the old "
+    "end and the text: start the text with a newline if the file may not end with one.",
+    {"path": "notes/log.md", "text": "- tried the east corridor: dead end\n"},
+    obj(["path", "text"], path=PATH, text=string("Text to append.", minLength=1)),
+    mutates=True,
+)
+def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    rel, _ = _target(ws, args["path"])
+
+    def plan(txn: Txn) -> Plan:
+        current = txn.read(rel)
+        if current is not None:
+            _text(rel, current)
+        txn.write(rel, (current or b"") + args["text"].encode("utf-8"))
+        return Plan(f"Appended {len(args['text']):,} characters to {rel}.", f"append {rel}")
+
+    return edit(ws, "append", {**args, "path": rel}, plan, **kw)
+
+
+@builtin(
+    "delete",
+    "Delete a file, or every tracked file under a folder. Untracked files are never deleted. "
+    "Deleting is recorded like any op: undo brings the files back.",
+    {"path": "notes/old.md"},
+    obj(["path"], path=PATH),
+    mutates=True,
+    destructive=True,
+)
+def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    rel, full = _target(ws, args["path"])
+
+    def plan(txn: Txn) -> Plan:
+        entry = txn.entry(rel)
+        if entry is not None and entry.is_tree:
+            victims = [f"{rel}/{p}" for p, _ in ws.repo.walk_files(entry.sha)]
+        elif entry is not None or full.is_file() or full.is_symlink():
+            victims = [rel]
+        else:
+            raise ToolFailed(f"{rel} does not exist.")
+        for victim in victims:
+            txn.read(victim)
+            txn.delete(victim)
+        return Plan(f"Successfully deleted {rel}" + (f" ({len(victims)} files)"
+                    if len(victims) > 1 else ""), f"delete {rel}")
+
+    return edit(ws, "delete", {**args, "path": rel}, plan, **kw)
+
+
+@builtin(
+    "rename",
+    "Move or rename a file or folder. Refused if the destination exists.",
+    {"old_path": "notes/draft.md", "new_path": "notes/final.md"},
+    obj(["old_path", "new_path"], old_path=PATH, new_path=PATH),
+    mutates=True,
+)
+def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    src, src_full = _target(ws, args["old_path"])
+    dst, dst_full = _target(ws, args["new_path"])
+    if dst == src or dst.startswith(src + "/"):
+        raise ToolFailed(f"Cannot move {src} onto itself or into itself.")
+
+    def plan(txn: Txn) -> Plan:
+        if dst_full.exists() or dst_full.is_symlink() or txn.entry(dst) is not None:
+            raise ToolFailed(f"Error: The destination {dst} already exists")
+        entry = txn.entry(src)
+        if entry is not None and entry.is_tree:
+            moves = [(f"{src}/{p}", f"{dst}/{p}") for p, _ in ws.repo.walk_files(entry.sha)]
+        elif src_full.is_file() or src_full.is_symlink() or entry is not None:
+            moves = [(src, dst)]
+        else:
+            raise ToolFailed(f"{src} does not exist.")
+        for old, new in moves:
+            data = txn.read(old)
+            if data is None:
+                continue
+            mode = txn.mode(old)
+            txn.delete(old)
+            txn.read(new)
+            txn.write(new, data, mode)
+        return Plan(f"Successfully renamed {src} to {dst}", f"rename {src} -> {dst}")
+
+    return edit(ws, "rename", {"new_path": dst, "old_path": src}, plan, **kw)
+
+
+@builtin(
+    "search",
+    f"Search file contents for a regular expression (POSIX extended). Returns at most {SEARCH_CAP} "
+    "matching lines as path:line: text, and says how many more there were.",
+    {"pattern": "TODO|FIXME", "path": "notes"},
+    obj(["pattern"], pattern=string("Extended regular expression.", minLength=1),
+        path=string("Folder or file to search in; the whole workspace when omitted.")),
+    mutates=False,
+)
+def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
+    rel = paths.resolve(ws.root, args.get("path", ""), allow_root=True)[0]
+    proc = ws.repo.run_git(
+        "grep", "--untracked", "-I", "-n", "-E", "--no-color", "-e", args["pattern"], "--",
+        rel or ".",
+    )
+    if proc.returncode not in (0, 1):
+        raise ToolFailed(f"The pattern could not be used: {proc.stderr.decode().strip()}")
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    shown = [ln if len(ln) <= 240 else ln[:239] + "…" for ln in lines[:SEARCH_CAP]]
+    if not lines:
+        return Result(ok=True, text=f"No matches for {args['pattern']!r}.", tool="search")
+    more = (f"\n... {len(lines) - SEARCH_CAP} more matches not shown; narrow the pattern or path."
+            if len(lines) > SEARCH_CAP else "")
+    return Result(ok=True, text=f"{len(lines)} matching lines:\n" + "\n".join(shown) + more,
+                  tool="search")

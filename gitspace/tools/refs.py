@@ -1,0 +1,129 @@
+"""Built-in history tools: checkpoint, restore, undo, redo, branch, switch, log."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..core import branches, checkpoints, timeline, undo
+from ..core.workspace import Result, Workspace
+from ..errors import BadArguments
+from .registry import builtin, integer, obj, string
+
+CHECKPOINT_NAME = string("Checkpoint name: letters, digits, '.', '_', '-'.")
+
+
+@builtin(
+    "checkpoint",
+    "Save the current state under a name so you can come back to it with restore. Call this "
+    "BEFORE trying something that might be a dead end.",
+    {"name": "junction-1", "message": "before trying the east corridor"},
+    obj(["name"], name=CHECKPOINT_NAME, message=string("Why you saved here.")),
+    mutates=True,
+)
+def checkpoint(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None, **_: Any) -> Result:
+    cp = checkpoints.create(ws, args["name"], args.get("message", ""), op_id)
+    return Result(ok=True, text=f"Checkpoint {cp.name} saved at {cp.commit[:12]} on {cp.branch}.",
+                  tool="checkpoint", commit=cp.commit)
+
+
+@builtin(
+    "restore",
+    "Return the files to a checkpoint's state. This is a new op: nothing is lost, and the path "
+    "you abandon stays in the log (undo brings it back).",
+    {"name": "junction-1"},
+    obj(["name"], name=CHECKPOINT_NAME),
+    mutates=True,
+)
+def restore(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = None,
+            op_id: str | None = None) -> Result:
+    target = checkpoints.resolve(ws, args["name"])
+    op = ws.new_op("restore", {"name": args["name"]}, tool_use_id=tool_use_id, op_id=op_id)
+    done = ws.transact(op, checkpoints.restore_plan(ws, args["name"], target))
+    return Result.of("restore", done)
+
+
+@builtin(
+    "undo",
+    "Revert your most recent op (or the last `count` ops, or one earlier op by id). Repeated "
+    "undo walks further back; it never undoes the previous undo — use redo for that.",
+    {"count": 1},
+    obj(count=integer("How many ops to undo (default 1).", minimum=1, maximum=100),
+        op=string("Undo just this earlier op, by its op id.")),
+    mutates=True,
+)
+def undo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = None,
+              op_id: str | None = None) -> Result:
+    if "op" in args and "count" in args:
+        raise BadArguments("Pass either count or op, not both.")
+    targets = ([undo.find_op(ws, args["op"])] if "op" in args
+               else undo.undo_targets(ws, args.get("count", 1)))
+    op = ws.new_op("undo", args, tool_use_id=tool_use_id, op_id=op_id,
+                   undo_of=tuple(o.op_id for o, _ in targets))
+    return Result.of("undo", ws.transact(op, undo.undo_plan(ws, targets)))
+
+
+@builtin(
+    "redo",
+    "Re-apply what the last undo reverted.",
+    {},
+    obj(),
+    mutates=True,
+)
+def redo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = None,
+              op_id: str | None = None) -> Result:
+    undo_op, commit = undo.redo_target(ws)
+    op = ws.new_op("redo", args, tool_use_id=tool_use_id, op_id=op_id, redo_of=undo_op.op_id)
+    return Result.of("redo", ws.transact(op, undo.redo_plan(ws, undo_op, commit)))
+
+
+@builtin(
+    "branch",
+    "Start a new branch at the current state (or at checkpoint `from`) and switch to it, to try "
+    "another strategy without losing this one. Pass switch=false to only create it.",
+    {"name": "try-east", "from": "junction-1"},
+    obj(["name"], name=string("Branch name, like 'try-east'."),
+        **{"from": string("Checkpoint to start from (default: the current state)."),
+           "switch": {"type": "boolean", "description": "Switch to it (default true).",
+                      "default": True}}),
+    mutates=True,
+)
+def branch_tool(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None,
+                **_: Any) -> Result:
+    start = checkpoints.resolve(ws, args["from"]) if "from" in args else ws.tip()
+    created = branches.create(ws, args["name"], start, op_id)
+    text = f"Branch {created.name} created at {start[:12]}."
+    if args.get("switch", True):
+        changed = branches.switch(ws, created.name)
+        text = f"{text[:-1]} and checked out ({changed} file(s) changed)."
+    return Result(ok=True, text=text, tool="branch", commit=start)
+
+
+@builtin(
+    "switch",
+    "Switch to another branch. Refused if it would overwrite changes not recorded yet.",
+    {"name": "main"},
+    obj(["name"], name=string("Branch name.")),
+    mutates=True,
+)
+def switch_tool(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
+    changed = branches.switch(ws, args["name"])
+    return Result(ok=True, text=f"On branch {args['name']} ({changed} file(s) changed).",
+                  tool="switch", commit=ws.tip())
+
+
+@builtin(
+    "log",
+    "List the most recent ops on this branch: time, agent, tool, what changed, checkpoints.",
+    {"limit": 10},
+    obj(limit=integer("How many ops (default 10, at most 100).", minimum=1, maximum=100)),
+    mutates=False,
+)
+def log_tool(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
+    rows = []
+    for e in timeline.timeline(ws, args.get("limit", 10)):
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
+        marks = f" [checkpoint {', '.join(e.checkpoints)}]" if e.checkpoints else ""
+        op = f"{e.op.op_id} " if e.op else ""
+        rows.append(f"{when} {op}{e.author}: {e.subject}{marks}")
+    return Result(ok=True, text="\n".join(rows) or "No ops yet.", tool="log")

@@ -1,0 +1,145 @@
+"""Constraint scripts as tools: discovered per workspace, run with their side effects policed.
+
+Invariants: a read-only script never produces a commit, and if it changed files anyway the change
+is undone and reported as an error. A mutating script runs under the workspace lock and its
+changes become exactly one op (tool = script name, args recorded, the script's blob id in
+``Gitspace-Script``), so it can be undone and replayed; outside changes it touched are committed
+first, as for any op. A failing mutating script leaves the files as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ..core.transaction import Plan, Txn, disk_state
+from ..core.workspace import Result, Workspace
+from ..errors import FileRefused, ToolFailed
+from ..storage.gitrepo import GitRepo
+from . import script_header, script_runner
+from .registry import Tool
+
+State = tuple[bytes, int] | None
+
+
+def builtin_dir() -> Path | None:
+    """The built-in scripts: the source tree's constraints/, or the copy installed with us."""
+    here = Path(__file__).resolve().parents[1]  # the gitspace package
+    for candidate in (here / "_constraints", here.parent / "constraints"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def catalog(ws: Workspace) -> script_header.Catalog:
+    return script_header.discover(builtin_dir(), ws.root / "constraints")
+
+
+def constraint_tools(ws: Workspace, reserved: set[str]) -> dict[str, Tool]:
+    tools = {}
+    for name, script in catalog(ws).scripts.items():
+        if name in reserved:
+            continue  # a built-in tool's name: reported by 'gitspace tools', never shadowed
+
+        def run(ws: Workspace, args: dict[str, Any], *, _script: script_header.Script = script,
+                **kw: Any) -> Result:
+            return run_script(ws, _script, args, **kw)
+
+        tools[name] = Tool(name, script.description, script.example, script.args_schema,
+                           script.mutates, run, origin=script.origin)
+    return tools
+
+
+def _cache_dir(ws: Workspace) -> Path:
+    folder = ws.repo.gitdir / "gitspace" / "cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _snapshot(ws: Workspace) -> dict[str, State]:
+    """Disk state of every path git reports as differing (before a script runs)."""
+    before: dict[str, State] = {}
+    for rel in ws.repo.status_paths():
+        path = ws.root / rel
+        if os.path.isfile(path) and os.path.getsize(path) > ws.max_file_bytes:
+            before[rel] = None  # too big to keep: it is the user's, and we never rewrite it
+            continue
+        before[rel] = disk_state(path)
+    return before
+
+
+def _clean_state(repo: GitRepo, tree: str, rel: str) -> State:
+    entry = repo.entry_at(tree, rel)
+    if entry is None or entry.is_tree:
+        return None
+    return repo.read_blob(entry.sha), entry.mode
+
+
+def _changes(ws: Workspace, tree: str, before: dict[str, State]) -> dict[str, tuple[State, State]]:
+    """{path: (state before the script, state after)} for paths the script changed."""
+    out = {}
+    for rel in set(before) | set(ws.repo.status_paths()):
+        pre = before[rel] if rel in before else _clean_state(ws.repo, tree, rel)
+        post = disk_state(ws.root / rel)
+        if pre != post:
+            out[rel] = (pre, post)
+    return out
+
+
+def _undo_changes(ws: Workspace, changes: dict[str, tuple[State, State]]) -> None:
+    for rel, (pre, _) in changes.items():
+        ws.transactions.put_file(rel, pre)
+
+
+def _run(ws: Workspace, script: script_header.Script, args: dict[str, Any],
+         now: int | None = None) -> script_runner.RunResult:
+    extra = {"GITSPACE_NOW": str(now)} if now is not None else None
+    return script_runner.run(script, args, cwd=ws.root, cache_dir=_cache_dir(ws), extra_env=extra)
+
+
+def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any], *,
+               tool_use_id: str | None = None, op_id: str | None = None) -> Result:
+    if script.mutates:
+        return _run_mutating(ws, script, args, tool_use_id=tool_use_id, op_id=op_id)
+    tree = ws.tree()
+    before = _snapshot(ws)
+    result = _run(ws, script, args)
+    changes = _changes(ws, tree, before)
+    if changes:
+        with ws.transactions.lock():
+            _undo_changes(ws, changes)
+        raise ToolFailed(
+            f"{script.name} declares that it does not change files, but it changed "
+            f"{', '.join(sorted(changes))}; those changes were undone.",
+            hint=f"Fix the script, or declare 'mutates: true' in {script.path.name}.",
+        )
+    if not result.ok:
+        raise ToolFailed(result.message())
+    return Result(ok=True, text=result.text, tool=script.name)
+
+
+def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, Any], *,
+                  tool_use_id: str | None, op_id: str | None) -> Result:
+    script_blob = ws.repo.hash_object("blob", script.path.read_bytes())
+    op = ws.new_op(script.name, args, tool_use_id=tool_use_id, op_id=op_id, script=script_blob)
+
+    def plan(txn: Txn) -> Plan:
+        # One "now" for the script and its commit, so a replay can hand the script the same time.
+        now = int(ws.clock if ws.clock is not None else time.time())
+        before = _snapshot(ws)
+        result = _run(ws, script, args, now)
+        changes = _changes(ws, txn.tree, before)
+        if not result.ok:
+            _undo_changes(ws, changes)
+            raise ToolFailed(result.message())
+        for rel, (pre, post) in changes.items():
+            if post is not None and len(post[0]) > ws.max_file_bytes:
+                _undo_changes(ws, changes)
+                raise FileRefused(f"{script.name} wrote {rel}, over the size cap; undone.")
+            txn.disk[rel] = pre
+            txn.writes[rel] = post
+        return Plan(result.text, f"{script.name} " + ", ".join(sorted(changes))[:60], when=now)
+
+    return Result.of(script.name, ws.transact(op, plan))
