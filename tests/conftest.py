@@ -245,4 +245,13 @@ def write_script(folder: Path, name: str, mutates: bool, body: str) -> None:
     (folder / name).chmod(0o755)
 
 
+from browser import browser, page, screenshot  # noqa: E402,F401  (one Chromium per session)
 from fake_anthropic import fake_api  # noqa: E402,F401  (the fake Messages API fixture)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    import browser as browser_artifacts
+
+    line = browser_artifacts.summary_line()
+    if line:
+        terminalreporter.write_line(line)
