@@ -249,6 +249,12 @@ from browser import browser, page, screenshot  # noqa: E402,F401  (one Chromium 
 from fake_anthropic import fake_api  # noqa: E402,F401  (the fake Messages API fixture)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests run last. Playwright's sync API keeps an asyncio loop marked running on this
+    thread while the browser is up, so any later test that calls asyncio.run would fail."""
+    items.sort(key=lambda item: "browser" in getattr(item, "fixturenames", ()))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     import browser as browser_artifacts
 
