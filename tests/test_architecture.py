@@ -100,3 +100,23 @@ def test_public_api_is_small() -> None:
     import gitspace
 
     assert sorted(gitspace.__all__) == ["GitspaceError", "Result", "Workspace", "init", "open"]
+
+
+def test_only_the_front_door_imports_command_modules() -> None:
+    """cli/__init__ builds the app from the command modules; they share cli/common and import
+    neither the app nor each other (pre-commit's main.py and commands/*)."""
+    shared = {"common", "render"}
+    offenders = []
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = {node.module} if node.module else {a.name for a in node.names}
+                if not names <= shared:
+                    offenders.append(f"cli/{path.name}:{node.lineno} imports {sorted(names)}")
+            elif isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.startswith("gitspace.cli"):
+                offenders.append(f"cli/{path.name}:{node.lineno} imports {node.module}")
+    assert not offenders, ("A command module imports only cli/common (and render), never the app "
+                           f"or another command module: {offenders}")

@@ -1,4 +1,4 @@
-"""CLI commands for agent runs: demo, run, sessions, and the MCP server."""
+"""Commands that run agents: demo, run, sessions."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ import typer
 
 from .. import config
 from ..errors import BadArguments
-from . import JsonOpt, _open, _render, _state, app
+from .common import JsonOpt, echo, open_workspace, render, start_watcher
 
 
-@app.command()
 def demo(
     directory: Annotated[Optional[Path], typer.Option("--dir", help="A new folder for the copy.")] = None,  # noqa: UP045,E501
     model: Annotated[Optional[str], typer.Option(help="Let Claude play instead (needs ANTHROPIC_API_KEY).")] = None,  # noqa: UP045,E501
@@ -23,10 +22,9 @@ def demo(
     key = config.anthropic_api_key()
     if model and not key:
         raise BadArguments("--model needs ANTHROPIC_API_KEY.", hint="Drop --model to run offline.")
-    run_demo(directory, typer.echo, model=model, api_key=key, base_url=config.anthropic_base_url())
+    run_demo(directory, echo, model=model, api_key=key, base_url=config.anthropic_base_url())
 
 
-@app.command()
 def run(
     task: Annotated[Optional[str], typer.Argument(help="What the agent should do.")] = None,  # noqa: UP045
     policy: Annotated[Optional[str], typer.Option(help="Offline scripted policy: maze or journal.")] = None,  # noqa: UP045,E501
@@ -49,7 +47,7 @@ def run(
     if (task is None) == (resume is None):
         raise BadArguments("Give a TASK, or --resume SESSION to continue one (not both).")
     real = {"api_key": config.anthropic_api_key(), "base_url": config.anthropic_base_url()}
-    with _open() as ws:
+    with open_workspace() as ws:
         ws.require_owned("run an agent")  # before any model call: every write would be refused
         if resume:
             saved = Session.load(ws.root, resume)
@@ -58,56 +56,34 @@ def run(
             client = runner.make_client(policy=policy, model=model, **real)
         label = getattr(client, "label", None) or f"model {client.name}"
         if not as_json:
-            typer.echo(f"Running {label} on {ws.root} (up to {max_steps} model calls).")
+            echo(f"Running {label} on {ws.root} (up to {max_steps} model calls).")
 
         def show(event: Any) -> None:
             line = runner.describe(event)
             if line and not as_json:
-                typer.echo(line)
+                echo(line)
 
         loop = Loop(ws, client, Options(max_steps=max_steps, budget=budget), show)
-        from .team import start_watcher
-
         watcher = start_watcher(ws.root, quiet=as_json) if watch_edits else None
         try:
             outcome = loop.resume(resume) if resume else loop.start(task or "")
         finally:
             if watcher is not None:
                 watcher.stop()
-        _render().outcome(outcome, as_json)
+        render().outcome(outcome, as_json)
         if commit_transcript:  # after the outcome, so a refused transcript cannot hide it
             from ..agent.transcript import commit_transcript as commit
 
             committed = commit(ws, outcome.session)
             if not as_json:
-                typer.echo(committed.text)
+                echo(committed.text)
     if not outcome.ok:
         raise typer.Exit(1)
 
 
-@app.command()
 def sessions(as_json: JsonOpt = False) -> None:
     """List the saved agent sessions of this workspace (newest last)."""
     from ..agent.session import listing
 
-    with _open() as ws:
-        _render().sessions(listing(ws.root), as_json)
-
-
-@app.command(name="mcp")
-def mcp_cmd(
-    transport: Annotated[str, typer.Option(help="stdio (the client starts gitspace) or http.")] = "stdio",
-    host: Annotated[str, typer.Option(help="Address to listen on (http).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on (http).")] = 8765,
-) -> None:
-    """Serve this workspace's tools, op log, checkpoints and files to MCP clients."""
-    from .. import mcp_server
-
-    if transport not in ("stdio", "http"):
-        raise typer.BadParameter("use stdio or http.", param_hint="--transport")
-    from ..team.attach import route
-
-    root = route(_state["dir"], _state["agent"])  # --agent NAME serves NAME's attached worktree
-    mcp_server.serve(root, transport, host, port, default_agent=_state["agent"],
-                     max_file_bytes=config.max_file_bytes(),
-                     announce=lambda line: typer.echo(line, err=True))  # stdout is the protocol's
+    with open_workspace() as ws:
+        render().sessions(listing(ws.root), as_json)
