@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
-from .core.workspace import Result, Workspace, init, open
+from .api import init, open
+from .core.result import Result
+from .core.workspace import Workspace
 from .errors import GitspaceError
 
 __version__ = "0.1.0"

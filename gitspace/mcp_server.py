@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
-from . import __version__
+from . import __version__, api
 from .core import checkpoints, timeline
-from .core import workspace as workspaces
+from .core.result import Result
+from .core.workspace import Workspace
 from .errors import GitspaceError
 from .storage import ledger
 from .tools.registry import Tool, all_tools
@@ -102,7 +103,7 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def log_text(ws: workspaces.Workspace, limit: int = LOG_LIMIT) -> str:
+def log_text(ws: Workspace, limit: int = LOG_LIMIT) -> str:
     """The op timeline of the current branch, newest first, one bounded line per entry."""
     entries = timeline.timeline(ws, limit)
     lines = [f"Op log of branch {ws.branch()}, newest first (at most {limit} entries):"]
@@ -119,7 +120,7 @@ def log_text(ws: workspaces.Workspace, limit: int = LOG_LIMIT) -> str:
     return "\n".join(lines)
 
 
-def checkpoints_text(ws: workspaces.Workspace) -> str:
+def checkpoints_text(ws: Workspace) -> str:
     rows = checkpoints.listing(ws)
     if not rows:
         return "No checkpoints yet. The checkpoint tool saves one."
@@ -129,7 +130,7 @@ def checkpoints_text(ws: workspaces.Workspace) -> str:
     return "\n".join(lines)
 
 
-def file_text(ws: workspaces.Workspace, uri: str) -> workspaces.Result:
+def file_text(ws: Workspace, uri: str) -> Result:
     """What ``view`` shows for the path in a ``gitspace://file/{path}`` URI (same cap, same
     refusals). The path is percent-decoded once; paths.resolve refuses anything still encoded."""
     return ws.call("view", {"path": unquote(uri[len(FILE_PREFIX):])})
@@ -157,14 +158,14 @@ def _server_for(base: Path, *, default_agent: str | None, max_file_bytes: int) -
 
     one_at_a_time = anyio.CapacityLimiter(1)
 
-    async def in_workspace(fn: Callable[[workspaces.Workspace], T], agent: str | None = None) -> T:
+    async def in_workspace(fn: Callable[[Workspace], T], agent: str | None = None) -> T:
         def work() -> T:
-            with workspaces.open(base, agent=agent, max_file_bytes=max_file_bytes) as ws:
+            with api.open(base, agent=agent, max_file_bytes=max_file_bytes) as ws:
                 return fn(ws)
 
         return await anyio.to_thread.run_sync(work, limiter=one_at_a_time)
 
-    async def read_only(fn: Callable[[workspaces.Workspace], T]) -> T:
+    async def read_only(fn: Callable[[Workspace], T]) -> T:
         """Run a listing or resource read; failures become protocol errors."""
         try:
             return await in_workspace(fn)
@@ -254,7 +255,7 @@ def _server_for(base: Path, *, default_agent: str | None, max_file_bytes: int) -
 
 def workspace_root(path: str | Path) -> Path:
     """The root of the workspace at ``path``: a GitspaceError now rather than on first use."""
-    with workspaces.open(path) as ws:
+    with api.open(path) as ws:
         return ws.root
 
 

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,28 @@ def test_peek_on_the_sample_journal_prints_metadata_and_no_entry(tmp_path: Path)
     texts = {e["text"] for e in entries}
     assert not any(text in out.stdout for text in texts), "peek printed an entry's text"
     assert _git(copy, "status", "--porcelain") == ""
+
+
+def test_discovery_is_remembered_until_a_script_changes(ws: gitspace.Workspace) -> None:
+    """ws.call does not re-read every script header per call, yet sees every change at once."""
+    from gitspace.tools.scripts import RACY_NS, catalog
+
+    folder = ws.root / "constraints"
+    assert catalog(ws) is not catalog(ws)  # just written: too fresh to trust a stat
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    settled = catalog(ws)
+    assert catalog(ws) is settled and ws.call("peek", {"path": "a.txt"}).ok
+    assert catalog(ws) is settled  # the call looked the script up in what was remembered
+    # Same size, same name: only the content changed. Seen on the next call, not remembered.
+    (folder / "peek").write_text((folder / "peek").read_text().replace("workspace", "WORKSPACE"))
+    assert ws.call("peek", {"path": "a.txt"}).text.strip() == "WORKSPACE peek"
+    assert catalog(ws) is not settled
+    write_script(folder, "later", False, 'echo "new"\n')
+    assert ws.call("later", {"path": "a.txt"}).text.strip() == "new"
+    (folder / "later").unlink()
+    assert not ws.call("later", {"path": "a.txt"}).ok
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    again = catalog(ws)
+    assert catalog(ws) is again and "later" not in again.scripts
+    (folder / "peek").chmod(0o644)  # even a chmod (it decides whether a script can run) counts
+    assert catalog(ws) is not again

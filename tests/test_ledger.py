@@ -189,7 +189,7 @@ def test_forgery_through_names_and_ids(ws: gitspace.Workspace, forgery: str) -> 
     root = ws.root
     before = head(root)
     with pytest.raises(BadArguments):
-        gitspace.Workspace(ws.repo, agent=forgery)
+        gitspace.Workspace(ws.repo, tools=ws.tools, agent=forgery)
     with pytest.raises(BadArguments):
         gitspace.open(root, agent="ok", session=forgery)
     with pytest.raises(BadArguments):

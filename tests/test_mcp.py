@@ -27,9 +27,9 @@ from mcp.types import CallToolResult, Implementation, TextResourceContents
 
 import gitspace
 from gitspace.mcp_server import agent_name, build_server
-from gitspace.tools import registry
-from gitspace.tools.files import VIEW_CAP
+from gitspace.tools import builtins
 from gitspace.tools.registry import Tool, all_tools
+from gitspace.tools.text import VIEW_CAP
 
 
 def clean_env() -> dict[str, str]:
@@ -190,7 +190,7 @@ def test_a_bug_in_a_tool_is_an_error_result_not_a_crash(
     def explode(ws: gitspace.Workspace, args: dict[str, Any], **_: Any) -> gitspace.Result:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setitem(registry._BUILTINS, "explode", Tool(
+    monkeypatch.setitem(builtins.BUILTINS, "explode", Tool(
         "explode", "Fails on purpose.", {}, {"type": "object"}, False, explode))
     gitspace.init(ws_root).close()
 

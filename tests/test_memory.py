@@ -389,9 +389,9 @@ def test_memories_itself_a_link_pointing_out(ws: gitspace.Workspace, outside: Pa
 
 
 def test_registration(ws: gitspace.Workspace) -> None:
-    from gitspace.tools.registry import builtin_tools
+    from gitspace.tools.builtins import BUILTINS
 
-    tool = builtin_tools()["memory"]
+    tool = BUILTINS["memory"]
     assert (tool.wire_type, tool.mutates) == ("memory_20250818", True)
     assert tool.args_schema["properties"]["command"]["enum"] == [
         "view", "create", "str_replace", "insert", "delete", "rename"]

@@ -141,9 +141,9 @@ def test_undo_of_plan_done(ws: gitspace.Workspace) -> None:
 
 
 def test_tools_are_registered_with_examples(ws: gitspace.Workspace) -> None:
-    from gitspace.tools.registry import builtin_tools
+    from gitspace.tools.builtins import BUILTINS
 
-    tools = builtin_tools()
+    tools = BUILTINS
     assert {n: tools[n].mutates for n in ("plan_add", "plan_done", "plan_show")} == {
         "plan_add": True, "plan_done": True, "plan_show": False}
     assert "compacted" in tools["plan_show"].description

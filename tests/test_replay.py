@@ -17,10 +17,11 @@ import pytest
 from conftest import assert_clean, call_ok, git, git_env, git_run, head
 
 import gitspace
-from gitspace.core.workspace import Result, Workspace
+from gitspace.core.result import Result
+from gitspace.core.workspace import Workspace
 from gitspace.replay.engine import BadRange, Report, replay
 from gitspace.replay.onto import replay_onto
-from gitspace.tools import registry
+from gitspace.tools import builtins, registry
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -477,23 +478,24 @@ def test_a_scratch_folder_that_cannot_be_removed_is_named_in_the_report(
 
 
 @pytest.fixture
-def stamp_tool() -> Iterator[Any]:
-    """A test-only built-in tool, registered through the registry's own decorator."""
+def stamp_tool(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A test-only built-in tool, listed with the built-ins (the one registration a tool needs)."""
     def register(version: str) -> None:
         @registry.builtin("stamp_test", "Write stamp.txt (test only).", {"text": "x"},
-                       registry.obj(["text"], text=registry.string("What to stamp.")), mutates=True)
+                          registry.obj(["text"], text=registry.string("What to stamp.")),
+                          mutates=True)
         def stamp(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
             from gitspace.core.transaction import Plan
-            from gitspace.tools.files import edit
 
             def plan(txn: Any) -> Plan:
                 txn.write("stamp.txt", f"{version}: {args['text']}\n".encode())
                 return Plan("stamped", "stamp")
 
-            return edit(ws, "stamp_test", args, plan, **kw)
+            return ws.transact(ws.new_op("stamp_test", args, **kw), plan)
+
+        monkeypatch.setitem(builtins.BUILTINS, "stamp_test", stamp)
 
     yield register
-    registry._BUILTINS.pop("stamp_test", None)
 
 
 def test_a_tool_whose_behaviour_changed_since_the_op_diverges_there(ws: Workspace,

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..api import init
+from ..api import open as open_ws
 from ..core import checkpoints, timeline
-from ..core.workspace import Workspace, init
-from ..core.workspace import open as open_ws
+from ..core.workspace import Workspace
 from ..errors import GitspaceError
 from . import runner
 from .loop import Loop, Options, Outcome

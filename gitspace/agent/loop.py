@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.workspace import Result, Workspace
+from ..core.result import Result
+from ..core.workspace import Workspace
 from ..errors import GitspaceError
 from ..storage import ledger
 from ..tools.registry import Tool, all_tools

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 
+from ..core.result import Result
 from ..core.transaction import Plan, Txn
-from ..core.workspace import Result, Workspace
+from ..core.workspace import Workspace
 from ..errors import FileRefused
 from .session import Session
 
@@ -18,6 +19,7 @@ FOLDER = "transcripts"
 
 
 def commit_transcript(ws: Workspace, session: Session) -> Result:
+    ws.require_owned("commit a transcript")
     rel = f"{FOLDER}/{session.id}.json"
     data = json.dumps({"session": session.id, "task": session.task, "agent": session.agent,
                        "client": session.client, "scripted": session.scripted,
@@ -34,4 +36,4 @@ def commit_transcript(ws: Workspace, session: Session) -> Result:
         return Plan(f"Committed the conversation of session {session.id} to {rel}.",
                     f"transcript {session.id}")
 
-    return Result.of("transcript", ws.transact(op, plan))
+    return ws.transact(op, plan)

@@ -35,13 +35,14 @@ def status(as_json: JsonOpt = False) -> None:
 
 def tools(as_json: JsonOpt = False) -> None:
     """List every tool an agent can call, with its example."""
-    from ..tools.registry import all_tools, builtin_tools
+    from ..tools.registry import registry_of
     from ..tools.scripts import catalog
 
     with open_workspace() as ws:
-        found = all_tools(ws)
+        registry = registry_of(ws)
+        found = registry.all(ws)
         cat = catalog(ws)
-        reserved = set(builtin_tools())
+        reserved = set(registry.builtins)
         notes = [f"workspace script {n} overrides the built-in script" for n in cat.overridden]
         notes += [f"script {n} is ignored: a built-in tool has that name"
                   for n in cat.scripts if n in reserved]

@@ -9,18 +9,15 @@ only when asked (``gitspace snapshot``, the watcher), never inside a tool's op.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from ..errors import FileRefused
 from ..storage.gitrepo import Entry
-from .transaction import disk_state, entry_of
-
-if TYPE_CHECKING:
-    from .workspace import Result, Workspace
+from .result import Result
+from .transaction import Host, disk_state, entry_of
 
 
 def pending_changes(
-    ws: Workspace, *, initial: bool = False, write: bool = False
+    ws: Host, *, initial: bool = False, write: bool = False
 ) -> tuple[dict[str, tuple[Entry | None, os.stat_result | None]], list[str]]:
     """Outside changes against the branch tip: {path: (new entry or None, stat)}, skipped notes.
 
@@ -47,9 +44,7 @@ def pending_changes(
     return changes, skipped
 
 
-def snapshot(ws: Workspace) -> Result:
-    from .workspace import Result
-
+def snapshot(ws: Host) -> Result:
     txns = ws.transactions
     with txns.lock():
         txns.recover_locked()

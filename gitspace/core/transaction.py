@@ -24,21 +24,39 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import Conflict, FileRefused, GitspaceError, LockTimeout, ToolFailed
 from ..storage import gitindex, ledger
 from ..storage.gitrepo import EXEC_MODE, FILE_MODE, LINK_MODE, Entry, GitRepo, Identity
-
-if TYPE_CHECKING:
-    from .workspace import Workspace
+from .result import UNCHANGED, Result
 
 # The names tempfile.mkstemp(prefix=".gitspace-") gives put_file's tmp files.
 TMP_NAME = re.compile(r"\.gitspace-[a-z0-9_]{8}")
 COMMITTER = Identity("gitspace", "gitspace@localhost")
-UNCHANGED = "unchanged: the files already hold that content, so no op was recorded."
+
+
+class Host(Protocol):
+    """What a transaction needs of the workspace it runs in (``workspace.Workspace`` is one).
+    Declared here so this module never imports the workspace that builds on it."""
+
+    repo: GitRepo
+    root: Path
+    max_file_bytes: int
+    session: str | None
+    external_author: str
+    transactions: Transactions
+
+    @property
+    def external_identity(self) -> Identity: ...
+
+    def branch(self) -> str: ...
+
+    def tip(self) -> str: ...
+
+    def tree(self) -> str: ...
 
 
 @dataclass
@@ -49,17 +67,6 @@ class Plan:
     subject: str
     body: str = ""
     when: float | None = None  # the commit's time, when the tool's result depends on it
-
-
-@dataclass
-class Committed:
-    """The outcome of a transaction."""
-
-    text: str
-    op_id: str | None
-    commit: str | None
-    changed: list[str] = field(default_factory=list)
-    external_op: str | None = None
 
 
 def disk_state(
@@ -94,7 +101,7 @@ def disk_state(
 class Txn:
     """The view a tool's plan works on: reads see the work tree, writes are staged in memory."""
 
-    def __init__(self, ws: Workspace, tip: str, tree: str) -> None:
+    def __init__(self, ws: Host, tip: str, tree: str) -> None:
         self.ws = ws
         self.tip = tip
         self.tree = tree
@@ -145,7 +152,7 @@ class Txn:
 class Transactions:
     """Runs plans as ops for one workspace: locking, journaling, committing, recovering."""
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Host) -> None:
         self.ws = ws
         self.repo: GitRepo = ws.repo
         self.state_dir = ws.repo.gitdir / "gitspace"
@@ -182,7 +189,8 @@ class Transactions:
         op: ledger.Op,
         plan: Callable[[Txn], Plan],
         author: Identity,
-    ) -> Committed:
+    ) -> Result:
+        """Run ``plan`` as op ``op``: its Result is the op, or "unchanged" with no commit."""
         with self.lock():
             self.recover_locked()
             branch = self.ws.branch()
@@ -196,7 +204,7 @@ class Transactions:
 
     def _commit(
         self, op: ledger.Op, txn: Txn, outcome: Plan, author: Identity, branch: str
-    ) -> Committed:
+    ) -> Result:
         repo = self.repo
         external: dict[str, Entry | None] = {}
         for rel, state in txn.disk.items():
@@ -208,7 +216,7 @@ class Transactions:
             if staged != txn.disk.get(rel):
                 tool_changes[rel] = entry_of(repo, staged, write=True)
         if not tool_changes:
-            return Committed(text=outcome.text or "unchanged", op_id=None, commit=None)
+            return Result(ok=True, text=UNCHANGED, tool=op.tool)
         base_tree, parent, ext_id = txn.tree, txn.tip, None
         if external:
             for rel, state in txn.disk.items():
@@ -223,7 +231,8 @@ class Transactions:
         known = {rel: st for rel, st in txn.stats.items() if rel not in txn.writes}
         self.publish(branch, txn.tip, commit, txn.writes, txn.disk, known, author, op.tool)
         self.repo.maybe_pack()
-        return Committed(outcome.text, op.op_id, commit, sorted(tool_changes), ext_id)
+        return Result(ok=True, text=outcome.text, tool=op.tool, op=op.op_id, commit=commit,
+                      changed=sorted(tool_changes), external_op=ext_id)
 
     def commit_external(
         self, parent: str, tree: str, changes: dict[str, Entry | None], note: str
@@ -475,7 +484,7 @@ class Transactions:
 State = tuple[bytes, int] | None
 
 
-def checkout_changes(ws: Workspace, old_tree: str, new_tree: str, doing: str,
+def checkout_changes(ws: Host, old_tree: str, new_tree: str, doing: str,
                      hint: str) -> tuple[dict[str, State], dict[str, State]]:
     """What moving the work tree from ``old_tree`` to ``new_tree`` writes, and what each of those
     paths holds on disk now. A path whose disk content is not ``old_tree``'s is an outside change

@@ -2,49 +2,34 @@
 
 Invariants: opening a workspace first finishes any op a crash interrupted; every mutating call goes
 through one ``Transactions.run`` (one op = one commit, or none when nothing changed); read-only
-calls never take the lock and never commit. The library never prints and never reads the
-environment: identity and limits are passed in.
+calls never take the lock and never commit. Ownership (owner.py) is checked once per write, at
+its door: ``call`` for tools (the registry checks before it looks at the arguments), ``snapshot``
+for outside changes; ``transact`` trusts its caller. The library never prints and never reads
+the environment: identity, limits and the tools themselves are passed in (``gitspace.open`` wires
+the built-in tools; this module never imports them).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import GitspaceError, NotAWorkspace
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo, Identity
-from .transaction import COMMITTER, UNCHANGED, Committed, Plan, Transactions, Txn
+from .result import Result
+from .snapshot import pending_changes, snapshot
+from .transaction import COMMITTER, Plan, Transactions, Txn
 
 DEFAULT_IGNORE = "# gitspace: session transcripts stay local unless you opt in\n.gitspace/\n"
 
 
-@dataclass
-class Result:
-    """What a tool call returns: ``text`` is what a model would be shown."""
+class Tools(Protocol):
+    """What a workspace needs of its tool registry (``tools.registry.Registry`` is one)."""
 
-    ok: bool
-    text: str
-    tool: str
-    op: str | None = None
-    commit: str | None = None
-    changed: list[str] = field(default_factory=list)
-    external_op: str | None = None
-    error: GitspaceError | None = None
-
-    @property
-    def unchanged(self) -> bool:
-        return self.ok and self.op is None
-
-    @classmethod
-    def of(cls, tool: str, done: Committed) -> Result:
-        """The result of a transaction (an op, or 'unchanged' when nothing changed)."""
-        return cls(ok=True, text=done.text if done.op_id else UNCHANGED, tool=tool,
-                   op=done.op_id, commit=done.commit, changed=done.changed,
-                   external_op=done.external_op)
-
+    def run(self, ws: Workspace, name: str, args: dict[str, Any], *, tool_use_id: str | None,
+            op_id: str | None) -> Result: ...
 
 class Workspace:
     """An open workspace. Use as a context manager, or call ``close()``."""
@@ -53,6 +38,7 @@ class Workspace:
         self,
         repo: GitRepo,
         *,
+        tools: Tools,
         agent: str | None = None,
         session: str | None = None,
         external_author: str = "unknown",
@@ -60,6 +46,7 @@ class Workspace:
         check_owner: bool = False,
     ) -> None:
         self.repo = repo
+        self.tools = tools
         self.root = repo.root
         self.agent = ledger.check_token("agent name", agent) if agent else None
         self.session = ledger.check_token("session id", session) if session else None
@@ -143,9 +130,8 @@ class Workspace:
             **links,
         )
 
-    def transact(self, op: ledger.Op, plan: Any) -> Committed:
-        """Run ``plan(txn) -> Plan`` as one op."""
-        self.require_owned()
+    def transact(self, op: ledger.Op, plan: Any) -> Result:
+        """Run ``plan(txn) -> Plan`` as one op (the caller has checked ownership)."""
         return self.transactions.run(op, plan, self.author)
 
     def call(
@@ -157,17 +143,14 @@ class Workspace:
         op_id: str | None = None,
     ) -> Result:
         """Run any tool exactly as an agent would. Expected failures come back as ok=False."""
-        from ..tools.registry import run_tool
-
         try:
-            return run_tool(self, tool, dict(args or {}), tool_use_id=tool_use_id, op_id=op_id)
+            return self.tools.run(self, tool, dict(args or {}), tool_use_id=tool_use_id,
+                                  op_id=op_id)
         except GitspaceError as e:
             return Result(ok=False, text=str(e), tool=tool, error=e)
 
     def snapshot(self) -> Result:
         """Commit every pending outside change (not ignored, under the size cap) as one op."""
-        from .snapshot import snapshot
-
         self.require_owned("commit outside changes")
         return snapshot(self)
 
@@ -209,8 +192,6 @@ def init(path: str | os.PathLike[str], *, branch: str = "main", **options: Any) 
 
 
 def _first_commit(ws: Workspace, branch: str) -> None:
-    from .snapshot import pending_changes
-
     changes, skipped = pending_changes(ws, initial=True, write=True)
     tree = ws.repo.update_tree(None, {rel: entry for rel, (entry, _) in changes.items()})
     op = ledger.Op(op_id=ledger.new_op_id(), tool="init", args={"files": len(changes)},
@@ -223,4 +204,4 @@ def _first_commit(ws: Workspace, branch: str) -> None:
                             "init")
 
 
-__all__ = ["Plan", "Result", "Txn", "Workspace", "init", "open"]
+__all__ = ["Plan", "Result", "Tools", "Txn", "Workspace", "init", "open"]

@@ -209,10 +209,10 @@ def _recorded_as_written(sc: Scratch, commit: Commit, op: ledger.Op, new: Commit
 def script_for(ws: Workspace, tool: str) -> Script | None:
     """The constraint script calling ``tool`` would run now (None for a built-in tool or none).
     Looked up once per op: discovering scripts parses every script header."""
-    from ..tools.registry import builtin_tools
+    from ..tools.registry import registry_of
     from ..tools.scripts import catalog
 
-    if tool in builtin_tools():
+    if tool in registry_of(ws).builtins:
         return None
     return catalog(ws).scripts.get(tool)
 
@@ -233,11 +233,11 @@ def unrun_script_problem(sc: Scratch, commit: Commit, op: ledger.Op,
 
 def script_change(ws: Workspace, op: ledger.Op, script: Script | None) -> str | None:
     """Why the op's recorded ``Gitspace-Script`` is not ``script``, the one that would run now."""
-    from ..tools.registry import builtin_tools
+    from ..tools.registry import registry_of
 
     if op.script is None:
         return None  # a script that would run now is caught by the trailer comparison
-    if op.tool in builtin_tools():
+    if op.tool in registry_of(ws).builtins:
         return f"the op ran script {op.script[:12]}, but {op.tool} is now a built-in tool."
     if script is None:
         return None  # re-running it fails with "no tool named ..."

@@ -37,6 +37,7 @@ from ..core.workspace import Workspace
 from ..errors import BadArguments, ConcurrentUpdate, GitspaceError
 from ..storage import gitindex
 from ..storage.gitrepo import Commit, Entry, GitRepo
+from ..tools.builtins import registry
 
 BRANCH = "replay"
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
@@ -176,7 +177,7 @@ def open_scratch(user: GitRepo, start: str, max_file_bytes: int = 1 << 20) -> It
         opened.git("config", "gc.auto", "0")
         opened.cas_ref(f"refs/heads/{BRANCH}", None, start, REPLAYER, "replay: start")
         opened.git("read-tree", "--reset", "-u", start)
-        scratch = Scratch(user, Workspace(opened, max_file_bytes=max_file_bytes))
+        scratch = Scratch(user, Workspace(opened, tools=registry(), max_file_bytes=max_file_bytes))
         yield scratch
     finally:
         held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)

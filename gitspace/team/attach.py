@@ -255,7 +255,7 @@ def _ops(repo: GitRepo, tip: str, exclude: str | None) -> list[tuple[ledger.Op, 
 
 def detach(path: str | os.PathLike[str], name: str, force: bool = False) -> Detached:
     """Remove agent ``name``'s worktree; its branch stays."""
-    from ..core.workspace import open as open_ws
+    from ..api import open as open_ws
 
     check_name(name)
     repo = GitRepo.open(Path(path))

@@ -480,7 +480,7 @@ class Watcher:
     # -- helpers -----------------------------------------------------------------------------
 
     def _open(self, root: str | os.PathLike[str]) -> Workspace:
-        from ..core.workspace import open as open_ws
+        from ..api import open as open_ws
 
         return open_ws(root, external_author=self.author, max_file_bytes=self.max_file_bytes)
 

@@ -13,30 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths
+from ..core.result import Result
 from ..core.transaction import Plan, Txn
-from ..core.workspace import Result, Workspace
+from ..core.workspace import Workspace
 from ..errors import FileRefused, PathRefused, ToolFailed
 from ..storage import ledger
 from .registry import PATH, builtin, integer, obj, string
+from .text import LISTING_CAP, VIEW_CAP, decode, numbered
 
-VIEW_CAP = 16_000
-LISTING_CAP = 200
 SEARCH_CAP = 50
-
-
-def _text(rel: str, data: bytes) -> str:
-    if b"\0" in data[:8192]:
-        raise FileRefused(
-            f"{rel} holds binary data ({len(data):,} bytes); the text tools do not edit it.",
-            hint="Use the stat tool to see its size and type.",
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FileRefused(
-            f"{rel} is not UTF-8 text ({len(data):,} bytes); the text tools do not edit it.",
-            hint="Use the stat tool to see its size and type.",
-        ) from None
 
 
 def _target(ws: Workspace, path: object) -> tuple[str, Path]:
@@ -57,19 +42,7 @@ def _existing(txn: Txn, rel: str) -> str:
     data = txn.read(rel)
     if data is None:
         raise ToolFailed(f"{rel} does not exist.", hint="Create it first with the create tool.")
-    return _text(rel, data)
-
-
-def edit(ws: Workspace, tool: str, args: dict[str, Any], plan: Any, *,
-         tool_use_id: str | None, op_id: str | None, record: dict[str, Any] | None = None) -> Result:
-    """Run ``plan(txn) -> Plan`` as one op and wrap the outcome as a Result."""
-    op = ws.new_op(tool, record if record is not None else args, tool_use_id=tool_use_id,
-                   op_id=op_id)
-    return Result.of(tool, ws.transact(op, plan))
-
-
-def numbered(lines: list[str], start: int) -> str:
-    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start))
+    return decode(rel, data)
 
 
 # -- view -----------------------------------------------------------------------------------
@@ -99,7 +72,7 @@ def view(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
             f"{rel} is {size:,} bytes, too large to view.",
             hint="Use stat, grep, peek or range to read it in bounded pieces.",
         )
-    lines = _text(rel, full.read_bytes()).split("\n")
+    lines = decode(rel, full.read_bytes()).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     start, end = 1, len(lines)
@@ -170,7 +143,7 @@ def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
 
     blob = ws.repo.hash_object("blob", data)
     record = ledger.elide({**args, "path": rel}, "file_text", blob)
-    return edit(ws, "create", args, plan, record=record, **kw)
+    return ws.transact(ws.new_op("create", record, **kw), plan)
 
 
 @builtin(
@@ -211,7 +184,7 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         return Plan(f"The file {rel} has been edited. Snippet of the change:\n{snippet}",
                     f"str_replace {rel}")
 
-    return edit(ws, "str_replace", {**args, "path": rel}, plan, **kw)
+    return ws.transact(ws.new_op("str_replace", {**args, "path": rel}, **kw), plan)
 
 
 @builtin(
@@ -240,7 +213,7 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         txn.write(rel, "\n".join(lines).encode("utf-8"))
         return Plan(f"The file {rel} has been edited.", f"insert {rel}:{at}")
 
-    return edit(ws, "insert", {**args, "path": rel}, plan, **kw)
+    return ws.transact(ws.new_op("insert", {**args, "path": rel}, **kw), plan)
 
 
 @builtin(
@@ -257,11 +230,11 @@ def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     def plan(txn: Txn) -> Plan:
         current = txn.read(rel)
         if current is not None:
-            _text(rel, current)
+            decode(rel, current)
         txn.write(rel, (current or b"") + args["text"].encode("utf-8"))
         return Plan(f"Appended {len(args['text']):,} characters to {rel}.", f"append {rel}")
 
-    return edit(ws, "append", {**args, "path": rel}, plan, **kw)
+    return ws.transact(ws.new_op("append", {**args, "path": rel}, **kw), plan)
 
 
 @builtin(
@@ -290,7 +263,7 @@ def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         return Plan(f"Successfully deleted {rel}" + (f" ({len(victims)} files)"
                     if len(victims) > 1 else ""), f"delete {rel}")
 
-    return edit(ws, "delete", {**args, "path": rel}, plan, **kw)
+    return ws.transact(ws.new_op("delete", {**args, "path": rel}, **kw), plan)
 
 
 @builtin(
@@ -326,7 +299,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
             txn.write(new, data, mode)
         return Plan(f"Successfully renamed {src} to {dst}", f"rename {src} -> {dst}")
 
-    return edit(ws, "rename", {"new_path": dst, "old_path": src}, plan, **kw)
+    return ws.transact(ws.new_op("rename", {"new_path": dst, "old_path": src}, **kw), plan)
 
 
 @builtin(

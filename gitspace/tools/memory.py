@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths
+from ..core.result import Result
 from ..core.transaction import Plan, Txn
-from ..core.workspace import Result, Workspace
+from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, PathRefused, ToolFailed
 from ..storage import ledger
-from .files import LISTING_CAP, VIEW_CAP, _text, edit, numbered
 from .registry import builtin, integer, obj, string
+from .text import LISTING_CAP, VIEW_CAP, decode, numbered
 
 FOLDER = "memories"
 MODEL_ROOT = "/memories"
@@ -161,7 +162,7 @@ def _op(ws: Workspace, args: dict[str, Any], plan: Callable[[Txn], Plan], **kw: 
     if args["command"] == "create" and isinstance(record.get("file_text"), str):
         blob = ws.repo.hash_object("blob", record["file_text"].encode("utf-8"))
         record = ledger.elide(record, "file_text", blob)
-    return edit(ws, "memory", record, plan, **kw)
+    return ws.transact(ws.new_op("memory", record, **kw), plan)
 
 
 # -- view (read-only) -------------------------------------------------------------------------
@@ -183,7 +184,7 @@ def view(ws: Workspace, args: dict[str, Any]) -> str:
     if st.st_size > ws.max_file_bytes:
         raise FileRefused(f"{where.shown} is {st.st_size:,} bytes, too large to view.",
                           hint="Split it into smaller memory files.")
-    lines = _text(where.shown, where.full.read_bytes()).split("\n")
+    lines = decode(where.shown, where.full.read_bytes()).split("\n")
     if len(lines) > MAX_LINES:
         raise ToolFailed(f"File {where.shown} exceeds maximum line limit of 999,999 lines.")
     start, end = 0, len(lines)
@@ -258,7 +259,7 @@ def _file_text(txn: Txn, where: Location) -> str:
     data = txn.read(where.rel)
     if data is None:
         raise ToolFailed(f"The path {where.shown} does not exist. Please provide a valid path.")
-    return _text(where.shown, data)
+    return decode(where.shown, data)
 
 
 def _members(ws: Workspace, txn: Txn, where: Location) -> list[str]:

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import paths
+from ..core.result import Result
 from ..core.transaction import Plan, Txn
-from ..core.workspace import Result, Workspace
+from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, ToolFailed
-from .files import VIEW_CAP, _text, edit
 from .registry import builtin, integer, obj, string
+from .text import VIEW_CAP, decode
 
 PLAN_FILE = "plan.md"
 HEADER = "# Plan\n\n"
@@ -65,14 +66,14 @@ def _read(ws: Workspace, txn: Txn | None = None) -> str:
     _, full = paths.resolve(ws.root, PLAN_FILE)  # refuses a plan.md that is a symbolic link
     if txn is not None:
         data = txn.read(PLAN_FILE)
-        return "" if data is None else _text(PLAN_FILE, data)
+        return "" if data is None else decode(PLAN_FILE, data)
     if not full.is_file():
         return ""
     size = full.stat().st_size
     if size > ws.max_file_bytes:
         raise FileRefused(f"{PLAN_FILE} is {size:,} bytes, too large to read as a plan.",
                           hint="Shorten plan.md by hand, or read it with the constraint tools.")
-    return _text(PLAN_FILE, full.read_bytes())
+    return decode(PLAN_FILE, full.read_bytes())
 
 
 def _one_line(step: str) -> str:
@@ -111,7 +112,7 @@ def plan_add(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         txn.write(PLAN_FILE, text.encode("utf-8"))
         return Plan(f"Added step {n}: {step}\n{listing(parse(text))}", f"plan_add step {n}")
 
-    return edit(ws, "plan_add", {"step": step}, plan, **kw)
+    return ws.transact(ws.new_op("plan_add", {"step": step}, **kw), plan)
 
 
 @builtin(
@@ -140,7 +141,7 @@ def plan_done(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         return Plan(f"Marked step {number} done: {step.text}\n{listing(done)}",
                     f"plan_done step {number}")
 
-    return edit(ws, "plan_done", {"step": number}, plan, **kw)
+    return ws.transact(ws.new_op("plan_done", {"step": number}, **kw), plan)
 
 
 def _no_such_step(number: int, steps: list[Step]) -> str:

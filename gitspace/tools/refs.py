@@ -6,7 +6,8 @@ import time
 from typing import Any
 
 from ..core import branches, checkpoints, timeline, undo
-from ..core.workspace import Result, Workspace
+from ..core.result import Result
+from ..core.workspace import Workspace
 from ..errors import BadArguments
 from .registry import builtin, integer, obj, string
 
@@ -39,8 +40,7 @@ def restore(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = No
             op_id: str | None = None) -> Result:
     target = checkpoints.resolve(ws, args["name"])
     op = ws.new_op("restore", {"name": args["name"]}, tool_use_id=tool_use_id, op_id=op_id)
-    done = ws.transact(op, checkpoints.restore_plan(ws, args["name"], target))
-    return Result.of("restore", done)
+    return ws.transact(op, checkpoints.restore_plan(ws, args["name"], target))
 
 
 @builtin(
@@ -60,7 +60,7 @@ def undo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
                else undo.undo_targets(ws, args.get("count", 1)))
     op = ws.new_op("undo", args, tool_use_id=tool_use_id, op_id=op_id,
                    undo_of=tuple(o.op_id for o, _ in targets))
-    return Result.of("undo", ws.transact(op, undo.undo_plan(ws, targets)))
+    return ws.transact(op, undo.undo_plan(ws, targets))
 
 
 @builtin(
@@ -74,7 +74,7 @@ def redo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
               op_id: str | None = None) -> Result:
     undo_op, commit = undo.redo_target(ws)
     op = ws.new_op("redo", args, tool_use_id=tool_use_id, op_id=op_id, redo_of=undo_op.op_id)
-    return Result.of("redo", ws.transact(op, undo.redo_plan(ws, undo_op, commit)))
+    return ws.transact(op, undo.redo_plan(ws, undo_op, commit))
 
 
 @builtin(

@@ -4,18 +4,24 @@ Invariants: a read-only script never produces a commit, and if it changed files 
 is undone and reported as an error. A mutating script runs under the workspace lock and its
 changes become exactly one op (tool = script name, args recorded, the script's blob id in
 ``Gitspace-Script``), so it can be undone and replayed; outside changes it touched are committed
-first, as for any op. A failing mutating script leaves the files as they were.
+first, as for any op. A failing mutating script leaves the files as they were. Discovery is
+remembered per pair of folders and redone as soon as any file in them changes (name, mode, size,
+inode or times); a file changed in the last two seconds is not trusted to stay as stat'ed (git's
+racy-index rule), so nothing is remembered until it settles.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from ..core.result import Result
 from ..core.transaction import Plan, Txn, disk_state
-from ..core.workspace import Result, Workspace
+from ..core.workspace import Workspace
 from ..errors import FileRefused, ToolFailed
 from ..storage.gitrepo import GitRepo
 from . import script_header, script_runner
@@ -33,11 +39,58 @@ def builtin_dir() -> Path | None:
     return None
 
 
+Folders = tuple[Path | None, Path]
+Stamp = tuple[tuple[str, int, int, int, int, int], ...]
+RACY_NS = 2_000_000_000  # a file stat'ed this soon after a change may change again unseen
+_REMEMBERED = 32  # pairs of folders whose discovery is kept
+_catalogs: OrderedDict[Folders, tuple[Stamp, script_header.Catalog]] = OrderedDict()
+_catalogs_lock = threading.Lock()
+
+
 def catalog(ws: Workspace) -> script_header.Catalog:
-    return script_header.discover(builtin_dir(), ws.root / "constraints")
+    """Every constraint script ``ws`` offers, and every refused declaration."""
+    folders = (builtin_dir(), ws.root / "constraints")
+    stamp = _stamp(folders)
+    with _catalogs_lock:
+        known = _catalogs.get(folders)
+        if known is not None and stamp is not None and known[0] == stamp:
+            _catalogs.move_to_end(folders)
+            return known[1]
+    found = script_header.discover(*folders)
+    if stamp is not None:
+        with _catalogs_lock:
+            _catalogs[folders] = (stamp, found)
+            while len(_catalogs) > _REMEMBERED:
+                _catalogs.popitem(last=False)
+    return found
 
 
-def constraint_tools(ws: Workspace, reserved: set[str]) -> dict[str, Tool]:
+def _stamp(folders: Folders) -> Stamp | None:
+    """What discovery depends on: every file of both folders as lstat sees it, or None when a
+    file changed too recently for its stat to be trusted."""
+    rows = []
+    newest = time.time_ns() - RACY_NS
+    for number, folder in enumerate(folders):
+        try:
+            entries = list(os.scandir(folder)) if folder is not None else []
+        except (FileNotFoundError, NotADirectoryError):
+            entries = []
+        except OSError:
+            return None
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                return None
+            if max(st.st_mtime_ns, st.st_ctime_ns) > newest:
+                return None
+            rows.append((f"{number}/{entry.name}", st.st_mode, st.st_size, st.st_ino,
+                         st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(sorted(rows))
+
+
+def script_tools(ws: Workspace, reserved: set[str]) -> dict[str, Tool]:
+    """The workspace's constraint scripts as tools, except those named like a built-in."""
     tools = {}
     for name, script in catalog(ws).scripts.items():
         if name in reserved:
@@ -142,4 +195,4 @@ def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, A
             txn.writes[rel] = post
         return Plan(result.text, f"{script.name} " + ", ".join(sorted(changes))[:60], when=now)
 
-    return Result.of(script.name, ws.transact(op, plan))
+    return ws.transact(op, plan)

@@ -1,0 +1,40 @@
+"""Every built-in tool, in one list: to add a tool, write it (``registry.builtin``) and list it here.
+
+Invariant: this list is the only place built-in tools are named; nothing is registered by
+importing a module. Constraint scripts join them through ``registry()``, the registry every
+workspace gets from ``gitspace.open`` and ``gitspace.init``; a registry reads ``BUILTINS`` when
+it is used, so a tool a test adds (``monkeypatch.setitem(BUILTINS, name, tool)``) is offered by
+workspaces already open.
+"""
+
+from __future__ import annotations
+
+from . import files, memory, plan, refs, scripts
+from .registry import Registry, Tool
+
+BUILTINS: dict[str, Tool] = {tool.name: tool for tool in (
+    files.view,
+    files.create,
+    files.str_replace,
+    files.insert,
+    files.append,
+    files.delete,
+    files.rename,
+    files.search,
+    refs.checkpoint,
+    refs.restore,
+    refs.undo_tool,
+    refs.redo_tool,
+    refs.branch_tool,
+    refs.switch_tool,
+    refs.log_tool,
+    plan.plan_add,
+    plan.plan_done,
+    plan.plan_show,
+    memory.memory,
+)}
+
+
+def registry() -> Registry:
+    """The registry of a workspace: the built-ins above and the workspace's constraint scripts."""
+    return Registry(BUILTINS, scripts.script_tools)
