@@ -2,15 +2,26 @@
 
 Invariant: everything here is derived from commits and tags alone, so it reads the same in any
 clone and after any restart. Nothing here writes.
+
+``query`` is the paged timeline for readers that run beside writers (the web view): it takes a
+``GitRepo``, not a ``Workspace`` (opening a workspace may finish a crashed op, which writes), and
+reads only through ``git --no-optional-locks`` processes, so it never takes a lock an op needs
+and is safe to call from several threads at once. A page is one ``git log`` call (plus a
+``rev-list --count``); with filters, one more ``git log`` lists the candidates, pre-filtered by
+git's ``--grep`` on the trailer lines and checked exactly here on the parsed trailers.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import secrets
+import threading
 from dataclasses import dataclass, field
 
-from ..errors import LedgerError, NotFound
+from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger
-from ..storage.gitrepo import Commit
+from ..storage.gitrepo import Commit, GitRepo
 from . import checkpoints
 from .workspace import Workspace
 
@@ -25,6 +36,13 @@ class Entry:
     files: list[str] = field(default_factory=list)
     checkpoints: list[str] = field(default_factory=list)
     problem: str | None = None
+    parents: tuple[str, ...] = ()
+    message: str = ""  # the whole commit message (``query`` and ``entry`` fill it)
+
+    @property
+    def source(self) -> str:
+        """tool, script, external, init, transcript; "commit" for a commit that is no op."""
+        return source_of(self.op)
 
     def as_json(self) -> dict[str, object]:
         op = self.op
@@ -116,3 +134,311 @@ def verify(ws: Workspace, rev: str | None = None) -> Report:
         if target not in seen:
             report.problems.append((sha, f"links to op {target}, which is not on this branch"))
     return report
+
+
+# -- the paged query --------------------------------------------------------------------------
+
+PAGE = 50
+SOURCES = ("tool", "script", "external", "init", "transcript", "commit")
+_TRAILER_FILTERS = (("agent", "Gitspace-Agent"), ("session", "Gitspace-Session"),
+                    ("tool", "Gitspace-Tool"))
+
+
+def source_of(op: ledger.Op | None) -> str:
+    if op is None:
+        return "commit"
+    return "script" if op.script else op.source
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which commits a timeline shows. Every value given must match exactly, except ``text``: a
+    case-insensitive piece of the subject or of the args. ``path`` keeps commits that change it
+    (a file, or anything under a folder)."""
+
+    agent: str | None = None
+    session: str | None = None
+    tool: str | None = None
+    source: str | None = None
+    path: str | None = None
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("agent", "session", "tool", "source", "path", "text"):
+            value = getattr(self, name)
+            if value is not None and any(ord(c) < 32 or c == "\x7f" for c in value):
+                raise BadArguments(f"The {name} filter holds a control character.",
+                                   hint="Filter on printable text.")
+        if self.source is not None and self.source not in SOURCES:
+            raise BadArguments(f"There is no op source {self.source!r}.",
+                               hint="Sources: " + ", ".join(SOURCES) + ".")
+
+    @property
+    def active(self) -> bool:
+        return any((self.agent, self.session, self.tool, self.source, self.path, self.text))
+
+    def _exact(self) -> list[tuple[str, str]]:
+        return [(key, getattr(self, name)) for name, key in _TRAILER_FILTERS
+                if getattr(self, name)]
+
+    def greps(self) -> list[str]:
+        """Extended regexes git's --grep can pre-filter on: each matches a superset of what
+        ``accepts`` keeps (checked exactly afterwards, so a Result paragraph that quotes a trailer
+        line is no false match)."""
+        patterns = [f"^{key}: {_ere(value)}$" for key, value in self._exact()]
+        if self.source == "script":
+            patterns.append("^Gitspace-Script: ")
+        elif self.source in ("tool", "external", "init", "transcript"):
+            patterns.append(f"^Gitspace-Source: {self.source}$")
+        if self.text and _verbatim_in_json(self.text):
+            patterns.append(_ere(self.text))  # run with -i: still a superset
+        return patterns
+
+    def accepts(self, subject: str, trailers: dict[str, str]) -> bool:
+        for key, value in self._exact():
+            if trailers.get(key) != value:
+                return False
+        if self.source is not None and self.source != _source_from(trailers):
+            return False
+        if self.text:
+            needle = self.text.casefold()
+            raw = trailers.get("Gitspace-Args", "")
+            return any(needle in hay.casefold() for hay in (subject, raw, _decoded(raw)))
+        return True
+
+
+@dataclass
+class Page:
+    entries: list[Entry]
+    total: int  # commits that match, on every page
+    offset: int
+    limit: int
+
+
+class Counts:
+    """How many commits lie below a tip, remembered across pages: the history under a commit
+    never changes, so when a branch moves forward only the commits it gained are counted
+    (``git rev-list --count`` of 10,000 commits reads every one of them). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, bool], tuple[str, int]] = {}
+        self._lock = threading.Lock()
+
+    def total(self, repo: GitRepo, rev: str, tip: str, first_parent: bool) -> int:
+        """Commits reachable from ``tip`` (what ``rev`` points at now)."""
+        walk = ["--first-parent"] if first_parent else []
+        with self._lock:
+            old = self._known.get((rev, first_parent))
+        if old is not None and old[0] == tip:
+            return old[1]
+        total = None
+        if old is not None and first_parent:
+            gained = int(repo.read_git("rev-list", "--count", *walk, f"{old[0]}..{tip}", "--")
+                         .decode().strip() or 0)
+            if repo.resolve(f"{tip}~{gained}") == old[0]:  # moved forward along first parents
+                total = old[1] + gained
+        if total is None:
+            total = int(repo.read_git("rev-list", "--count", *walk, tip, "--").decode().strip()
+                        or 0)
+        with self._lock:
+            self._known[(rev, first_parent)] = (tip, total)
+        return total
+
+
+def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, offset: int = 0,
+          limit: int = PAGE, first_parent: bool = True, counts: Counts | None = None) -> Page:
+    """One page of the timeline of ``rev`` (a full ref name or a commit id; None: every branch),
+    newest first. ``counts`` remembers totals between calls (a long-running reader keeps one)."""
+    filters = filters or Filters()
+    revs = _revs(rev)
+    offset, limit = max(offset, 0), max(limit, 1)
+    if not _has_commits(repo, revs):
+        return Page([], 0, offset, limit)
+    marks = checkpoint_marks(repo)
+    if not filters.active:
+        tip = repo.resolve(rev) if rev is not None and counts is not None else None
+        args = _walk([tip] if tip else revs, first_parent)  # one tip for the count and the page
+        if tip and counts is not None and rev is not None:
+            total = counts.total(repo, rev, tip, first_parent)
+        else:
+            total = int(repo.read_git("rev-list", "--count", *args).decode().strip() or 0)
+        found = _entries(repo, ["log", f"--skip={offset}", f"-n{limit}", *args], marks)
+        return Page(found, total, offset, limit)
+    matches = _candidates(repo, revs, filters, first_parent)
+    chosen = matches[offset:offset + limit]
+    found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"], marks) if chosen else []
+    return Page(found, len(matches), offset, limit)
+
+
+def entry(repo: GitRepo, sha: str) -> Entry:
+    """The timeline entry of one commit (``sha`` as ``locate`` returns it)."""
+    found = entries_of(repo, [sha])
+    if not found:
+        raise NotFound(f"There is no commit {sha}.")
+    return found[0]
+
+
+def entries_of(repo: GitRepo, shas: list[str]) -> list[Entry]:
+    """The entries of these commits (ids as ``locate`` returns them), in the order given."""
+    if any(not re.fullmatch(r"[0-9a-f]{40,64}", sha) for sha in shas):
+        raise BadArguments("Only full commit ids name entries.", hint="Use locate() first.")
+    if not shas:
+        return []
+    return _entries(repo, ["log", "--no-walk=unsorted", *shas, "--"], checkpoint_marks(repo))
+
+
+def locate(repo: GitRepo, ref: str) -> str:
+    """The commit ``ref`` names: an op id (on any branch), a checkpoint name, a branch, a tag, or
+    any revision git understands."""
+    ref = ref.strip()
+    if ledger.OP_ID.fullmatch(ref):
+        sha = find_trailer(repo, "Gitspace-Op", ref)
+        if sha:
+            return sha
+    if checkpoints.NAME.fullmatch(ref):
+        sha = repo.resolve(f"{checkpoints.PREFIX}{ref}")
+        if sha:
+            return sha
+    sha = repo.resolve(ref) if ref else None
+    if sha is None:
+        raise NotFound(f"{ref!r} is neither an op id, a checkpoint, a branch nor a commit here.",
+                       hint="The timeline lists op ids and commits; 'gitspace log' does too.")
+    return sha
+
+
+def find_trailer(repo: GitRepo, key: str, value: str) -> str | None:
+    """The newest commit on any ref whose trailer ``key`` is exactly ``value`` (op ids and
+    tool-use ids are unique, so this finds the op)."""
+    if not ledger.TOKEN.fullmatch(value):
+        return None
+    for brief in briefs(repo, ["--all", "-E", f"--grep=^{key}: {_ere(value)}$", "--"]):
+        if brief.trailers.get(key) == value:
+            return brief.commit
+    return None
+
+
+def checkpoint_marks(repo: GitRepo) -> dict[str, list[str]]:
+    """Commit -> the checkpoint names at it (one for-each-ref, no tag contents read)."""
+    marks: dict[str, list[str]] = {}
+    for ref, _, commit in repo.refs(checkpoints.PREFIX.rstrip("/")):
+        marks.setdefault(commit, []).append(ref[len(checkpoints.PREFIX):])
+    return marks
+
+
+def _revs(rev: str | None) -> list[str]:
+    if rev is None:
+        return ["--branches"]
+    if not rev or rev.startswith("-"):
+        raise BadArguments(f"{rev!r} is not a revision.", hint="Pass a branch or a commit id.")
+    return [rev]
+
+
+def _walk(revs: list[str], first_parent: bool) -> list[str]:
+    return [*(["--first-parent"] if first_parent else []), *revs, "--"]
+
+
+def _has_commits(repo: GitRepo, revs: list[str]) -> bool:
+    if revs == ["--branches"]:
+        return bool(repo.refs("refs/heads/"))
+    return repo.resolve(revs[0]) is not None
+
+
+def _candidates(repo: GitRepo, revs: list[str], filters: Filters, first_parent: bool) -> list[str]:
+    """Every commit that matches ``filters``, newest first."""
+    greps = filters.greps()
+    args = ["--first-parent"] if first_parent else []
+    if greps:
+        args += ["-E", "-i", "--all-match", *(f"--grep={g}" for g in greps)]
+    paths = [filters.path.strip("/") or "."] if filters.path else []
+    return [b.commit for b in briefs(repo, [*args, *revs, "--", *paths])
+            if filters.accepts(b.subject, b.trailers)]
+
+
+@dataclass(frozen=True)
+class Brief:
+    """A commit without its body or files: enough to draw it in a graph."""
+
+    commit: str
+    parents: tuple[str, ...]
+    time: int
+    author: str
+    subject: str
+    trailers: dict[str, str]
+
+    @property
+    def op(self) -> ledger.Op | None:
+        """The op its trailers record (None for a commit that is no op, or a malformed one)."""
+        if "Gitspace-Format" not in self.trailers:
+            return None
+        block = "\n".join(f"{k}: {v}" for k, v in self.trailers.items())
+        try:
+            return ledger.parse_message(f"{self.subject or 'op'}\n\n{block}\n")
+        except LedgerError:
+            return None
+
+
+def briefs(repo: GitRepo, log_args: list[str]) -> list[Brief]:
+    """Briefs from one ``git log`` that reads no bodies and no diffs. The separator is random per
+    call, so no commit message can fake a record boundary."""
+    token = secrets.token_hex(8)
+    fmt = "%H{t}%P{t}%at{t}%an{t}%s{t}%(trailers:only,unfold)".replace("{t}", token)
+    out = repo.read_git("--literal-pathspecs", "log", f"--format={token}{fmt}", *log_args)
+    parts = out.decode("utf-8", "replace").split(token)
+    return [Brief(parts[i], tuple(parts[i + 1].split()), int(parts[i + 2] or 0), parts[i + 3],
+                  parts[i + 4], _trailers(parts[i + 5]))
+            for i in range(1, len(parts) - 5, 6)]
+
+
+def _entries(repo: GitRepo, log_args: list[str], marks: dict[str, list[str]]) -> list[Entry]:
+    """Entries from one ``git log`` call: ids, parents, author, message and changed files."""
+    start, end = "\x1e" + secrets.token_hex(8), secrets.token_hex(8) + "\x1f"
+    fmt = f"--format={start}%H%x1f%P%x1f%at%x1f%an%x1f%B{end}"
+    out = repo.read_git(log_args[0], "-z", "--name-only", "--diff-merges=first-parent", fmt,
+                        *log_args[1:]).decode("utf-8", "replace")
+    found = []
+    for record in out.split(start)[1:]:
+        head, _, names = record.partition(end)
+        sha, parents, when, author, message = head.split("\x1f", 4)
+        problem = None
+        try:
+            op = ledger.parse_message(message)
+        except LedgerError as e:
+            op, problem = None, str(e)
+        names = names.removeprefix("\0").removeprefix("\n")
+        found.append(Entry(sha, int(when or 0), author, message.split("\n", 1)[0], op,
+                           [n for n in names.split("\0") if n], marks.get(sha, []), problem,
+                           tuple(parents.split()), message))
+    return found
+
+
+def _trailers(block: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for line in block.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep:
+            found.setdefault(key, value)
+    return found
+
+
+def _source_from(trailers: dict[str, str]) -> str:
+    if "Gitspace-Format" not in trailers:
+        return "commit"
+    return "script" if "Gitspace-Script" in trailers else trailers.get("Gitspace-Source", "commit")
+
+
+def _decoded(raw_args: str) -> str:
+    """The args as people read them (canonical JSON escapes every non-ASCII character)."""
+    try:
+        return json.dumps(json.loads(raw_args), ensure_ascii=False)
+    except ValueError:
+        return raw_args
+
+
+def _verbatim_in_json(text: str) -> bool:
+    """Would ``text`` appear as it is in canonical JSON (ASCII, nothing JSON escapes)?"""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def _ere(text: str) -> str:
+    """``text`` as a literal inside a POSIX extended regex."""
+    return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", text)

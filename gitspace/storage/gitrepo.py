@@ -250,6 +250,11 @@ class GitRepo:
             )
         return proc.stdout
 
+    def read_git(self, *args: str, check: bool = True) -> bytes:
+        """``git`` for readers that run beside writers (the web view): ``--no-optional-locks``,
+        so reading never refreshes the index or takes a lock an op may need at that moment."""
+        return self.git("--no-optional-locks", *args, check=check)
+
     # -- objects -----------------------------------------------------------------------------
 
     def read_object(self, sha: str) -> tuple[str, bytes]:
