@@ -90,10 +90,38 @@ def test_plain_import_stays_light() -> None:
     import subprocess
     import sys
 
-    heavy = "('anthropic', 'mcp', 'watchdog', 'rich')"
+    heavy = "('anthropic', 'mcp', 'watchdog', 'rich', 'starlette', 'uvicorn', 'pygments')"
     code = f"import sys, gitspace.cli; print(','.join(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"importing the CLI pulled in {out.stdout.strip()}"
+
+
+def _absolute(path: Path, node: ast.ImportFrom) -> str:
+    """The dotted module an ``import from`` names, relative ones resolved against ``path``."""
+    if node.level == 0:
+        return node.module or ""
+    package = ["gitspace", *path.relative_to(PACKAGE).parent.parts]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def test_the_web_stack_stays_inside_the_ui_package() -> None:
+    """Starlette, uvicorn and Pygments load only with the web view: outside gitspace/ui/ they (and
+    gitspace.ui itself) are imported inside functions only."""
+    web = {"starlette", "uvicorn", "pygments"}
+    inside = PACKAGE / "ui"
+    offenders = []
+    for path in _modules():
+        if inside in path.parents:
+            continue
+        for node in ast.parse(path.read_text()).body:  # module level only
+            if isinstance(node, ast.Import | ast.ImportFrom) and _imports_of(node) & web:
+                offenders.append(_rel(path))
+            if isinstance(node, ast.ImportFrom) and (
+                    _absolute(path, node).startswith("gitspace.ui")
+                    or (_absolute(path, node) == "gitspace" and any(a.name == "ui" for a in node.names))):
+                offenders.append(_rel(path))
+    assert not offenders, f"gitspace.ui and the web stack must be imported lazily: {offenders}"
 
 
 def test_public_api_is_small() -> None:

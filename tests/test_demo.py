@@ -62,6 +62,7 @@ def test_demo_finishes_and_its_figures_match_git_log(tmp_path: Path) -> None:
     assert shown["entries"] == 2048
     assert shown["journal"] == (root / "journal/worklog.jsonl").stat().st_size
     assert f"git -C {root} log" in out.stdout
+    assert out.stdout.rstrip().endswith(f"gitspace ui {root}")  # make demo ends with the view
     assert_clean(root)
     git(root, "fsck", "--no-progress")
 

@@ -3,6 +3,8 @@
 Real processes start together: three agents each in a worktree of their own, and three more
 writing into one shared worktree (one branch). Afterwards every acknowledged op is on its branch
 exactly once, in each writer's order, ``git fsck`` passes, and the user's checkout is unchanged.
+All the while ``gitspace ui`` serves the repository and a reader keeps loading its pages: the view
+holds no lock an op needs, so every writer finishes as it would without it.
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import git, git_run, ops
 from test_attach import checkout_state, make_user_repo, status
+from ui_server import fetch, serving
 
 import gitspace
 from gitspace.core.timeline import verify
@@ -45,6 +51,31 @@ SOLO = ["solo-0", "solo-1", "solo-2"]
 TEAM = ["team-0", "team-1", "team-2"]
 
 
+@contextmanager
+def reading(view: str) -> Iterator[list[int]]:
+    """A reader that loads the view's pages (timeline, graph of every branch, an agent branch's
+    timeline) in a loop for the block; the statuses it got, in order."""
+    answers: list[int] = []
+    done = threading.Event()
+
+    def read() -> None:
+        pages = ("/", "/graph", "/?branch=agent/team", "/?branch=*&q=team")
+        while not done.is_set():
+            for page in pages:
+                try:
+                    answers.append(fetch(view + page)[0])
+                except OSError:  # no answer at all (refused, reset, timed out)
+                    answers.append(-1)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        yield answers
+    finally:
+        done.set()
+        reader.join(timeout=60)
+
+
 def test_agents_on_separate_worktrees_and_on_one_shared_branch(tmp_path: Path) -> None:
     user = make_user_repo(tmp_path / "user")
     before, listed = checkout_state(user), status(user)
@@ -53,24 +84,26 @@ def test_agents_on_separate_worktrees_and_on_one_shared_branch(tmp_path: Path) -
     shared = attach.attach(user, "team").path
     places.update(dict.fromkeys(TEAM, shared))
 
-    children = {
-        name: subprocess.Popen([sys.executable, "-c", WORKER, str(path), name, str(OPS)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-        for name, path in places.items()
-    }
-    for child in children.values():
-        assert child.stdout is not None and child.stdout.readline() == "ready\n"
-    for child in children.values():
-        assert child.stdin is not None
-        child.stdin.write("go\n")
-        child.stdin.flush()
-    acknowledged = {}
-    for name, child in children.items():
-        out, err = child.communicate(timeout=120)
-        assert child.returncode == 0, out + err
-        acknowledged[name] = out.split()
-        assert len(acknowledged[name]) == 2 * OPS
+    with serving(user) as view, reading(view) as answers:
+        children = {
+            name: subprocess.Popen([sys.executable, "-c", WORKER, str(path), name, str(OPS)],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+            for name, path in places.items()
+        }
+        for child in children.values():
+            assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        for child in children.values():
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        acknowledged = {}
+        for name, child in children.items():
+            out, err = child.communicate(timeout=120)
+            assert child.returncode == 0, out + err
+            acknowledged[name] = out.split()
+            assert len(acknowledged[name]) == 2 * OPS
+    assert len(answers) >= 4 and set(answers) == {200}, f"the view failed meanwhile: {answers}"
 
     for name in SOLO:
         recorded = ops(user, f"agent/{name}")

@@ -174,3 +174,5 @@ def _report(ws: Workspace, f: Figures, echo: Echo) -> None:
     echo(f"  git -C {ws.root} tag -l 'gitspace/*'")
     echo(f"  git -C {ws.root} show --stat HEAD")
     echo(f"  gitspace -C {ws.root} log")
+    echo("\nSee it in a browser (timeline, graph of the maze, the journal's conversation):")
+    echo(f"  gitspace ui {ws.root}")

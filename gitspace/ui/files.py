@@ -1,0 +1,122 @@
+"""Files at any op: a folder listing, a file highlighted with line numbers, and its blame (which
+op last changed each line). Also the compare page: the changes between any two checkpoints,
+branches, ops or commits.
+"""
+
+from __future__ import annotations
+
+from ..core import browse, diffs, timeline
+from .context import Context
+from .diffview import files_table
+from .diffview import render as render_diff
+from .highlight import lines as highlighted
+from .html import Html, join, link, tag, url
+from .layout import page, placeholder, short, when
+
+
+def render(ctx: Context, rev: str, path: str, params: dict[str, str]) -> Html:
+    sha = timeline.locate(ctx.repo, rev or "HEAD")
+    entry = timeline.entry(ctx.repo, sha)
+    path = path.strip("/")
+    crumbs: list[Html | str] = [link(f"/files/{sha}", "/")]
+    walked = ""
+    for part in [p for p in path.split("/") if p]:
+        walked = f"{walked}/{part}" if walked else part
+        crumbs += [" ", link(f"/files/{sha}/{walked}", part), " /"]
+    where = tag("p", "At ", link(f"/op/{sha}", sha[:12], class_="sha"), f" ({entry.subject}, "
+                f"{when(entry.time)}): ", *crumbs, class_="crumbs")
+    if browse.kind(ctx.repo, sha, path) == "tree":
+        body = _folder(sha, browse.listing(ctx.repo, sha, path))
+    else:
+        body = _file(ctx, sha, path, params.get("blame") == "1")
+    return page(path or "Files", join([tag("h1", path or "Files"), where, body]),
+                **ctx.shell("/files"))  # type: ignore[arg-type]
+
+
+def _folder(sha: str, items: list[browse.Item]) -> Html:
+    if not items:
+        return placeholder("Empty folder.", "Nothing is committed here at this op.")
+    rows = []
+    for item in items:
+        icon = {"tree": "📁", "link": "↪", "commit": "⎘"}.get(item.kind, "📄")
+        rows.append(tag("tr", tag("td", icon), tag("td", link(f"/files/{sha}/{item.path}",
+                                                              item.name + ("/" if item.kind == "tree"
+                                                                           else ""))),
+                        tag("td", f"{item.size:,}" if item.size is not None else "", class_="nums")))
+    return tag("table", tag("tbody", *rows), class_="tree")
+
+
+def _file(ctx: Context, sha: str, path: str, blame: bool) -> Html:
+    found = browse.read(ctx.repo, sha, path)
+    toggle = tag("p", link(f"/files/{sha}/{path}", "file", class_="on" if not blame else None),
+                 " · ", link(url(f"/files/{sha}/{path}", blame=1), "blame: which op changed each "
+                             "line", class_="on" if blame else None),
+                 " · ", link(url("/", path=path), "ops that touched it"), class_="toggle")
+    if found.kind == "commit":
+        return placeholder("A submodule:", "its files live in another repository.")
+    if found.kind == "link":
+        target = (found.data or b"").decode("utf-8", "replace")
+        return join([toggle, placeholder("A symbolic link", f"to {target!r}; the view does not "
+                                         "follow links.")])
+    if found.data is None:
+        return join([toggle, placeholder("Too large to show:", f"{found.size:,} bytes. Read it "
+                                         "with git show or the constraint tools.")])
+    if found.binary:
+        return join([toggle, placeholder("Binary file:", f"{found.size:,} bytes, not shown as "
+                                         "text.", kind="note")])
+    if blame:
+        return join([toggle, _blame(ctx, sha, path)])
+    text = found.text or ""
+    rows = [tag("tr", tag("td", n, class_="ln", id=f"L{n}"), tag("td", tag("span", code,
+                                                                          class_="hl code")))
+            for n, code in enumerate(highlighted(text.removesuffix("\n"), path), start=1)]
+    return join([toggle, tag("table", tag("tbody", *rows), class_="source")])
+
+
+def _blame(ctx: Context, sha: str, path: str) -> Html:
+    found = browse.blame(ctx.repo, sha, path)
+    code = highlighted("\n".join(line.text for line in found), path)
+    rows = []
+    previous = None
+    for line, shown in zip(found, code, strict=False):
+        first = line.commit != previous
+        previous = line.commit
+        who = ""
+        if first:
+            label = (f"{line.op.tool} · {line.op.agent or '?'}" if line.op
+                     else short(line.subject, 30))
+            who = link(f"/op/{line.commit}", label, title=line.subject, class_="blame-op",
+                       data_op=line.op.op_id if line.op else "")
+        rows.append(tag("tr", tag("td", who, class_="blame" + (" first" if first else "")),
+                        tag("td", line.number, class_="ln"),
+                        tag("td", tag("span", shown, class_="hl code"))))
+    if not rows:
+        return placeholder("Empty file.", "There are no lines to blame.")
+    return tag("table", tag("tbody", *rows), class_="source blame-table")
+
+
+def compare(ctx: Context, params: dict[str, str]) -> Html:
+    a, b = params.get("a", "").strip(), params.get("b", "").strip()
+    split = params.get("view") == "split"
+    names = sorted(ctx.checkpoints()) + ctx.branches()
+    options = tag("datalist", *[tag("option", value=n) for n in names], id="refs")
+    form = tag("form", tag("label", "from ", tag("input", name="a", value=a, list="refs",
+                                                   placeholder="checkpoint, branch, op or commit")),
+               tag("label", " to ", tag("input", name="b", value=b, list="refs",
+                                         placeholder="checkpoint, branch, op or commit")),
+               tag("label", " ", tag("input", type="checkbox", name="view", value="split",
+                                     checked=split), " side by side"),
+               " ", tag("button", "Compare"), options, method="get", action="/compare",
+               class_="filters")
+    parts = [tag("h1", "Compare"), form]
+    if a and b:
+        old, new = timeline.locate(ctx.repo, a), timeline.locate(ctx.repo, b)
+        found = diffs.between(ctx.repo, old, new)
+        parts += [tag("p", f"{len(found)} file(s) differ from ",
+                      link(f"/op/{old}", a, class_="sha"), " to ", link(f"/op/{new}", b, class_="sha"),
+                      ".", id="compare-summary"),
+                  files_table(found), render_diff(found, split, file_links=(old, new))]
+    else:
+        parts.append(tag("p", "Pick two points: checkpoints, branches, op ids or commits.",
+                         class_="muted"))
+    return page("Compare", join(parts), **ctx.shell("/compare"))  # type: ignore[arg-type]

@@ -1,0 +1,148 @@
+"""The graph page: branches and attempts as an SVG drawn on the server (no script).
+
+One row per commit, newest at the top; each attempt and each branch has a lane. Restores are
+curves back to the checkpoint they restored, undo and redo are dashed curves to what they revert,
+merges join lanes. Dead ends are crossed out and greyed; the way out (from each branch tip back
+to the root, through the checkpoints it restored) is drawn bold.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from ..core import attempts, timeline
+from .context import ALL, Context
+from .html import Html, join, link, tag, url
+from .layout import page, placeholder, short, when
+
+WINDOW = 300
+ROW, LANE, TOP, LEFT = 26, 22, 18, 16
+PALETTE = ("#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#db2777", "#65a30d")
+
+
+def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html:
+    branch = params.get("branch") or ALL
+    rev = ctx.rev(branch)
+    kept = {"branch": branch} if branch != ALL else {}
+    live = url("/graph", **kept, fragment=1) if not params.get("offset") else None
+    shell = ctx.shell("/graph", live) if not fragment else {}  # the state before reading
+    offset = int(params["offset"]) if params.get("offset", "").isdigit() else 0
+    revs = ["--branches"] if rev is None else [rev]
+    has_commits = bool(ctx.branches()) if rev is None else ctx.repo.resolve(rev) is not None
+    rows = timeline.briefs(ctx.repo, ["--date-order", f"--skip={offset}", f"-n{WINDOW + 1}",
+                                      *revs, "--"]) if has_commits else []
+    older, rows = len(rows) > WINDOW, rows[:WINDOW]
+    if not rows:
+        body = placeholder("No commits yet.", "The graph appears with the first op.")
+    else:
+        drawn = attempts.layout(rows, ctx.checkpoints(), ctx.tips())
+        nav = _nav(kept, offset, older)
+        body = join([_legend(drawn), nav, tag("div", svg(drawn), class_="graph-wrap"), nav])
+    if fragment:
+        return body
+    options = [tag("option", "all branches", value=ALL, selected=branch == ALL)]
+    options += [tag("option", b, value=b, selected=b == branch) for b in ctx.branches()]
+    form = tag("form", tag("select", *options, name="branch"), tag("button", "Show"),
+               method="get", action="/graph", class_="filters")
+    return page("Graph", join([tag("h1", "Graph"), form, body]), **shell)  # type: ignore[arg-type]
+
+
+def _nav(kept: dict[str, str], offset: int, older: bool) -> Html:
+    newer = (link(url("/graph", **kept, offset=max(offset - WINDOW, 0) or None), "‹ newer")
+             if offset else tag("span", "‹ newer", class_="off"))
+    back = (link(url("/graph", **kept, offset=offset + WINDOW), "older ›") if older
+            else tag("span", "older ›", class_="off"))
+    shown = tag("span", f"commits {offset + 1:,}–{offset + WINDOW:,}" if older
+                else f"from commit {offset + 1:,}", class_="range")
+    return tag("div", newer, shown, back, class_="pager")
+
+
+def _legend(drawn: attempts.Layout) -> Html:
+    restores = sum(1 for link_ in drawn.links if link_.kind == "restore")
+    dead = sum(1 for n in drawn.nodes if n.dead_end)
+    marks = sum(len(n.checkpoints) for n in drawn.nodes)
+    undos = sum(1 for link_ in drawn.links if link_.kind in ("undo", "redo"))
+    merges = sum(1 for link_ in drawn.links if link_.kind == "merge")
+    facts = [f"{len(drawn.nodes)} commits", f"{marks} checkpoints", f"{restores} restores",
+             f"{dead} dead ends", f"{undos} undo/redo", f"{merges} merges"]
+    return tag("p", join([tag("span", f, class_="fact") for f in facts], " · "),
+               " — ", tag("span", "bold: the way out", class_="way"), ", ",
+               tag("span", "grey: abandoned attempts, ✕ where each ended", class_="dead"),
+               class_="legend", id="graph-facts",
+               data_checkpoints=marks, data_dead_ends=dead, data_restores=restores)
+
+
+def _colour(name: str | None) -> str:
+    return PALETTE[zlib.crc32((name or "").encode()) % len(PALETTE)]
+
+
+def _xy(lane: int, row: int) -> tuple[int, int]:
+    return LEFT + lane * LANE, TOP + row * ROW
+
+
+def svg(drawn: attempts.Layout) -> Html:
+    width = LEFT + drawn.lanes * LANE + 620
+    height = TOP + len(drawn.nodes) * ROW + 10
+    by_row = {n.row: n for n in drawn.nodes}
+    edges, nodes, labels = [], [], []
+    for ln in drawn.links:
+        edges.append(_edge(ln, by_row, height))
+    text_x = LEFT + drawn.lanes * LANE + 12
+    for n in drawn.nodes:
+        x, y = _xy(n.lane, n.row)
+        op = n.brief.op
+        agent = op.agent if op else n.brief.author
+        colour = _colour(agent) if n.way_out else "#cbd5e1"
+        shape = tag("circle", cx=x, cy=y, r=6 if n.way_out else 5, fill=colour,
+                    stroke="#111827" if n.way_out else "white", stroke_width=2 if n.way_out else 1)
+        cross = tag("path", d=f"M{x - 5} {y - 5}L{x + 5} {y + 5}M{x + 5} {y - 5}L{x - 5} {y + 5}",
+                    stroke="#b91c1c", stroke_width=2, class_="dead-end") if n.dead_end else ""
+        nodes.append(link(f"/op/{n.brief.commit}", shape, cross,
+                          tag("title", f"{n.brief.subject}\n{agent} · {when(n.brief.time)}"),
+                          class_="node" + (" way-out" if n.way_out else "")
+                          + (" is-dead-end" if n.dead_end else ""),
+                          data_commit=n.brief.commit))
+        words = [tag("tspan", n.brief.commit[:7], class_="sha"), " ",
+                 tag("tspan", short(n.brief.subject, 60),
+                     class_="subj" + ("" if n.way_out else " off"))]
+        words += [" ", tag("tspan", f"· {agent}", class_="who")]
+        for name in n.checkpoints:
+            words += [" ", tag("tspan", f"⚑ {name}", class_="cp")]
+        for b in n.branches:
+            words += [" ", tag("tspan", f"⎇ {b}", class_="br")]
+        if n.dead_end:
+            words += [" ", tag("tspan", "✕ dead end", class_="dead")]
+        labels.append(link(f"/op/{n.brief.commit}",
+                           tag("text", *words, x=text_x, y=y + 4), class_="label"))
+    return tag("svg", tag("g", *edges, class_="edges"), tag("g", *nodes), tag("g", *labels),
+               xmlns="http://www.w3.org/2000/svg", width=width, height=height,
+               viewBox=f"0 0 {width} {height}", class_="graph", role="img",
+               aria_label="commit graph")
+
+
+def _edge(ln: attempts.Link, by_row: dict[int, attempts.Node], height: int) -> Html:
+    src = by_row[ln.source]
+    x1, y1 = _xy(src.lane, src.row)
+    if ln.target is None:
+        if ln.kind not in ("parent", "merge"):
+            return Html("")  # what it links to is outside this window; the row's text says it
+        return tag("line", x1=x1, y1=y1, x2=x1, y2=height, class_=f"e-{ln.kind} offpage")
+    dst = by_row[ln.target]
+    x2, y2 = _xy(dst.lane, dst.row)
+    if ln.kind in ("parent", "merge"):
+        if x1 == x2:
+            d = f"M{x1} {y1}L{x2} {y2}"
+        else:  # a fork or a merge: leave the lane near the newer commit
+            d = f"M{x1} {y1}C{x1} {y1 + ROW * 0.8} {x2} {y1 + ROW * 0.2} {x2} {y1 + ROW}L{x2} {y2}"
+        cls = f"e-{ln.kind}" + (" way" if src.way_out and dst.way_out and ln.kind == "parent"
+                                else "")
+        if ln.kind == "parent" and src.brief.op is not None and src.brief.op.tool == "restore":
+            cls = "e-chrono"  # the restore's real parent: history goes on from the dead end
+        return tag("path", d=d, class_=cls, fill="none")
+    bend = LANE * (1.6 + 0.15 * abs(ln.source - ln.target) ** 0.5)
+    side = max(x1, x2) + bend
+    d = f"M{x1} {y1}C{side} {y1} {side} {y2} {x2} {y2}"
+    title = {"restore": f"restore: back to checkpoint {ln.label}",
+             "undo": f"undo: reverts op {ln.label}", "redo": f"redo: re-applies {ln.label}"}
+    cls = f"e-{ln.kind}" + (" way" if ln.kind == "restore" and src.way_out else "")
+    return tag("path", tag("title", title.get(ln.kind, ln.kind)), d=d, class_=cls, fill="none")

@@ -1,0 +1,93 @@
+"""The page shell every view shares, and the small pieces views repeat (times, op badges, links,
+placeholders, pagination).
+
+Invariant: pages load only this server's own assets (``/static/...``): no CDN, no font service,
+no inline script or style, which the Content-Security-Policy in ``app`` enforces.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..core.timeline import Entry
+from ..storage.ledger import Op, args_summary
+from .html import Html, esc, join, link, tag, url
+
+NAV = (("/", "Timeline"), ("/graph", "Graph"), ("/sessions", "Sessions"), ("/files", "Files"),
+       ("/compare", "Compare"))
+
+
+def page(title: str, body: Html, *, root: Path, branch: str | None, active: str = "",
+         live: str | None = None, state: str | None = None) -> Html:
+    """A whole HTML document. ``live``: the URL of a fragment that replaces ``#live`` whenever a
+    ref moves (see static/live.js); ``state``: the refs' state token the page was drawn at."""
+    nav = join(link(href, label, class_="on" if href == active else None) for href, label in NAV)
+    head = tag("head", Html('<meta charset="utf-8">'),
+               Html('<meta name="viewport" content="width=device-width, initial-scale=1">'),
+               tag("title", f"{title} · gitspace"),
+               Html('<link rel="stylesheet" href="/static/style.css">'),
+               Html('<link rel="stylesheet" href="/static/code.css">'),
+               Html('<script src="/static/live.js" defer></script>'))
+    where = tag("span", tag("span", str(root), title="workspace"),
+                tag("span", f"on {branch}", class_="branch") if branch
+                else tag("span", "detached HEAD"),
+                tag("span", "", id="live-dot", title="live updates"), class_="where")
+    header = tag("header", link("/", "gitspace", class_="brand"), tag("nav", nav), where)
+    main = tag("main", tag("div", body, id="live", data_live=live, data_state=state) if live
+               else body)
+    return Html("<!doctype html>\n" + tag("html", head, tag("body", header, main), lang="en"))
+
+
+def when(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def op_link(entry: Entry, label: str | None = None) -> Html:
+    return link(f"/op/{entry.commit}", label or entry.commit[:10], class_="sha")
+
+
+def badge(kind: str, text: str | None = None) -> Html:
+    return tag("span", text or kind, class_=f"badge b-{kind}")
+
+
+def args_line(op: Op) -> str:
+    return args_summary(op.args, 90)
+
+
+def placeholder(title: str, text: str, *, kind: str = "note") -> Html:
+    """A clear statement of what could not be shown, and why (never a blank or a crash)."""
+    return tag("div", tag("strong", title), " ", text, class_=f"placeholder p-{kind}", role="note")
+
+
+def pager(base: str, params: dict[str, str], offset: int, limit: int, total: int) -> Html:
+    if total <= limit:
+        return Html("")
+    last = max(total - 1, 0) // limit * limit
+    parts = []
+    for label, at, enabled in (("« newest", 0, offset > 0),
+                               ("‹ newer", max(offset - limit, 0), offset > 0),
+                               ("older ›", offset + limit, offset + limit < total),
+                               ("oldest »", last, offset < last)):
+        parts.append(link(url(base, **params, offset=at or None), label) if enabled
+                     else tag("span", label, class_="off"))
+    shown = f"{offset + 1:,}–{min(offset + limit, total):,} of {total:,}"
+    return tag("div", *parts[:2], tag("span", shown, class_="range"), *parts[2:], class_="pager")
+
+
+def error_page(status: int, message: str, hint: str | None, **shell: object) -> Html:
+    body = join([tag("h1", "Nothing to show" if status < 500 else "Something went wrong"),
+                 placeholder(message, hint or "", kind="error")])
+    return page("Error", body, **shell)  # type: ignore[arg-type]
+
+
+def anchor_id(text: str) -> str:
+    """An element id that is safe in a URL fragment."""
+    return "".join(c if c.isalnum() or c in "_-" else "-" for c in text)[:200]
+
+
+__all__ = ["Html", "esc", "tag", "link", "url", "join"]

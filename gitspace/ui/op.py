@@ -1,0 +1,160 @@
+"""The op detail page: subject, trailers, args, the recorded result, links, and the diff.
+
+An elided argument (``{"$blob": ..., "bytes": N}``) is shown from the blob the commit holds. A
+commit without trailers, or with a malformed trailer block, is still shown: the placeholder says
+what is wrong, and the diff is there as for any commit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..core import diffs, timeline
+from ..core.timeline import Entry
+from ..storage import ledger
+from .context import Context
+from .diffview import files_table
+from .diffview import render as render_diff
+from .html import Html, join, link, tag, url
+from .layout import anchor_id, badge, page, placeholder, when
+
+BLOB_SHOW = 256 * 1024
+
+
+def render(ctx: Context, ref: str, params: dict[str, str]) -> Html:
+    sha = timeline.locate(ctx.repo, ref)
+    e = timeline.entry(ctx.repo, sha)
+    split = params.get("view") == "split"
+    parent = e.parents[0] if e.parents else None
+    files = diffs.between(ctx.repo, parent, sha)
+    title = e.subject or "(no subject)"
+    toggle = join([
+        link(url(f"/op/{sha}"), "unified", class_="on" if not split else None),
+        link(url(f"/op/{sha}", view="split"), "side by side", class_="on" if split else None)])
+    body = join([
+        tag("h1", badge(e.source), " ", title),
+        _facts(ctx, e),
+        _trailers(e),
+        _args(ctx, e),
+        _result(e),
+        tag("h2", f"Diff ({len(files)} file{'s' if len(files) != 1 else ''})", " ",
+            tag("span", toggle, class_="toggle")),
+        files_table(files),
+        render_diff(files, split, file_links=(parent or "", sha)),
+    ])
+    return page(title, body, **ctx.shell())  # type: ignore[arg-type]
+
+
+def _facts(ctx: Context, e: Entry) -> Html:
+    op = e.op
+    rows: list[tuple[str, Html | str]] = [
+        ("commit", tag("code", e.commit)),
+        ("time", when(e.time)),
+        ("author", e.author),
+    ]
+    if e.parents:
+        rows.append(("parent", join([link(f"/op/{p}", p[:12], class_="sha") for p in e.parents],
+                                    ", ")))
+    if e.checkpoints:
+        rows.append(("checkpoints", join([tag("span", f"⚑ {n}", class_="cp")
+                                          for n in e.checkpoints], " ")))
+    if op is not None:
+        rows.append(("op", tag("code", op.op_id)))
+        if op.session:
+            target = f"/session/{op.session}" + (f"#{anchor_id(op.tool_use_id)}"
+                                                 if op.tool_use_id else "")
+            rows.append(("session", link(target, f"{op.session} (the conversation)",
+                                         class_="to-session")))
+        rows += _relations(ctx, op)
+    rows.append(("files", join([link(f"/files/{e.commit}/{f}", f) for f in e.files[:50]], ", ")
+                 or "none"))
+    rows.append(("browse", join([link(f"/files/{e.commit}", "the tree at this op"), " · ",
+                                 link(url("/compare", a=e.parents[0] if e.parents else "",
+                                          b=e.commit), "compare")])))
+    return tag("table", tag("tbody", *[tag("tr", tag("th", k), tag("td", v)) for k, v in rows]),
+               class_="facts")
+
+
+def _relations(ctx: Context, op: ledger.Op) -> list[tuple[str, Html | str]]:
+    rows: list[tuple[str, Html | str]] = []
+    if op.tool == "restore":
+        name = str(op.args.get("name", ""))
+        target = ctx.checkpoints().get(name)
+        rows.append(("restored", link(f"/op/{target}", f"checkpoint {name}", class_="rel restore")
+                     if target else f"checkpoint {name} (the tag no longer exists)"))
+    if op.undo_of:
+        rows.append(("reverts", join([link(f"/op/{u}", u, class_="rel undo") for u in op.undo_of],
+                                     ", ")))
+    if op.redo_of:
+        rows.append(("re-applies", link(f"/op/{op.redo_of}", op.redo_of, class_="rel redo")))
+    return rows
+
+
+def _trailers(e: Entry) -> Html:
+    block = _last_paragraph(e.message)
+    if e.op is None and e.problem is None:
+        return placeholder("Not an op.", "This commit carries no gitspace trailers: a plain git "
+                           "commit (made by a person or another tool), shown as git has it.")
+    rows = []
+    for line in block.splitlines():
+        key, sep, value = line.partition(": ")
+        rows.append(tag("tr", tag("th", key if sep else "?"), tag("td", tag("code", value if sep
+                                                                          else line))))
+    table = tag("table", tag("tbody", *rows), class_="trailers")
+    warn = placeholder("Malformed trailers:", f"{e.problem} gitspace verify reports this commit.",
+                       kind="warn") if e.problem else Html("")
+    return join([tag("h2", "Trailers"), warn, table])
+
+
+def _last_paragraph(message: str) -> str:
+    paragraphs = [p for p in re.split(r"\n\s*\n", message.strip("\n")) if p.strip()]
+    return paragraphs[-1] if len(paragraphs) > 1 else ""
+
+
+def _args(ctx: Context, e: Entry) -> Html:
+    if e.op is None:
+        return Html("")
+    rows = []
+    for key, value in sorted(e.op.args.items()):
+        rows.append(tag("tr", tag("th", key), tag("td", _value(ctx, value))))
+    if not rows:
+        return join([tag("h2", "Args"), tag("p", "No arguments.", class_="muted")])
+    return join([tag("h2", "Args"), tag("table", tag("tbody", *rows), class_="args")])
+
+
+def _value(ctx: Context, value: Any) -> Html:
+    if isinstance(value, dict) and set(value) == {"$blob", "bytes"}:
+        return _blob(ctx, str(value["$blob"]), value["bytes"])
+    if isinstance(value, str):
+        return tag("pre", value, class_="argtext")
+    return tag("pre", json.dumps(value, indent=2, ensure_ascii=False), class_="argtext")
+
+
+def _blob(ctx: Context, sha: str, size: object) -> Html:
+    note = tag("p", f"Elided in the trailer ({size} bytes); shown from blob ", tag("code", sha[:12]),
+               " in this commit.", class_="muted")
+    if not re.fullmatch(r"[0-9a-f]{40,64}", sha):
+        return placeholder("Unreadable argument:", "the elided blob id is malformed.", kind="warn")
+    proc = ctx.repo.run_git("--no-optional-locks", "cat-file", "blob", sha)
+    if proc.returncode != 0:
+        return placeholder("Missing blob:", f"{sha} is not in this repository "
+                           "(gitspace verify reports it).", kind="warn")
+    data = proc.stdout
+    if b"\0" in data[:8000]:
+        return join([note, placeholder("Binary content:", f"{len(data):,} bytes, not shown.")])
+    text = data[:BLOB_SHOW].decode("utf-8", "replace")
+    more = (tag("p", f"… {len(data) - BLOB_SHOW:,} more bytes not shown.", class_="muted")
+            if len(data) > BLOB_SHOW else "")
+    return join([note, tag("pre", text, class_="argtext"), more])
+
+
+def _result(e: Entry) -> Html:
+    if e.op is None:
+        return Html("")
+    text = ledger.result_of(e.message)
+    if text is None:
+        return join([tag("h2", "Result"), tag("p", "No result recorded (outside changes and "
+                                                   "transcripts record none).", class_="muted")])
+    return join([tag("h2", "Result"), tag("pre", text, class_="result")])

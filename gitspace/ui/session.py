@@ -1,0 +1,202 @@
+"""The sessions list and one session's conversation, each tool call linked to the op it became.
+
+A conversation comes from a saved session (``.gitspace/sessions/<id>.json``, local to the
+checkout) or from a committed transcript (``transcripts/<id>.json`` on the current branch). Tool
+calls and ops are joined by tool-use id, both ways: a call's "op" link opens the op, and the op
+page links back to the call's anchor here. A compaction summary is shown where it sits, with the
+session's ops whose calls it folded away, so nothing the agent did is hidden by compaction.
+
+Invariant: any file content renders. A damaged file, an unknown block type or a message of the
+wrong shape shows a placeholder saying so; the rest of the conversation still shows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agent import session as sessions
+from ..agent import transcript
+from ..agent.compaction import SUMMARY_MARKER
+from ..core import timeline
+from ..core.timeline import Entry, Filters
+from ..errors import GitspaceError
+from .context import Context
+from .html import Html, join, link, tag
+from .layout import anchor_id, badge, page, placeholder, short, when
+
+OPS_LIMIT = 5_000
+TEXT_SHOW = 20_000  # characters of one block shown before "… N more"
+
+
+@dataclass
+class Conversation:
+    id: str
+    origin: str  # "saved session" or "committed transcript"
+    task: str = ""
+    agent: str | None = None
+    status: str = "?"
+    messages: list[Any] = field(default_factory=list)
+    facts: dict[str, object] = field(default_factory=dict)
+    problem: str | None = None
+
+
+def index(ctx: Context) -> Html:
+    saved = sessions.listing(ctx.root)
+    tip = ctx.repo.resolve("HEAD")
+    committed = transcript.committed(ctx.repo, tip) if tip else []
+    rows = []
+    for s in sorted(saved, key=lambda s: s.created, reverse=True):
+        damaged = s.status == "damaged"
+        rows.append(tag("tr", tag("td", link(f"/session/{s.id}", s.id)),
+                        tag("td", "saved" if not damaged else badge("warn", "damaged")),
+                        tag("td", s.agent or ""), tag("td", s.status),
+                        tag("td", s.steps if not damaged else ""),
+                        tag("td", s.stats.compactions if not damaged else ""),
+                        tag("td", short(s.task, 90)),
+                        tag("td", when(int(s.created)) if s.created and not damaged else "")))
+    for sid in committed:
+        rows.append(tag("tr", tag("td", link(f"/session/{sid}?from=commit", sid)),
+                        tag("td", "committed"), *[tag("td", "") for _ in range(6)]))
+    if not rows:
+        body = placeholder("No sessions here.", "A run ('gitspace run', 'gitspace demo') saves its "
+                           "conversation in .gitspace/sessions/; --commit-transcript commits it.")
+    else:
+        head = tag("tr", *[tag("th", h) for h in ("session", "kind", "agent", "status", "steps",
+                                                  "compactions", "task", "started")])
+        body = tag("table", tag("thead", head), tag("tbody", *rows), class_="sessions")
+    return page("Sessions", join([tag("h1", "Sessions"), body]), **ctx.shell("/sessions"))  # type: ignore[arg-type]
+
+
+def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
+    """The conversation, or one whose ``problem`` says why it cannot be read."""
+    if origin != "commit" and (ctx.root / sessions.FOLDER / f"{session_id}.json").exists():
+        try:
+            s = sessions.Session.load(ctx.root, session_id)
+        except GitspaceError as e:
+            return Conversation(session_id, "saved session", problem=str(e))
+        return Conversation(s.id, "saved session", s.task, s.agent, s.status, list(s.messages),
+                            {"steps": s.steps, "compactions": s.stats.compactions,
+                             "tool calls": s.stats.tool_calls, "client": s.client,
+                             "scripted": s.scripted})
+    tip = ctx.repo.resolve("HEAD")
+    try:
+        if tip is None:
+            raise GitspaceError("This branch has no commits yet.")
+        data = transcript.load_committed(ctx.repo, tip, session_id)
+    except GitspaceError as e:
+        return Conversation(session_id, "committed transcript",
+                            problem=f"No saved session or committed transcript {session_id} "
+                                    f"could be read here: {e}")
+    return Conversation(session_id, "committed transcript", str(data.get("task", "")),
+                        data.get("agent") if isinstance(data.get("agent"), str) else None,
+                        str(data.get("status", "?")), data["messages"],
+                        {"client": data.get("client"), "scripted": data.get("scripted")})
+
+
+def render(ctx: Context, session_id: str, origin: str | None) -> Html:
+    conv = load(ctx, session_id, origin)
+    ops = timeline.query(ctx.repo, None, Filters(session=session_id), limit=OPS_LIMIT,
+                         first_parent=False).entries if _token(session_id) else []
+    by_use = {e.op.tool_use_id: e for e in ops if e.op and e.op.tool_use_id}
+    title = f"Session {session_id}"
+    facts = [tag("span", conv.origin, class_="badge b-tool"), f" · agent {conv.agent or '?'}",
+             f" · {conv.status}", f" · {len(ops)} op(s) in the ledger"]
+    facts += [f" · {k} {v}" for k, v in conv.facts.items() if v not in (None, "")]
+    parts = [tag("h1", title), tag("p", *facts, class_="muted")]
+    if conv.task:
+        parts.append(tag("p", tag("strong", "Task: "), conv.task))
+    if conv.problem:
+        parts.append(placeholder("This conversation cannot be shown:", conv.problem, kind="error"))
+        parts.append(_ops_table("The session's ops (from the ledger)", ops))
+    else:
+        shown = _tool_use_ids(conv.messages)
+        folded = [e for e in ops if e.op and e.op.tool_use_id not in shown]
+        parts.append(tag("div", *[_message(i, m, by_use, folded) for i, m in
+                                  enumerate(conv.messages)], class_="conversation"))
+    return page(title, join(parts), **ctx.shell("/sessions"))  # type: ignore[arg-type]
+
+
+def _token(value: str) -> bool:
+    from ..storage.ledger import TOKEN
+
+    return bool(TOKEN.fullmatch(value))
+
+
+def _tool_use_ids(messages: list[Any]) -> set[str]:
+    found = set()
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):
+            found |= {str(b.get("id")) for b in content
+                      if isinstance(b, dict) and b.get("type") == "tool_use"}
+    return found
+
+
+def _message(i: int, message: Any, by_use: dict[str, Entry], folded: list[Entry]) -> Html:
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+        return placeholder(f"Message {i} is malformed:", "it is not a user or assistant message; "
+                           f"it starts {short(repr(message), 120)}", kind="warn")
+    role, content = message["role"], message.get("content")
+    if isinstance(content, str):
+        if content.startswith(SUMMARY_MARKER):
+            return _compaction(i, content, folded)
+        blocks: list[Html] = [_text(content)]
+    elif isinstance(content, list):
+        blocks = [_block(b, by_use) for b in content]
+    else:
+        blocks = [placeholder("Unreadable content:", f"{type(content).__name__}, not text or "
+                              "blocks.", kind="warn")]
+    return tag("div", tag("div", role, class_="role"), *blocks, class_=f"msg {role}",
+               id=f"m{i}")
+
+
+def _compaction(i: int, summary: str, folded: list[Entry]) -> Html:
+    listed = _ops_table(f"{len(folded)} op(s) whose tool calls this compaction folded away", folded)
+    return tag("div", tag("div", "compaction", class_="role"),
+               tag("p", "The conversation was compacted here: the middle was folded into this "
+                        "summary. The files and the ledger keep the full record.", class_="muted"),
+               tag("details", tag("summary", "the summary the model saw"), _text(summary)),
+               listed, class_="msg compaction", id=f"m{i}")
+
+
+def _ops_table(title: str, ops: list[Entry]) -> Html:
+    if not ops:
+        return Html("")
+    rows = [tag("tr", tag("td", link(f"/op/{e.commit}", e.op.tool if e.op else "commit")),
+                tag("td", short(e.subject, 80)), tag("td", when(e.time)))
+            for e in reversed(ops)]
+    return tag("details", tag("summary", title), tag("table", tag("tbody", *rows)))
+
+
+def _block(block: Any, by_use: dict[str, Entry]) -> Html:
+    if not isinstance(block, dict):
+        return placeholder("Unreadable block:", short(repr(block), 120), kind="warn")
+    kind = block.get("type")
+    if kind == "text":
+        return _text(str(block.get("text", "")))
+    if kind == "tool_use":
+        use_id = str(block.get("id", ""))
+        entry = by_use.get(use_id)
+        target = (link(f"/op/{entry.commit}", f"→ op {entry.op.op_id if entry.op else ''}",
+                       class_="to-op", data_op=entry.commit) if entry
+                  else tag("span", "no op: read-only, unchanged or refused", class_="muted"))
+        args = json.dumps(block.get("input"), indent=1, ensure_ascii=False)
+        return tag("div", tag("div", tag("code", str(block.get("name", "?"))), " ", target,
+                              " ", tag("span", use_id, class_="muted")),
+                   tag("pre", short(args, TEXT_SHOW)), class_="tool-use",
+                   id=anchor_id(use_id) or None)
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            content = "\n".join(str(c.get("text", "")) if isinstance(c, dict) else str(c)
+                                for c in content)
+        error = " error" if block.get("is_error") else ""
+        return tag("div", tag("div", "result", " (error)" if error else "", class_="muted"),
+                   tag("pre", short(str(content or ""), TEXT_SHOW)), class_="tool-result" + error)
+    return placeholder(f"A {short(str(kind), 40)} block:", "not shown here.", kind="note")
+
+
+def _text(text: str) -> Html:
+    return tag("div", short(text, TEXT_SHOW), class_="text")

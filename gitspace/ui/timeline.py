@@ -1,0 +1,125 @@
+"""The timeline page: every op of a branch, newest first, a page at a time, with filters.
+
+Each row links what a reader wants next: the op's detail, its agent/session/tool/files as
+filters, a restore's checkpoint, an undo's reverted op, a redo's undo.
+"""
+
+from __future__ import annotations
+
+from ..core import timeline
+from ..core.timeline import Entry, Filters
+from .context import ALL, Context
+from .html import Html, join, link, tag, url
+from .layout import args_line, badge, op_link, page, pager, placeholder, short, when
+
+FILTERS = ("agent", "session", "tool", "source", "path", "q")
+
+
+def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html:
+    branch = params.get("branch") or None
+    filters = Filters(agent=params.get("agent") or None, session=params.get("session") or None,
+                      tool=params.get("tool") or None, source=params.get("source") or None,
+                      path=params.get("path") or None, text=params.get("q") or None)
+    offset = _int(params.get("offset"))
+    rev = ctx.rev(branch)
+    kept = {k: params[k] for k in ("branch", *FILTERS) if params.get(k)}
+    live = url("/", **kept, fragment=1) if offset == 0 else None
+    shell = ctx.shell("/", live) if not fragment else {}  # the state before reading, not after
+    found = timeline.query(ctx.repo, rev, filters, offset=offset, limit=timeline.PAGE,
+                           first_parent=rev is not None, counts=ctx.counts)
+    body = _results(ctx, found, kept)
+    if fragment:
+        return body
+    title = "Timeline" + (f" of {branch}" if branch and branch != ALL else "")
+    return page(title, join([tag("h1", title), _form(ctx, params), body]),
+                **shell)  # type: ignore[arg-type]
+
+
+def _results(ctx: Context, found: timeline.Page, kept: dict[str, str]) -> Html:
+    noun = "commit" if found.total == 1 else "commits"
+    count = tag("p", tag("span", f"{found.total}", id="total", data_total=found.total),
+                f" {noun}" + (" match" if len(kept) > ("branch" in kept) else ""), class_="count")
+    if not found.entries:
+        return join([count, placeholder("No ops here.", "Nothing matches; clear the filters, or "
+                                        "wait for an agent to make its first op.")])
+    back = {name: commit for name, commit in ctx.checkpoints().items()}
+    rows = [_row(e, back, kept) for e in found.entries]
+    head = tag("tr", *[tag("th", h) for h in ("time", "agent", "op", "args", "files", "")])
+    table = tag("table", tag("thead", head), tag("tbody", *rows), class_="timeline")
+    nav = pager("/", kept, found.offset, found.limit, found.total)
+    return join([count, nav, table, nav])
+
+
+def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str]) -> Html:
+    def filter_link(name: str, value: str, text: str | None = None) -> Html:
+        return link(url("/", **{**kept, name: value}), text or value, class_="filter",
+                    title=f"only {name} {value}")
+
+    op = e.op
+    source = e.source
+    if op is None:
+        what = join([badge(source, "commit"), " ", tag("span", short(e.subject, 80), class_="subj")])
+        agent = tag("span", e.author, class_="who")
+        args = (placeholder("Malformed op:", f"{e.problem} (gitspace verify reports it)",
+                            kind="warn") if e.problem
+                else placeholder("Not an op:", "no gitspace trailers (a plain git commit)."))
+    else:
+        what = join([badge(source), " ", filter_link("tool", op.tool)])
+        agent = filter_link("agent", op.agent) if op.agent else tag("span", e.author, class_="who")
+        args = join([tag("code", args_line(op)), _relations(op, checkpoints)])
+    files = join([filter_link("path", f) for f in e.files[:3]], ", ")
+    if len(e.files) > 3:
+        files = join([files, tag("span", f" +{len(e.files) - 3}", class_="more")])
+    marks = join(tag("span", f"⚑ {name}", class_="cp") for name in e.checkpoints)
+    session = (filter_link("session", op.session, "session") if op is not None and op.session
+               else "")
+    return tag("tr",
+               tag("td", op_link(e, when(e.time)), class_="time"),
+               tag("td", agent),
+               tag("td", what),
+               tag("td", args, class_="args"),
+               tag("td", files, class_="files"),
+               tag("td", marks, " ", session),
+               id=f"c-{e.commit}", class_=f"src-{source}")
+
+
+def _relations(op: timeline.ledger.Op, checkpoints: dict[str, str]) -> Html:
+    """Links to the ops this one relates to: restore -> checkpoint, undo -> ops, redo -> undo."""
+    parts = []
+    if op.tool == "restore":
+        name = str(op.args.get("name", ""))
+        target = checkpoints.get(name)
+        parts.append(link(f"/op/{target}", f"↩ back to checkpoint {name}", class_="rel restore")
+                     if target else tag("span", f"checkpoint {name} no longer exists",
+                                        class_="rel gone"))
+    for undone in op.undo_of:
+        parts.append(link(f"/op/{undone}", f"↶ reverts {undone[:10]}", class_="rel undo"))
+    if op.redo_of:
+        parts.append(link(f"/op/{op.redo_of}", f"↷ re-applies {op.redo_of[:10]}", class_="rel redo"))
+    return join([" ", *parts]) if parts else Html("")
+
+
+def _form(ctx: Context, params: dict[str, str]) -> Html:
+    current = params.get("branch") or ctx.branch() or ""
+    options = [tag("option", b, value=b, selected=b == current) for b in ctx.branches()]
+    options.append(tag("option", "all branches", value=ALL, selected=current == ALL))
+    sources = [tag("option", "any source", value="")] + [
+        tag("option", s, value=s, selected=params.get("source") == s) for s in timeline.SOURCES]
+
+    def field(name: str, label: str, size: int = 14) -> Html:
+        return tag("label", label, " ", tag("input", name=name, value=params.get(name, ""),
+                                             size=size, placeholder=label))
+
+    return tag("form", tag("select", *options, name="branch", title="branch"),
+               field("q", "search", 22), field("agent", "agent"), field("session", "session"),
+               field("tool", "tool", 10), tag("select", *sources, name="source"),
+               field("path", "path"), tag("button", "Filter", type="submit"),
+               link("/", "clear", class_="clear"),
+               method="get", action="/", class_="filters")
+
+
+def _int(text: str | None) -> int:
+    try:
+        return max(int(text or 0), 0)
+    except ValueError:
+        return 0

@@ -1,0 +1,126 @@
+"""The web view end to end in a real headless Chromium, on the workspace the offline demo makes.
+
+The demo runs once for this module (two agents through the real loop: the maze and the journal),
+and one ``gitspace ui`` serves it; each test drives the browser the way a person would: read the
+timeline, follow links, open a session, watch a new op arrive. Screenshots land in
+test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import git
+from playwright.sync_api import Page, expect
+from ui_server import serving
+
+import gitspace
+from gitspace.agent.demo import run_demo
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """(workspace, view URL): the offline demo's workspace and a view of it."""
+    home = tmp_path_factory.mktemp("demo-home")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in (("HOME", str(home)), ("XDG_CONFIG_HOME", str(home / ".config")),
+                            ("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_CONFIG_NOSYSTEM", "1"),
+                            ("GITSPACE_PACK_THRESHOLD", "0")):
+            mp.setenv(name, value)
+        root = tmp_path_factory.mktemp("demo") / "ws"
+        run_demo(root, lambda line: None)
+        with serving(root) as base:
+            yield root, base
+
+
+def test_timeline_counts_every_commit_git_has(page: Page, demo: tuple[Path, str],
+                                              screenshot: Callable[..., Path]) -> None:
+    root, base = demo
+    page.goto(base + "/")
+    total = int(page.get_attribute("#total", "data-total") or -1)
+    assert total == int(git(root, "rev-list", "--count", "--first-parent", "HEAD"))
+    rows = page.locator("table.timeline tbody tr")
+    assert rows.count() == min(total, 50)
+    assert rows.first.get_attribute("id") == "c-" + git(root, "rev-parse", "HEAD").strip()
+    screenshot("timeline")
+    page.click("text=older ›")
+    expect(page.locator("table.timeline tbody tr")).to_have_count(total - 50)
+
+
+def test_a_restore_links_back_to_the_checkpoint_it_restored(page: Page, demo: tuple[Path, str],
+                                                             screenshot: Callable[..., Path]) -> None:
+    root, base = demo
+    page.goto(base + "/?tool=restore")
+    assert page.get_attribute("#total", "data-total") == "4"  # the maze's four dead ends
+    page.click("text=↩ back to checkpoint junction-4")
+    junction = git(root, "rev-parse", "gitspace/junction-4^{commit}").strip()
+    expect(page).to_have_url(f"{base}/op/{junction}")
+    expect(page.locator("table.facts")).to_contain_text("⚑ junction-4")
+    # The graph reads at a glance: 6 junctions, 4 dead ends, and the way out drawn bold.
+    page.goto(base + "/graph")
+    facts = page.locator("#graph-facts")
+    assert facts.get_attribute("data-checkpoints") == "6"
+    assert facts.get_attribute("data-dead-ends") == "4"
+    assert facts.get_attribute("data-restores") == "4"
+    assert page.locator("svg.graph path.e-restore").count() == 4
+    assert page.locator("svg.graph a.is-dead-end").count() == 4
+    head = git(root, "rev-parse", "HEAD").strip()
+    assert "way-out" in (page.locator(f'svg.graph a.node[data-commit="{head}"]')
+                         .get_attribute("class") or "")
+    page.locator(f'svg.graph a.node[data-commit="{junction}"]').click()
+    expect(page).to_have_url(f"{base}/op/{junction}")
+    page.goto(base + "/graph")
+    page.locator("svg.graph").scroll_into_view_if_needed()
+    screenshot("graph", full_page=True)
+
+
+def test_an_op_shows_its_diff_unified_and_side_by_side(page: Page, demo: tuple[Path, str],
+                                                       screenshot: Callable[..., Path]) -> None:
+    root, base = demo
+    page.goto(base + "/?tool=create&path=summaries/index.md")
+    page.locator("table.timeline td.time a").first.click()
+    expect(page.locator("h1")).to_contain_text("create summaries/index.md")
+    expect(page.locator("table.trailers")).to_contain_text("Gitspace-Tool-Use-Id")
+    added = page.locator("table.diff tr.add")
+    expect(added.first).to_contain_text("# Journal synthesis")
+    assert added.count() == len(git(root, "show", "HEAD:summaries/index.md").splitlines())
+    assert page.locator("table.diff span.hl span").count() > 0  # highlighted on the server
+    screenshot("op")
+    page.click("text=side by side")
+    expect(page.locator("table.diff.split td.add").first).to_contain_text("# Journal synthesis")
+
+
+def test_a_session_tool_call_jumps_to_its_op_and_back(page: Page, demo: tuple[Path, str],
+                                                      screenshot: Callable[..., Path]) -> None:
+    root, base = demo
+    page.goto(base + "/sessions")
+    page.locator("table.sessions tr", has_text="journal-reader").locator("a").first.click()
+    expect(page.locator(".msg.compaction")).to_have_count(1)  # where the conversation was folded
+    call = page.locator(".tool-use", has=page.locator("a.to-op")).first
+    use_id = call.get_attribute("id")
+    assert use_id and use_id.startswith("toolu_")
+    screenshot("session")
+    call.locator("a.to-op").click()
+    expect(page.locator("table.trailers")).to_contain_text(use_id)
+    page.click("a.to-session")
+    page.wait_for_url(f"**/session/*#{use_id}")
+    expect(page.locator(":target")).to_have_attribute("id", use_id)  # the call, highlighted
+
+
+def test_a_new_op_appears_live_without_a_reload(page: Page, demo: tuple[Path, str],
+                                                screenshot: Callable[..., Path]) -> None:
+    root, base = demo
+    page.goto(base + "/")
+    expect(page.locator("#live-dot.on")).to_have_count(1)  # the event stream is connected
+    before = int(page.get_attribute("#total", "data-total") or 0)
+    page.evaluate("window.__stillTheSamePage = true")
+    with gitspace.open(root, agent="live-tester") as ws:
+        result = ws.call("create", {"path": "notes/live.md", "file_text": "seen live\n"})
+    assert result.ok and result.commit
+    expect(page.locator(f"#c-{result.commit}")).to_be_visible(timeout=10_000)
+    assert page.get_attribute("#total", "data-total") == str(before + 1)
+    assert page.evaluate("window.__stillTheSamePage") is True  # updated in place
+    expect(page.locator(f"#c-{result.commit}")).to_contain_text("live-tester")
+    screenshot("live")
