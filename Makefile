@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/agent.py
 	$(BIN)/python benchmarks/watch.py
 	$(BIN)/python benchmarks/replay.py
+	$(BIN)/python benchmarks/ui.py
 
 clean:
 	rm -rf $(VENV)
