@@ -122,7 +122,7 @@ def test_malformed_history_renders_placeholders_never_a_500(ws: gitspace.Workspa
     (ws.root / "blob.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
     snap = ws.snapshot()
     assert snap.ok and snap.commit
-    weird = 'odd <name> & "quotes".txt'
+    weird = 'odd <name> & "quotes" #1?.txt'
     call_ok(ws, "create", {"path": weird, "file_text": "x\n"})
     ws.close()
     with serving(ws.root) as base:
@@ -136,7 +136,8 @@ def test_malformed_history_renders_placeholders_never_a_500(ws: gitspace.Workspa
             f"/op/{bad}": ["Malformed trailers", "&lt;i&gt;x&lt;/i&gt;"],
             f"/op/{snap.commit}": ["Binary file:", "blob.bin"],
             f"/files/{snap.commit}/blob.bin": ["Binary file:"],
-            "/files/main/" + quote(weird): ["odd &lt;name&gt; &amp; &quot;quotes&quot;.txt"],
+            "/files/main/" + quote(weird): ["odd &lt;name&gt; &amp; &quot;quotes&quot; #1?.txt"],
+            "/files/main": [f'/{quote(weird)}"'],  # a link that opens it
             "/graph": ["commit graph"],
         }
         for page, expected in checks.items():

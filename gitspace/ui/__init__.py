@@ -31,9 +31,13 @@ def serve(root: str | Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *
           open_browser: bool = False, announce: Callable[[str], None] | None = None) -> None:
     """Serve the view of the repository at ``root`` until the process is stopped (Ctrl-C).
     ``port`` 0 picks a free port; ``announce`` receives the one line that says where."""
-    import uvicorn
+    try:
+        import uvicorn
 
-    from .app import build
+        from .app import build
+    except ImportError as e:
+        raise GitspaceError(f"The web view needs {e.name or 'its web stack'}, which is not "
+                            "installed.", hint="pip install 'gitspace[ui]'") from None
     from .context import Context
 
     host = check_bind(host)

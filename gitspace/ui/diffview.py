@@ -6,9 +6,11 @@ Invariant: every file of a diff gets a section, and a file whose change cannot b
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ..core.diffs import FileDiff, Hunk, Line
 from .highlight import lines as highlighted
-from .html import Html, esc, join, link, tag
+from .html import Html, esc, file_url, join, link, tag
 from .layout import anchor_id, placeholder
 
 HIGHLIGHT_LINES = 4_000  # per page: past this, diffs are shown plain (fast, still exact)
@@ -38,10 +40,10 @@ def _file(f: FileDiff, split: bool, budget: list[int], file_links: tuple[str, st
     if file_links:
         old, new = file_links
         if f.new_path:
-            title += [" ", link(f"/files/{new}/{f.new_path}", "file", class_="rel")]
-            title += [" ", link(f"/files/{new}/{f.new_path}?blame=1", "blame", class_="rel")]
+            title += [" ", link(file_url(new, f.new_path), "file", class_="rel")]
+            title += [" ", link(file_url(new, f.new_path, blame=1), "blame", class_="rel")]
         if f.old_path and old:
-            title += [" ", link(f"/files/{old}/{f.old_path}", "before", class_="rel")]
+            title += [" ", link(file_url(old, f.old_path), "before", class_="rel")]
     if f.old_mode and f.new_mode and f.old_mode != f.new_mode:
         title += [" ", tag("span", f"mode {f.old_mode} → {f.new_mode}", class_="mode")]
     parts: list[Html] = []
@@ -61,41 +63,42 @@ def _file(f: FileDiff, split: bool, budget: list[int], file_links: tuple[str, st
                id=anchor_id("f-" + f.path))
 
 
-def _sides(f: FileDiff, hunk: Hunk, plain: bool) -> tuple[list[Html], list[Html]]:
-    """Highlighted text of the hunk's old side (context and removed) and new side."""
+def _coded(f: FileDiff, hunk: Hunk, plain: bool) -> Iterator[tuple[Line, Html, Html]]:
+    """Each line of the hunk with its highlighted text on the old side and on the new side (the
+    sides are highlighted whole, so multi-line strings and comments colour right)."""
     old = "\n".join(line.text for line in hunk.lines if line.kind in " -")
     new = "\n".join(line.text for line in hunk.lines if line.kind in " +")
     if plain:
-        return [esc(t) for t in old.split("\n")], [esc(t) for t in new.split("\n")]
-    return highlighted(old, f.old_path or f.path), highlighted(new, f.new_path or f.path)
+        olds, news = [esc(t) for t in old.split("\n")], [esc(t) for t in new.split("\n")]
+    else:
+        olds = highlighted(old, f.old_path or f.path)
+        news = highlighted(new, f.new_path or f.path)
+    o = n = 0
+    for line in hunk.lines:
+        left = olds[o] if line.kind in " -" else Html("")
+        right = news[n] if line.kind in " +" else Html("")
+        o += line.kind in " -"
+        n += line.kind in " +"
+        yield line, left, right
 
 
 def _unified(f: FileDiff, plain: bool) -> Html:
     rows: list[Html] = []
     for hunk in f.hunks:
         rows.append(tag("tr", tag("td", hunk.header, colspan=3), class_="hunk"))
-        old, new = _sides(f, hunk, plain)
-        o = n = 0
-        for line in hunk.lines:
+        for line, left, right in _coded(f, hunk, plain):
             if line.kind == "\\":
                 rows.append(tag("tr", tag("td", ""), tag("td", ""),
                                 tag("td", line.text.strip(), class_="nonl"), class_="meta"))
-                continue
-            if line.kind == "-":
-                code, o = old[o], o + 1
-            elif line.kind == "+":
-                code, n = new[n], n + 1
             else:
-                code, o, n = new[n], o + 1, n + 1
-            rows.append(_row(line, code))
+                rows.append(_row(line, left if line.kind == "-" else right))
     return tag("tbody", *rows)
 
 
 def _row(line: Line, code: Html) -> Html:
     kind = {"+": "add", "-": "del"}.get(line.kind, "ctx")
     return tag("tr", tag("td", line.old or "", class_="ln"), tag("td", line.new or "", class_="ln"),
-               tag("td", tag("span", line.kind if line.kind != " " else " ", class_="mark"),
-                   tag("span", code, class_="hl code")),
+               tag("td", tag("span", line.kind, class_="mark"), tag("span", code, class_="hl code")),
                class_=kind)
 
 
@@ -103,24 +106,19 @@ def _split(f: FileDiff, plain: bool) -> Html:
     rows: list[Html] = []
     for hunk in f.hunks:
         rows.append(tag("tr", tag("td", hunk.header, colspan=4), class_="hunk"))
-        old, new = _sides(f, hunk, plain)
-        o = n = 0
-        left: list[tuple[Line, Html]] = []
-        right: list[tuple[Line, Html]] = []
-        for line in hunk.lines:
+        removed: list[tuple[Line, Html]] = []
+        added: list[tuple[Line, Html]] = []
+        for line, left, right in _coded(f, hunk, plain):
             if line.kind == "-":
-                left.append((line, old[o]))
-                o += 1
+                removed.append((line, left))
             elif line.kind == "+":
-                right.append((line, new[n]))
-                n += 1
+                added.append((line, right))
             elif line.kind == " ":
-                rows += _paired(left, right)
-                left, right = [], []
-                rows.append(tag("tr", *_half((line, old[o]), "ctx", "old"),
-                                *_half((line, new[n]), "ctx", "new")))
-                o, n = o + 1, n + 1
-        rows += _paired(left, right)
+                rows += _paired(removed, added)
+                removed, added = [], []
+                rows.append(tag("tr", *_half((line, left), "ctx", "old"),
+                                *_half((line, right), "ctx", "new")))
+        rows += _paired(removed, added)
     return tag("tbody", *rows)
 
 

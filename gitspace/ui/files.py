@@ -10,7 +10,7 @@ from .context import Context
 from .diffview import files_table
 from .diffview import render as render_diff
 from .highlight import lines as highlighted
-from .html import Html, join, link, tag, url
+from .html import Html, file_url, join, link, tag, url
 from .layout import page, placeholder, short, when
 
 
@@ -18,11 +18,11 @@ def render(ctx: Context, rev: str, path: str, params: dict[str, str]) -> Html:
     sha = timeline.locate(ctx.repo, rev or "HEAD")
     entry = timeline.entry(ctx.repo, sha)
     path = path.strip("/")
-    crumbs: list[Html | str] = [link(f"/files/{sha}", "/")]
+    crumbs: list[Html | str] = [link(file_url(sha), "/")]
     walked = ""
     for part in [p for p in path.split("/") if p]:
         walked = f"{walked}/{part}" if walked else part
-        crumbs += [" ", link(f"/files/{sha}/{walked}", part), " /"]
+        crumbs += [" ", link(file_url(sha, walked), part), " /"]
     where = tag("p", "At ", link(f"/op/{sha}", sha[:12], class_="sha"), f" ({entry.subject}, "
                 f"{when(entry.time)}): ", *crumbs, class_="crumbs")
     if browse.kind(ctx.repo, sha, path) == "tree":
@@ -39,7 +39,7 @@ def _folder(sha: str, items: list[browse.Item]) -> Html:
     rows = []
     for item in items:
         icon = {"tree": "📁", "link": "↪", "commit": "⎘"}.get(item.kind, "📄")
-        rows.append(tag("tr", tag("td", icon), tag("td", link(f"/files/{sha}/{item.path}",
+        rows.append(tag("tr", tag("td", icon), tag("td", link(file_url(sha, item.path),
                                                               item.name + ("/" if item.kind == "tree"
                                                                            else ""))),
                         tag("td", f"{item.size:,}" if item.size is not None else "", class_="nums")))
@@ -48,8 +48,8 @@ def _folder(sha: str, items: list[browse.Item]) -> Html:
 
 def _file(ctx: Context, sha: str, path: str, blame: bool) -> Html:
     found = browse.read(ctx.repo, sha, path)
-    toggle = tag("p", link(f"/files/{sha}/{path}", "file", class_="on" if not blame else None),
-                 " · ", link(url(f"/files/{sha}/{path}", blame=1), "blame: which op changed each "
+    toggle = tag("p", link(file_url(sha, path), "file", class_="on" if not blame else None),
+                 " · ", link(file_url(sha, path, blame=1), "blame: which op changed each "
                              "line", class_="on" if blame else None),
                  " · ", link(url("/", path=path), "ops that touched it"), class_="toggle")
     if found.kind == "commit":

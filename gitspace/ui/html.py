@@ -12,8 +12,6 @@ import html
 from collections.abc import Iterable
 from urllib.parse import quote, urlencode
 
-Child = "Html | str | int | None | Iterable[Html | str | int | None]"
-
 # Elements that never have content or a closing tag.
 _VOID = frozenset({"br", "hr", "img", "input", "link", "meta", "col"})
 
@@ -70,6 +68,6 @@ def url(path: str, /, **params: object) -> str:
     return path + ("?" + urlencode(kept) if kept else "")
 
 
-def path_part(text: str) -> str:
-    """``text`` as one or more URL path segments (slashes kept)."""
-    return quote(text, safe="/")
+def file_url(commit: str, path: str = "", **params: object) -> str:
+    """The files view of ``path`` at ``commit`` (any character a file name may hold is quoted)."""
+    return url(f"/files/{commit}" + (f"/{quote(path, safe='/')}" if path else ""), **params)

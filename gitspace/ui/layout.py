@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..core.timeline import Entry
 from ..storage.ledger import Op, args_summary
-from .html import Html, esc, join, link, tag, url
+from .html import Html, join, link, tag, url
 
 NAV = (("/", "Timeline"), ("/graph", "Graph"), ("/sessions", "Sessions"), ("/files", "Files"),
        ("/compare", "Compare"))
@@ -89,5 +89,3 @@ def anchor_id(text: str) -> str:
     """An element id that is safe in a URL fragment."""
     return "".join(c if c.isalnum() or c in "_-" else "-" for c in text)[:200]
 
-
-__all__ = ["Html", "esc", "tag", "link", "url", "join"]

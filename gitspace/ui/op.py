@@ -17,7 +17,7 @@ from ..storage import ledger
 from .context import Context
 from .diffview import files_table
 from .diffview import render as render_diff
-from .html import Html, join, link, tag, url
+from .html import Html, file_url, join, link, tag, url
 from .layout import anchor_id, badge, page, placeholder, when
 
 BLOB_SHOW = 256 * 1024
@@ -68,9 +68,9 @@ def _facts(ctx: Context, e: Entry) -> Html:
             rows.append(("session", link(target, f"{op.session} (the conversation)",
                                          class_="to-session")))
         rows += _relations(ctx, op)
-    rows.append(("files", join([link(f"/files/{e.commit}/{f}", f) for f in e.files[:50]], ", ")
+    rows.append(("files", join([link(file_url(e.commit, f), f) for f in e.files[:50]], ", ")
                  or "none"))
-    rows.append(("browse", join([link(f"/files/{e.commit}", "the tree at this op"), " · ",
+    rows.append(("browse", join([link(file_url(e.commit), "the tree at this op"), " · ",
                                  link(url("/compare", a=e.parents[0] if e.parents else "",
                                           b=e.commit), "compare")])))
     return tag("table", tag("tbody", *[tag("tr", tag("th", k), tag("td", v)) for k, v in rows]),
