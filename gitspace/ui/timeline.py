@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..core import timeline
 from ..core.timeline import Entry, Filters
+from ..storage.ledger import Op
 from .context import ALL, Context
 from .html import Html, join, link, tag, url
 from .layout import args_line, badge, op_link, page, pager, placeholder, short, when
@@ -42,7 +43,7 @@ def _results(ctx: Context, found: timeline.Page, kept: dict[str, str]) -> Html:
     if not found.entries:
         return join([count, placeholder("No ops here.", "Nothing matches; clear the filters, or "
                                         "wait for an agent to make its first op.")])
-    back = {name: commit for name, commit in ctx.checkpoints().items()}
+    back = ctx.checkpoints()
     rows = [_row(e, back, kept) for e in found.entries]
     head = tag("tr", *[tag("th", h) for h in ("time", "agent", "op", "args", "files", "")])
     table = tag("table", tag("thead", head), tag("tbody", *rows), class_="timeline")
@@ -83,7 +84,7 @@ def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str]) -> Html:
                id=f"c-{e.commit}", class_=f"src-{source}")
 
 
-def _relations(op: timeline.ledger.Op, checkpoints: dict[str, str]) -> Html:
+def _relations(op: Op, checkpoints: dict[str, str]) -> Html:
     """Links to the ops this one relates to: restore -> checkpoint, undo -> ops, redo -> undo."""
     parts = []
     if op.tool == "restore":
