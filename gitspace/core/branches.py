@@ -97,8 +97,7 @@ def switch(ws: Workspace, name: str) -> int:
         txns.journal_write({"ref": ref, "old": target, "new": target, "paths": paths,
                             "head": name})
         ws.repo.set_head(name, ws.author, old_tip, target)
-        for rel, state in wanted.items():
-            txns.put_file(rel, state)
-        txns.sync_index(paths, target)
+        stats = txns.apply(wanted)
+        txns.sync_index(paths, target, stats)
         txns.journal.unlink(missing_ok=True)
         return len(paths)

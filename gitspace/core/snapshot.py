@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 
-from ..errors import FileRefused
+from ..errors import FileRefused, PathRefused
 from ..storage.gitrepo import Entry
 from .result import Result
-from .transaction import Host, disk_state, entry_of
+from .transaction import Host, entry_of
 
 
 def pending_changes(
@@ -26,19 +26,23 @@ def pending_changes(
     tree = None if initial else ws.tree()
     changes: dict[str, tuple[Entry | None, os.stat_result | None]] = {}
     skipped: list[str] = []
-    for rel in ws.repo.status_paths():
-        path = ws.root / rel
-        if os.path.isdir(path) and not os.path.islink(path):
-            continue  # a nested repository or an empty folder: git tracks neither
+    for listed in ws.repo.status_paths():
+        # "sub/": an untracked folder (a nested repository). As a file path it is absent, which
+        # records a deletion when a file of that name is tracked (a file became a folder).
+        rel = listed.rstrip("/")
         stats: dict[str, os.stat_result] = {}
         try:
-            state = disk_state(path, stats, rel, limit=ws.max_file_bytes)
-        except FileRefused:
-            skipped.append(f"{rel} ({stats[rel].st_size:,} bytes, over the "
-                           f"{ws.max_file_bytes:,}-byte cap)")
+            state = ws.transactions.files.read(rel, limit=ws.max_file_bytes, stats=stats)
+        except (FileRefused, PathRefused) as e:
+            st = stats.get(rel)
+            too_large = st is not None and st.st_size > ws.max_file_bytes
+            skipped.append(f"{rel} ({st.st_size:,} bytes, over the {ws.max_file_bytes:,}-byte "
+                           "cap)" if st is not None and too_large else f"{rel} ({e.message})")
             continue
         entry = entry_of(ws.repo, state, write=write)
         current = None if tree is None else ws.repo.entry_at(tree, rel)
+        if current is not None and current.is_tree:
+            current = None  # a folder: no file of that name, as on disk
         if entry != current:
             changes[rel] = (entry, stats.get(rel))
     return changes, skipped
@@ -52,9 +56,7 @@ def snapshot(ws: Host) -> Result:
         changes, skipped = pending_changes(ws, write=True)
         note = ""
         if skipped:
-            note = "\nNot committed (over the size cap; add them to .gitignore): " + "; ".join(
-                skipped
-            )
+            note = "\nNot committed (add them to .gitignore): " + "; ".join(skipped)
         if not changes:
             return Result(ok=True, text="unchanged: no outside changes to commit." + note,
                           tool="snapshot")

@@ -18,9 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import stat as statmod
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -28,13 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import Conflict, FileRefused, GitspaceError, LockTimeout, ToolFailed
+from ..errors import Conflict, FileRefused, GitspaceError, LockTimeout, PathRefused, ToolFailed
 from ..storage import gitindex, ledger
-from ..storage.gitrepo import EXEC_MODE, FILE_MODE, LINK_MODE, Entry, GitRepo, Identity
+from ..storage.gitrepo import FILE_MODE, Entry, GitRepo, Identity
+from ..storage.worktree import InTheWay, State, WorkTree, order, parts_of
 from .result import UNCHANGED, Result
 
-# The names tempfile.mkstemp(prefix=".gitspace-") gives put_file's tmp files.
-TMP_NAME = re.compile(r"\.gitspace-[a-z0-9_]{8}")
 COMMITTER = Identity("gitspace", "gitspace@localhost")
 
 
@@ -70,32 +67,13 @@ class Plan:
 
 
 def disk_state(
-    path: Path, stats: dict[str, os.stat_result] | None = None, rel: str = "",
+    root: Path, rel: str, stats: dict[str, os.stat_result] | None = None,
     limit: int | None = None,
-) -> tuple[bytes, int] | None:
-    """(content, git mode) of a work-tree path, None when absent.
-
-    The stat is taken before the content is read and kept in ``stats``: an index entry built from
-    it can only ever be older than the content, so git re-checks rather than trusts it. A regular
-    file larger than ``limit`` is refused before it is read.
-    """
-    try:
-        st = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if stats is not None:
-        stats[rel] = st
-    if statmod.S_ISLNK(st.st_mode):
-        return os.fsencode(os.readlink(path)), LINK_MODE
-    if statmod.S_ISDIR(st.st_mode):
-        return None
-    if limit is not None and st.st_size > limit:
-        raise FileRefused(
-            f"{rel} is {st.st_size:,} bytes, over the {limit:,}-byte cap for files gitspace edits.",
-            hint="Read it with the constraint tools (stat, grep, peek, range).",
-        )
-    mode = EXEC_MODE if st.st_mode & 0o100 else FILE_MODE
-    return path.read_bytes(), mode
+) -> State:
+    """(content, git mode) of work-tree path ``rel``, None when absent, read without following
+    any link (see ``storage.worktree``). The stat kept in ``stats`` is taken before the content
+    is read; a regular file larger than ``limit`` is refused before it is read."""
+    return WorkTree(root).read(rel.rstrip("/"), limit=limit, stats=stats)  # "sub/": a folder
 
 
 class Txn:
@@ -112,8 +90,8 @@ class Txn:
     def _disk(self, rel: str) -> tuple[bytes, int] | None:
         if rel not in self.disk:
             try:
-                self.disk[rel] = disk_state(self.ws.root / rel, self.stats, rel,
-                                             limit=self.ws.max_file_bytes)
+                self.disk[rel] = self.ws.transactions.files.read(
+                    rel, limit=self.ws.max_file_bytes, stats=self.stats)
             except PermissionError as e:
                 raise ToolFailed(f"{rel} cannot be read: {e.strerror}.") from None
         return self.disk[rel]
@@ -152,11 +130,11 @@ class Txn:
 class Transactions:
     """Runs plans as ops for one workspace: locking, journaling, committing, recovering."""
 
-    def __init__(self, ws: Host) -> None:
+    def __init__(self, ws: Host, *, durable: bool = False) -> None:
         self.ws = ws
         self.repo: GitRepo = ws.repo
-        self.state_dir = ws.repo.gitdir / "gitspace"
-        self.state_dir.mkdir(exist_ok=True)
+        self.files = WorkTree(ws.root, durable=durable)
+        self.state_dir = private_folder(ws.repo.gitdir, "gitspace")
         self.journal = self.state_dir / "journal.json"
         self._split_allowed: bool | None = None  # core.splitIndex, read once when it matters
 
@@ -209,7 +187,10 @@ class Transactions:
         external: dict[str, Entry | None] = {}
         for rel, state in txn.disk.items():
             found = entry_of(repo, state, write=False)
-            if found != txn.entry(rel):
+            recorded = txn.entry(rel)
+            if recorded is not None and recorded.is_tree:
+                recorded = None  # a folder in the tree: no file there, as on disk when it agrees
+            if found != recorded:
                 external[rel] = found
         tool_changes: dict[str, Entry | None] = {}
         for rel, staged in txn.writes.items():
@@ -275,19 +256,17 @@ class Transactions:
         except BaseException:
             self.journal.unlink(missing_ok=True)
             raise
+        # A path counts as written only once it succeeded: put_file changes nothing when it
+        # fails, and "restoring" a path it refused (a folder in the way) would destroy what is
+        # there.
         written: list[str] = []
         try:
-            for rel, staged in writes.items():
-                self.put_file(rel, staged)
-                # Only after it succeeded: put_file changes nothing when it fails, and "restoring"
-                # a path it refused (a folder in the way) would destroy what is there.
-                written.append(rel)
-            self.sync_index(paths, new, known)
+            stats = self.apply(writes, done=written)
+            self.sync_index(paths, new, {**known, **stats})
         except BaseException:
             if old is None:
                 raise  # a branch's first commit: the journal stays, the next open finishes it
-            for rel in written:
-                self.put_file(rel, before.get(rel))
+            self.apply({rel: before.get(rel) for rel in written}, lenient=True)
             self.repo.cas_ref(ref, new, old, ident, f"gitspace: roll back failed {tool}")
             self.journal.unlink(missing_ok=True)
             raise
@@ -305,36 +284,29 @@ class Transactions:
 
     # -- files and index ---------------------------------------------------------------------
 
-    def put_file(self, rel: str, state: tuple[bytes, int] | None) -> None:
-        """Make the work-tree path hold ``state`` (None: absent), atomically per file."""
-        path = self.ws.root / rel
-        if state is None:
-            if os.path.lexists(path):
-                os.unlink(path)
-                _prune_empty_dirs(path.parent, self.ws.root)
-            return
-        data, mode = state
-        if os.path.isdir(path) and not os.path.islink(path):
-            raise ToolFailed(f"{rel} is a folder in the work tree; it cannot become a file.")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise ToolFailed(f"A parent of {rel} is a file, not a folder.") from None
-        fd, tmp = tempfile.mkstemp(prefix=".gitspace-", dir=path.parent)
-        try:
-            if mode == LINK_MODE:
-                os.close(fd)
-                os.unlink(tmp)
-                os.symlink(os.fsdecode(data), tmp)
-            else:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-                os.chmod(tmp, 0o755 if mode == EXEC_MODE else 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-            raise
+    def apply(self, changes: Mapping[str, State], *, lenient: bool = False,
+              done: list[str] | None = None) -> dict[str, os.stat_result]:
+        """Write ``changes`` to the work tree in ``worktree.order`` (deletions first), one
+        ``put_file`` each; the stats of the files written. ``lenient`` (recovery, rollback)
+        leaves a path whose way is blocked for the next snapshot instead of raising."""
+        stats: dict[str, os.stat_result] = {}
+        for rel in order(changes):
+            try:
+                st = self.put_file(rel, changes[rel])
+            except InTheWay:
+                if not lenient:
+                    raise
+                continue
+            if st is not None:
+                stats[rel] = st
+            if done is not None:
+                done.append(rel)
+        return stats
+
+    def put_file(self, rel: str, state: State) -> os.stat_result | None:
+        """Make the work-tree path hold ``state`` (None: absent), atomically, never through a
+        link (``storage.worktree``); the stat of the file written."""
+        return self.files.put(rel, state)
 
     def sync_index(
         self, paths: Iterable[str], commit: str, known: dict[str, os.stat_result] | None = None
@@ -384,10 +356,10 @@ class Transactions:
             else:
                 st: os.stat_result | None = known.get(rel)
                 if st is None:
-                    try:
-                        st = os.lstat(self.ws.root / rel)
-                    except FileNotFoundError:
-                        st = None
+                    st = self.files.stat(rel)
+                # A file here means no folder here and no file above: the index must never hold
+                # both fd and fd/x (git write-tree fails, git status stays dirty for good).
+                index.remove_conflicts(rel)
                 index.set(rel, entry.sha, entry.mode, st)
 
     def _sync_index_with_git(self, paths: list[str], tree: str) -> None:
@@ -398,7 +370,7 @@ class Transactions:
                 lines.append(f"0 {'0' * 40}\t{rel}")
             else:
                 lines.append(f"{entry.mode:o} {entry.sha}\t{rel}")
-        self.repo.git("update-index", "-z", "--index-info",
+        self.repo.git("update-index", "--replace", "-z", "--index-info",
                       input=("\0".join(lines) + "\0").encode("utf-8", "surrogateescape"))
         self.repo.git("update-index", "-q", "--refresh", check=False)
 
@@ -426,8 +398,9 @@ class Transactions:
             self.journal.unlink(missing_ok=True)
             return False
         ref, old, new = record["ref"], record["old"], record["new"]
+        record["paths"] = [rel for rel in record["paths"] if _plain(rel)]
         self._break_stale_locks(ref)
-        self._remove_tmp_files(record["paths"])
+        self.files.remove_tmp_files(record["paths"])
         if "head" in record:  # an interrupted switch: finish moving HEAD, then the files
             self.repo.set_head(record["head"], COMMITTER, None, None)
         tip = self.repo.read_ref(ref)
@@ -436,28 +409,21 @@ class Transactions:
             tip = new
         if tip == new and record["paths"]:  # (a created branch or tag has no files to finish)
             tree = self.repo.commit(new).tree
+            wanted: dict[str, State] = {}
             for rel in record["paths"]:
                 entry = self.repo.entry_at(tree, rel)
                 want = None if entry is None or entry.is_tree else (
                     self.repo.read_blob(entry.sha), entry.mode)
-                if disk_state(self.ws.root / rel) != want:
-                    self.put_file(rel, want)
+                try:
+                    if self.files.read(rel) != want:
+                        wanted[rel] = want
+                except (FileRefused, ToolFailed):
+                    pass  # a fifo or the like appeared there meanwhile: an outside change, left
+            self.apply(wanted, lenient=True)
             self.sync_index(record["paths"], new)
         # Otherwise something outside gitspace moved the ref: leave its work alone.
         self.journal.unlink(missing_ok=True)
         return True
-
-    def _remove_tmp_files(self, paths: list[str]) -> None:
-        """Delete the tmp files ``put_file`` of a crashed op left next to the journal's paths."""
-        folders = {(self.ws.root / rel).parent for rel in paths}
-        for folder in folders:
-            try:
-                names = os.listdir(folder)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            for name in names:
-                if TMP_NAME.fullmatch(name):
-                    (folder / name).unlink(missing_ok=True)
 
     def _break_stale_locks(self, ref: str, wait: float = 0.5) -> None:
         """Remove the lock files a crashed op left behind.
@@ -481,9 +447,6 @@ class Transactions:
                 pass
 
 
-State = tuple[bytes, int] | None
-
-
 def checkout_changes(ws: Host, old_tree: str, new_tree: str, doing: str,
                      hint: str) -> tuple[dict[str, State], dict[str, State]]:
     """What moving the work tree from ``old_tree`` to ``new_tree`` writes, and what each of those
@@ -493,7 +456,7 @@ def checkout_changes(ws: Host, old_tree: str, new_tree: str, doing: str,
     writes: dict[str, State] = {}
     before: dict[str, State] = {}
     for change in repo.diff_trees(old_tree, new_tree):
-        disk = disk_state(ws.root / change.path)
+        disk = ws.transactions.files.read(change.path)
         recorded = None if change.old is None else (repo.read_blob(change.old.sha), change.old.mode)
         if disk != recorded:
             raise Conflict(f"{doing} would overwrite {change.path}, which has changes not "
@@ -512,13 +475,27 @@ def entry_of(repo: GitRepo, state: tuple[bytes, int] | None, *, write: bool) -> 
     return Entry(mode, sha)
 
 
-def _prune_empty_dirs(folder: Path, root: Path) -> None:
-    while folder != root and root in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
+def _plain(rel: str) -> bool:
+    try:
+        parts_of(rel)
+    except PathRefused:
+        return False
+    return True
+
+
+def private_folder(parent: Path, name: str) -> Path:
+    """``parent/name``, made if missing, and refused if it is a link: gitspace keeps its state
+    (lock, journal, agents' worktrees) only in a folder of its own inside the git directory."""
+    folder = parent / name
+    try:
+        os.mkdir(folder)
+    except FileExistsError:
+        pass
+    if not statmod.S_ISDIR(os.lstat(folder).st_mode):
+        raise GitspaceError(
+            f"{folder} is not a folder (a link or a file stands there), so gitspace will not keep "
+            "its state in it.", hint=f"Move {folder} away, then run the command again.")
+    return folder
 
 
 def _summary(paths: list[str]) -> str:

@@ -44,6 +44,7 @@ class Workspace:
         external_author: str = "unknown",
         max_file_bytes: int = 1 << 20,
         check_owner: bool = False,
+        durable: bool = False,
     ) -> None:
         self.repo = repo
         self.tools = tools
@@ -58,7 +59,8 @@ class Workspace:
         # Refuse to record ops in a checkout gitspace does not own (see owner.py). ``open`` turns
         # this on; gitspace's own private repositories (replay's scratch) are made owned.
         self._owned: bool | None = None if check_owner else True
-        self.transactions = Transactions(self)
+        # durable: fsync every work-tree file an op writes (survives a power cut; slower).
+        self.transactions = Transactions(self, durable=durable)
         self.transactions.recover()
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.workspace import Workspace
-from ..errors import LedgerError, NotFound
+from ..errors import LedgerError, NotFound, PathRefused
 from ..storage import ledger
 from ..storage.gitrepo import Commit, GitRepo
 from .judge import (
@@ -236,5 +236,8 @@ def _step(sc: Scratch, commit: Commit, report: Report,
 
 
 def _take_recorded_tree(sc: Scratch, commit: Commit, op: ledger.Op | None) -> Divergence | None:
-    sc.commit_tree(commit.tree, commit)
+    try:
+        sc.commit_tree(commit.tree, commit)
+    except PathRefused as e:  # a path no work tree can hold ("..", ".git"): nothing was written
+        return diverged(sc, commit, op, e.message)
     return None

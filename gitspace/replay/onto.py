@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from ..core.checkpoints import PREFIX
 from ..core.workspace import Workspace
-from ..errors import LedgerError
+from ..errors import LedgerError, PathRefused
 from ..storage import ledger
 from ..storage.gitrepo import Commit, Entry, GitRepo
 from .engine import BadRange, Progress, Report, branch_commits, checkpoint_tags, run
@@ -120,5 +120,8 @@ def apply_diff(sc: Scratch, commit: Commit, op: ledger.Op | None) -> Divergence 
     if not updates:
         return diverged(sc, commit, op, "it would change nothing on the new base: its change is "
                         "already there.")
-    sc.commit_tree(repo.update_tree(current, updates), commit)
+    try:
+        sc.commit_tree(repo.update_tree(current, updates), commit)
+    except PathRefused as e:  # a path no work tree can hold ("..", ".git"): nothing was written
+        return diverged(sc, commit, op, e.message)
     return None

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import FrameType
 
 from ..core import branches
-from ..core.transaction import COMMITTER, disk_state
+from ..core.transaction import COMMITTER
 from ..core.workspace import Workspace
 from ..errors import BadArguments, ConcurrentUpdate, GitspaceError
 from ..storage import gitindex
@@ -92,7 +92,9 @@ class Scratch:
         writes: dict[str, tuple[bytes, int] | None] = {}
         for change in self.repo.diff_trees(old_tree, tree):
             writes[change.path] = None if change.new is None else self._content(change.new)
-        before = {rel: disk_state(self.ws.root / rel) for rel in writes}
+        # Read (never through a link) before the ref moves: a path the tree names that no work
+        # tree can hold ("..", ".git") is refused here, with nothing written.
+        before = {rel: self.ws.transactions.files.read(rel) for rel in writes}
         with self.ws.transactions.lock():
             self.ws.transactions.publish(BRANCH, tip, new, writes, before, {}, REPLAYER, "replay")
         return new

@@ -85,6 +85,23 @@ class Index:
             self.extra_stages.pop(key, None)
             self.changed.add(key)
 
+    def remove_conflicts(self, path: str) -> None:
+        """Remove what cannot stand beside a file at ``path``: entries for its folders (``fd``
+        when ``path`` is ``fd/x``) and entries beneath it (``fd/x`` when ``path`` is ``fd``)."""
+        key = os.fsencode(path)
+        slash = key.find(b"/")
+        while slash >= 0:
+            self.remove(os.fsdecode(key[:slash]))
+            slash = key.find(b"/", slash + 1)
+        prefix = key + b"/"
+        start = bisect.bisect_left(self.paths, prefix)
+        end = bisect.bisect_left(self.paths, key + b"0")  # "0" sorts right after "/"
+        for below in self.paths[start:end]:
+            del self.raw[below]
+            self.extra_stages.pop(below, None)
+            self.changed.add(below)
+        del self.paths[start:end]
+
     def entry_count(self) -> int:
         return len(self.paths) + sum(self.extra_stages.values())
 

@@ -380,6 +380,8 @@ class GitRepo:
                 nested.setdefault(parts[0], {})[parts[1:]] = entry
         for name, sub in nested.items():
             current = entries.get(name)
+            if (name,) in changes and current is not None and not current.is_tree:
+                continue  # a file or link set at ``name`` replaces the folder and all beneath it
             base = current.sha if current is not None and current.is_tree else None
             new = self._update(base, sub)
             if new is None:

@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.transaction import TMP_NAME, disk_state, entry_of
-from ..errors import BadArguments, GitspaceError
+from ..core.transaction import entry_of
+from ..errors import BadArguments, GitspaceError, PathRefused
 from ..storage import ledger
+from ..storage.worktree import TMP_NAME
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent
@@ -439,15 +440,14 @@ class Watcher:
         """
         if not paths:
             return False
-        tree, repo = ws.tree(), ws.repo
+        tree, repo, files = ws.tree(), ws.repo, ws.transactions.files
         changed = False
         large = []
         for rel in sorted(paths):
-            path = self.root / rel
             try:
-                st: os.stat_result | None = os.lstat(path)
-            except (FileNotFoundError, NotADirectoryError):
-                st = None
+                st = files.stat(rel)  # never through a link: beneath one, a path is absent
+            except PathRefused:
+                continue  # a name gitspace never records (the snapshot says so)
             except OSError:
                 changed = True  # cannot even look: let the snapshot decide and explain
                 continue
@@ -466,8 +466,8 @@ class Watcher:
                 changed = current is not None and not current.is_tree
             else:
                 try:
-                    changed = entry_of(repo, disk_state(path), write=False) != current
-                except OSError:
+                    changed = entry_of(repo, files.read(rel), write=False) != current
+                except (OSError, GitspaceError):
                     changed = True  # unreadable now: let the snapshot decide and explain
         if large:
             self._emit(Report(

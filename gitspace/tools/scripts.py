@@ -119,7 +119,7 @@ def _snapshot(ws: Workspace) -> dict[str, State]:
         if os.path.isfile(path) and os.path.getsize(path) > ws.max_file_bytes:
             before[rel] = None  # too big to keep: it is the user's, and we never rewrite it
             continue
-        before[rel] = disk_state(path)
+        before[rel] = disk_state(ws.root, rel)
     return before
 
 
@@ -135,7 +135,7 @@ def _changes(ws: Workspace, tree: str, before: dict[str, State]) -> dict[str, tu
     out = {}
     for rel in set(before) | set(ws.repo.status_paths()):
         pre = before[rel] if rel in before else _clean_state(ws.repo, tree, rel)
-        post = disk_state(ws.root / rel)
+        post = disk_state(ws.root, rel)
         if pre != post:
             out[rel] = (pre, post)
     return out

@@ -1,0 +1,154 @@
+"""Helpers for the hostile corpus: histories an attacker could hand gitspace, and the folder the
+attack aims at.
+
+``Outside`` is a sibling of the workspace that every attack tries to write into (through a
+symbolic link the history planted, a `..` entry, a race). Its fingerprint covers every entry,
+every file's bytes and every folder's mtime, so even a file written and deleted again shows.
+
+Commits are made with git's own plumbing, never through gitspace: history is input here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import assert_clean, git, git_env
+
+
+@dataclass(frozen=True)
+class Link:
+    """A symbolic link entry for ``commit``: its target, as git stores it."""
+
+    target: str
+
+
+def fingerprint(folder: Path) -> dict[str, tuple[object, ...]]:
+    """Every entry under ``folder`` (links are never followed): kind, mode, content, and each
+    folder's mtime, so a file created and removed again is noticed."""
+    out: dict[str, tuple[object, ...]] = {}
+    top = os.lstat(folder)
+    out["."] = ("dir", top.st_mode, top.st_mtime_ns)
+    for path, dirs, names in os.walk(folder):
+        for name in sorted(dirs + names):
+            full = Path(path, name)
+            rel = full.relative_to(folder).as_posix()
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(full))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", st.st_mode, st.st_mtime_ns)
+            elif stat.S_ISREG(st.st_mode):
+                out[rel] = ("file", st.st_mode, hashlib.sha256(full.read_bytes()).hexdigest())
+            else:
+                out[rel] = ("special", st.st_mode)
+    return out
+
+
+class Outside:
+    """A folder next to the workspace that nothing gitspace does may change."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True)
+        (path / "victim.txt").write_text("the user's file, outside the workspace\n")
+        (path / "sub").mkdir()
+        (path / "sub" / "deep.txt").write_text("deeper\n")
+        self.before = fingerprint(path)
+
+    def unchanged(self) -> None:
+        after = fingerprint(self.path)
+        assert after == self.before, (
+            "something changed outside the workspace: "
+            f"{sorted(set(after.items()) ^ set(self.before.items()))}")
+
+
+def _plumbing(root: Path, env: dict[str, str], *args: str, data: bytes | None = None) -> str:
+    proc = subprocess.run(["git", *args], cwd=root, env=env, input=data, capture_output=True)
+    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr.decode()}"
+    return proc.stdout.decode().strip()
+
+
+def tree(root: Path, parent: str | None, files: dict[str, str | bytes | Link | None],
+         executable: frozenset[str] = frozenset()) -> str:
+    """The tree of commit ``parent`` (empty for None) with ``files`` set (None removes a path,
+    and every path below it), built in a private index so the checkout is never touched."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**git_env(), "GIT_INDEX_FILE": str(Path(tmp, "index"))}
+        if parent is not None:
+            _plumbing(root, env, "read-tree", parent)
+        for path, content in files.items():
+            if content is None:
+                listed = _plumbing(root, env, "ls-files", "-z", "--", path)
+                for name in [n for n in listed.split("\0") if n]:
+                    _plumbing(root, env, "update-index", "--force-remove", "--", name)
+                continue
+            if isinstance(content, Link):
+                mode, data = "120000", os.fsencode(content.target)
+            else:
+                mode = "100755" if path in executable else "100644"
+                data = content.encode() if isinstance(content, str) else content
+            blob = _plumbing(root, env, "hash-object", "-w", "--stdin", data=data)
+            info = f"{mode} {blob}\t{path}\0".encode("utf-8", "surrogateescape")
+            _plumbing(root, env, "update-index", "--add", "--replace", "-z", "--index-info",
+                      data=info)
+        return _plumbing(root, env, "write-tree")
+
+
+def commit(root: Path, parent: str | None, files: dict[str, str | bytes | Link | None],
+           message: str = "a commit from elsewhere\n", tree_sha: str | None = None) -> str:
+    """A plain (non-op) commit on ``parent`` changing ``files`` (or with tree ``tree_sha``)."""
+    sha = tree_sha or tree(root, parent, files)
+    parents = ["-p", parent] if parent else []
+    return _plumbing(root, git_env(), "commit-tree", sha, *parents, data=message.encode())
+
+
+def raw_tree(root: Path, entries: list[tuple[str, bytes, str]]) -> str:
+    """A tree object written byte for byte: ``(mode, name, object)`` entries, names unchecked,
+    as a hostile remote could send (``..``, ``.git``, a name holding a slash)."""
+    body = b"".join(mode.encode() + b" " + name + b"\0" + bytes.fromhex(sha)
+                    for mode, name, sha in entries)
+    return _plumbing(root, git_env(), "hash-object", "-t", "tree", "--literally", "-w",
+                     "--stdin", data=body)
+
+
+def blob(root: Path, data: bytes) -> str:
+    return _plumbing(root, git_env(), "hash-object", "-w", "--stdin", data=data)
+
+
+@dataclass(frozen=True)
+class Planted:
+    """The classic attack: ``lnk`` -> the outside folder in one commit, ``lnk/file`` after."""
+
+    base: str
+    link: str  # base + lnk -> outside
+    file: str  # link, with lnk replaced by a folder holding "file"
+
+
+def plant(root: Path, base: str, outside: Path, name: str = "lnk") -> Planted:
+    link = commit(root, base, {name: Link(str(outside))}, "add a link\n")
+    then = commit(root, link, {name: None, f"{name}/file": "written through the link?\n",
+                               f"{name}/victim.txt": "overwritten through the link?\n"},
+                  "write beneath it\n")
+    return Planted(base, link, then)
+
+
+def drop(root: Path, *refs: str) -> None:
+    """Delete ``refs`` and prune every unreachable object: the attacker's own trees (which git
+    fsck rightly rejects) leave, so fsck judges only what gitspace wrote."""
+    for ref in refs:
+        git(root, "update-ref", "-d", ref)
+    git(root, "reflog", "expire", "--expire=now", "--all")
+    git(root, "prune", "--expire=now")
+
+
+def assert_sound(root: Path) -> None:
+    """The scenario's closing check: fsck --strict, a clean status, an index git can write."""
+    assert_clean(root)
+    git(root, "write-tree")
+    assert git(root, "diff-index", "--cached", "HEAD") == ""

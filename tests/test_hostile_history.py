@@ -1,0 +1,309 @@
+"""Hostile history: commits whose trees try to make gitspace write outside the workspace.
+
+The classic attack: one commit has ``lnk -> /some/outside/dir``, a later one ``lnk/file``. A
+writer that writes ``lnk/file`` before it removes ``lnk`` (or that resolves the path through
+the link at the moment of writing) writes into the outside folder. Every writer is tried:
+switch, pull, replay (with and without scripts), replay --onto, restore, undo, merge. And tree
+entries git itself refuses (``..``, ``.git``, a name with a slash), which objects fetched from a
+remote can still hold.
+
+After every scenario: the outside folder is byte-for-byte unchanged, ``git fsck --strict``
+passes and ``git status`` is clean.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import call_ok, git, head
+from hostile import (
+    Link,
+    Outside,
+    Planted,
+    assert_sound,
+    blob,
+    commit,
+    drop,
+    plant,
+    raw_tree,
+    tree,
+)
+from test_attach import checkout_state, make_user_repo, status
+
+import gitspace
+from gitspace.errors import GitspaceError
+from gitspace.replay.engine import replay
+from gitspace.replay.onto import replay_onto
+from gitspace.team import attach, merge
+from gitspace.team import remote as sync
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Outside:
+    return Outside(tmp_path / "outside")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[gitspace.Workspace]:
+    workspace = gitspace.init(tmp_path / "ws", agent="tester")
+    call_ok(workspace, "create", {"path": "notes.txt", "file_text": "notes\n"})
+    try:
+        yield workspace
+    finally:
+        workspace.close()
+
+
+@pytest.fixture(autouse=True)
+def scratch_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Replay's scratch folders go here; none may be left afterwards."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    assert not any(n.startswith("gitspace-replay-") for n in os.listdir(folder))
+
+
+def _planted(ws: gitspace.Workspace, outside: Outside) -> Planted:
+    return plant(ws.root, head(ws.root), outside.path)
+
+
+def _is_plain_folder_with_file(root: Path) -> None:
+    lnk = root / "lnk"
+    assert lnk.is_dir() and not lnk.is_symlink()
+    assert (lnk / "file").read_text() == "written through the link?\n"
+
+
+# -- the link, then a file beneath it ---------------------------------------------------------
+
+
+def test_switch_removes_the_link_before_writing_beneath_it(ws: gitspace.Workspace,
+                                                           outside: Outside) -> None:
+    p = _planted(ws, outside)
+    git(ws.root, "branch", "with-link", p.link)
+    git(ws.root, "branch", "with-file", p.file)
+    call_ok(ws, "switch", {"name": "with-link"})
+    assert (ws.root / "lnk").is_symlink()
+    call_ok(ws, "switch", {"name": "with-file"})
+    outside.unchanged()
+    _is_plain_folder_with_file(ws.root)
+    assert_sound(ws.root)
+    call_ok(ws, "switch", {"name": "with-link"})  # and back: the folder goes, the link returns
+    assert (ws.root / "lnk").is_symlink()
+    outside.unchanged()
+    assert_sound(ws.root)
+
+
+def test_pull_removes_the_link_before_writing_beneath_it(tmp_path: Path,
+                                                         outside: Outside) -> None:
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    with gitspace.init(tmp_path / "alice", agent="alice") as alice:
+        git(alice.root, "remote", "add", "origin", str(bare))
+        p = plant(alice.root, head(alice.root), outside.path)
+        git(alice.root, "push", "-q", "origin", f"{p.link}:refs/heads/main")
+    git(tmp_path, "clone", "-q", str(bare), str(tmp_path / "bob"))
+    assert (tmp_path / "bob" / "lnk").is_symlink()
+    git(tmp_path / "alice", "push", "-q", "origin", f"{p.file}:refs/heads/main")
+    with gitspace.open(tmp_path / "bob", agent="bob") as bob:
+        report = sync.pull(bob)
+        assert ("refs/heads/main", f"{p.link[:12]}..{p.file[:12]} (fast-forward)") in report.moved
+    outside.unchanged()
+    _is_plain_folder_with_file(tmp_path / "bob")
+    assert_sound(tmp_path / "bob")
+
+
+@pytest.mark.parametrize("scripts", [True, False], ids=["scripts", "no-scripts"])
+def test_replay_never_writes_outside_its_scratch_repository(ws: gitspace.Workspace,
+                                                            outside: Outside,
+                                                            scripts: bool) -> None:
+    p = _planted(ws, outside)
+    report = replay(ws, p.file, p.base, scripts=scripts)
+    outside.unchanged()
+    assert report.ok, report.divergence
+    assert_sound(ws.root)
+
+
+def test_replay_onto_never_writes_outside_its_scratch_repository(ws: gitspace.Workspace,
+                                                                 outside: Outside) -> None:
+    p = _planted(ws, outside)
+    call_ok(ws, "create", {"path": "later.txt", "file_text": "main moved on\n"})
+    report = replay_onto(ws, p.file, head(ws.root), "moved", p.base)
+    outside.unchanged()
+    assert report.ok, report.divergence
+    assert git(ws.root, "show", "moved:lnk/file") == "written through the link?\n"
+    assert_sound(ws.root)
+
+
+def test_restore_removes_the_link_before_writing_beneath_it(ws: gitspace.Workspace,
+                                                            outside: Outside) -> None:
+    p = _planted(ws, outside)
+    git(ws.root, "branch", "with-link", p.link)
+    git(ws.root, "tag", "-a", "-m", "planted", "gitspace/planted", p.file)
+    call_ok(ws, "switch", {"name": "with-link"})
+    result = call_ok(ws, "restore", {"name": "planted"})
+    outside.unchanged()
+    assert result.external_op is None, "restore recorded a phantom outside edit"
+    _is_plain_folder_with_file(ws.root)
+    assert_sound(ws.root)
+
+
+def test_undo_of_a_recorded_link_never_writes_through_it(tmp_path: Path,
+                                                         outside: Outside) -> None:
+    root = tmp_path / "ws"
+    with gitspace.init(root) as ws:  # a person: undo may take back outside edits
+        call_ok(ws, "create", {"path": "lnk/file", "file_text": "written through the link?\n"})
+        (root / "lnk" / "file").unlink()
+        (root / "lnk").rmdir()
+        os.symlink(outside.path, root / "lnk")
+        swapped = ws.snapshot()
+        assert swapped.op is not None
+        undone = call_ok(ws, "undo", {})
+        assert undone.external_op is None
+    outside.unchanged()
+    assert (root / "lnk" / "file").read_text() == "written through the link?\n"
+    assert not (root / "lnk").is_symlink()
+    assert_sound(root)
+
+
+def test_merge_into_the_checkout_never_writes_through_a_link(tmp_path: Path,
+                                                             outside: Outside) -> None:
+    user = make_user_repo(tmp_path / "user")
+    a = attach.attach(user, "bob")
+    p = plant(user, git(user, "rev-parse", "HEAD").strip(), outside.path)
+    git(user, "update-ref", "refs/heads/agent/bob", p.file, head(a.path))
+    git(a.path, "reset", "-q", "--hard", p.file)  # bob's worktree follows its branch
+    before, listed = checkout_state(user), status(user)
+    done = merge.merge(user, "bob")
+    assert done.checkout and "lnk/file" in done.files
+    outside.unchanged()
+    assert (user / "lnk" / "file").read_text() == "written through the link?\n"
+    after = checkout_state(user)
+    assert {k: v for k, v in after["files"].items() if not k.startswith("lnk/")} \
+        == before["files"]
+    assert status(user) == listed
+
+
+def test_merge_refuses_when_the_users_own_link_stands_where_a_folder_goes(
+        tmp_path: Path, outside: Outside) -> None:
+    user = make_user_repo(tmp_path / "user")
+    a = attach.attach(user, "bob")
+    with gitspace.open(a.path, agent="bob") as bob:
+        call_ok(bob, "create", {"path": "lnk/file", "file_text": "bob's\n"})
+    os.symlink(outside.path, user / "lnk")  # the user's own, untracked
+    before, listed = checkout_state(user), status(user)
+    with pytest.raises(GitspaceError, match="lnk"):
+        merge.merge(user, "bob")
+    outside.unchanged()
+    assert checkout_state(user) == before and status(user) == listed
+    assert os.readlink(user / "lnk") == str(outside.path)
+
+
+# -- a link planted deeper, and chains of links -----------------------------------------------
+
+
+def test_a_link_to_a_link_and_a_relative_escape_through_switch(ws: gitspace.Workspace,
+                                                               outside: Outside) -> None:
+    rel = os.path.relpath(outside.path, ws.root / "a")
+    base = head(ws.root)
+    links = commit(ws.root, base, {"a/up": Link(rel), "b": Link("a/up"), "c": Link("b/sub")})
+    files = commit(ws.root, links, {"a/up": None, "b": None, "c": None,
+                                    "a/up/victim.txt": "x\n", "b/victim.txt": "y\n",
+                                    "c/deep.txt": "z\n"})
+    git(ws.root, "branch", "links", links)
+    git(ws.root, "branch", "files", files)
+    call_ok(ws, "switch", {"name": "links"})
+    call_ok(ws, "switch", {"name": "files"})
+    outside.unchanged()
+    assert (ws.root / "c" / "deep.txt").read_text() == "z\n"
+    assert_sound(ws.root)
+
+
+# -- names git refuses, in trees a remote can still send --------------------------------------
+
+
+@pytest.mark.parametrize("name", [b"..", b".git", b".GIT", b".git. ", b"x/../.."],
+                         ids=["dotdot", "dotgit", "DOTGIT", "dotgit-dot-space", "slash"])
+def test_switch_refuses_a_tree_that_names_a_path_outside_or_inside_git(
+        ws: gitspace.Workspace, outside: Outside, name: bytes) -> None:
+    root = ws.root
+    payload = blob(root, b"#!/bin/sh\necho pwned > /dev/null\n")
+    hooks = raw_tree(root, [("100755", b"post-checkout", payload), ("100644", b"victim.txt",
+                                                                     payload)])
+    escape = raw_tree(root, [("40000", b"outside", hooks), ("40000", b"hooks", hooks)])
+    top = tree(root, head(root), {})
+    entries = git(root, "ls-tree", top).splitlines()
+    listed = [(line.split()[0], line.split("\t", 1)[1].encode(), line.split()[2])
+              for line in entries]
+    evil = raw_tree(root, sorted([*listed, ("40000", name, escape)], key=lambda e: e[1]))
+    git(root, "branch", "evil", commit(root, head(root), {}, tree_sha=evil))
+    before = {p.name for p in root.parent.iterdir()}
+    hooks_before = sorted(os.listdir(root / ".git" / "hooks"))
+    result = ws.call("switch", {"name": "evil"})
+    assert not result.ok and result.error is not None
+    assert "refuse" in result.text.lower() or "not a path" in result.text.lower(), result.text
+    outside.unchanged()
+    assert {p.name for p in root.parent.iterdir()} == before
+    assert sorted(os.listdir(root / ".git" / "hooks")) == hooks_before
+    assert git(root, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    drop(root, "refs/heads/evil")
+    assert_sound(root)
+
+
+def test_replay_reports_a_tree_that_names_a_path_outside(ws: gitspace.Workspace,
+                                                         outside: Outside) -> None:
+    root = ws.root
+    payload = blob(root, b"pwned\n")
+    escape = raw_tree(root, [("100644", b"victim.txt", payload)])
+    escape = raw_tree(root, [("40000", b"outside", escape)])
+    for _ in range(3):  # the scratch work tree sits three folders below tmp_path
+        escape = raw_tree(root, [("40000", b"..", escape)])
+    top = tree(root, head(root), {})
+    listed = [(line.split()[0], line.split("\t", 1)[1].encode(), line.split()[2])
+              for line in git(root, "ls-tree", top).splitlines()]
+    evil = raw_tree(root, sorted([*listed, *_entries(root, escape)], key=lambda e: e[1]))
+    base = head(root)
+    tip = commit(root, base, {}, tree_sha=evil)
+    for scripts in (True, False):
+        report = replay(ws, tip, base, scripts=scripts)
+        assert report.divergence is not None and "refused the path" in report.divergence.reason
+        outside.unchanged()
+    drop(root)
+    assert_sound(root)
+
+
+def _entries(root: Path, sha: str) -> list[tuple[str, bytes, str]]:
+    """The entries of tree ``sha``, read back byte for byte."""
+    data = git(root, "cat-file", "tree", sha).encode("utf-8", "surrogateescape")
+    out = []
+    while data:
+        head_, _, rest = data.partition(b"\0")
+        mode, _, name = head_.partition(b" ")
+        out.append((mode.decode(), name, rest[:20].hex()))
+        data = rest[20:]
+    return out
+
+
+# -- what the history holds is never read through a link either ------------------------------
+
+
+def test_snapshot_never_records_an_outside_file_seen_through_a_link(ws: gitspace.Workspace,
+                                                                    outside: Outside) -> None:
+    """A tracked folder swapped for a link: ``dir/victim.txt`` is gone (as git sees it), and
+    the outside ``victim.txt`` it now "shows" is never read into a commit."""
+    root = ws.root
+    call_ok(ws, "create", {"path": "dir/victim.txt", "file_text": "tracked\n"})
+    (root / "dir" / "victim.txt").unlink()
+    (root / "dir").rmdir()
+    os.symlink(outside.path, root / "dir")
+    result = ws.snapshot()
+    assert result.ok and result.op is not None
+    assert git(root, "ls-tree", "HEAD", "dir").split()[0] == "120000"
+    for rev in git(root, "rev-list", "HEAD").split():
+        if "dir/victim.txt" in git(root, "ls-tree", "-r", "--name-only", rev).splitlines():
+            assert "outside" not in git(root, "show", f"{rev}:dir/victim.txt"), rev
+    outside.unchanged()
+    assert_sound(root)
