@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.owner import is_agent_worktree, owns, worktrees_dir
-from ..core.transaction import COMMITTER
+from ..core.transaction import COMMITTER, private_folder
 from ..errors import BadArguments, Conflict, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
 from ..storage.gitrepo import GitCommandError, GitRepo, Worktree
@@ -201,7 +201,8 @@ def _attach(repo: GitRepo, name: str) -> Attached:
         if holder is not None:
             raise Conflict(f"Branch {branch} is checked out in {describe_holder(repo, holder.path)}.",
                            hint="Switch that checkout to another branch, or pick another name.")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    # Never through a link: an agent's worktree lives inside the git directory, nowhere else.
+    private_folder(private_folder(repo.commondir, "gitspace"), "worktrees")
     repo.add_worktree(target, branch)
     return Attached(name, branch, target, tip, len(dirty_paths(repo)), existed=False,
                     resumed=resumed)
@@ -326,8 +327,7 @@ def _archive_sessions(repo: GitRepo, name: str, worktree: Path) -> Path | None:
     local = worktree / ".gitspace"
     if not local.is_dir() or not any(local.iterdir()):
         return None
-    parent = repo.commondir / "gitspace" / "detached"
-    parent.mkdir(parents=True, exist_ok=True)
+    parent = private_folder(private_folder(repo.commondir, "gitspace"), "detached")
     archive = Path(tempfile.mkdtemp(prefix=f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-",
                                     dir=parent))
     os.replace(local, archive)  # onto the new, empty folder: one rename
