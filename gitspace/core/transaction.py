@@ -20,8 +20,8 @@ import json
 import os
 import stat as statmod
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -140,25 +140,8 @@ class Transactions:
 
     # -- locking -----------------------------------------------------------------------------
 
-    @contextmanager
-    def lock(self, timeout: float = 30.0) -> Iterator[None]:
-        fd = os.open(self.state_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise LockTimeout(
-                            f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
-                            hint="Wait for it to finish, then run the command again.",
-                        ) from None
-                    time.sleep(0.002)
-            yield
-        finally:
-            os.close(fd)
+    def lock(self, timeout: float = 30.0) -> AbstractContextManager[None]:
+        return hold_lock(self.state_dir, timeout)
 
     # -- the transaction ---------------------------------------------------------------------
 
@@ -245,12 +228,24 @@ class Transactions:
         known: dict[str, os.stat_result],
         ident: Identity,
         tool: str,
+        locks: Sequence[str] = (),
+        keep_journal: bool = False,
+        locked_since: int | None = None,
     ) -> None:
         """Move ``branch`` from ``old`` to ``new``, write ``writes`` to the work tree, and sync the
-        index for every path in ``before`` (their pre-op disk states, used to roll back)."""
+        index for every path in ``before`` (their pre-op disk states, used to roll back).
+
+        ``locks``: other refs a caller has held locked since ``locked_since`` (the mtime of the
+        journal it wrote first: a pull's ref transaction), broken by recovery if the process
+        dies; ``keep_journal``: that caller removes the journal once its own work is done
+        (finishing this op again on recovery is harmless)."""
         ref = f"refs/heads/{branch}"
         paths = sorted(set(before) | set(writes))
-        self.journal_write({"ref": ref, "old": old, "new": new, "paths": paths})
+        record: dict[str, object] = {"ref": ref, "old": old, "new": new, "paths": paths}
+        if locks:
+            record["locks"] = list(locks)
+            record["since"] = locked_since
+        self.journal_write(record)
         try:
             self.repo.cas_ref(ref, old, new, ident, f"gitspace: {tool}")
         except BaseException:
@@ -270,7 +265,8 @@ class Transactions:
             self.repo.cas_ref(ref, new, old, ident, f"gitspace: roll back failed {tool}")
             self.journal.unlink(missing_ok=True)
             raise
-        self.journal.unlink(missing_ok=True)
+        if not keep_journal:
+            self.journal.unlink(missing_ok=True)
 
     def create_ref(self, ref: str, target: str, ident: Identity, message: str) -> None:
         """Create ``ref`` (a branch or checkpoint tag), journaled: a crash never strands its lock."""
@@ -399,8 +395,13 @@ class Transactions:
             return False
         ref, old, new = record["ref"], record["old"], record["new"]
         record["paths"] = [rel for rel in record["paths"] if _plain(rel)]
-        self._break_stale_locks(ref)
+        # "locks": refs a pull's ref transaction (a git child) had locked alongside, since "since".
+        self._break_stale_locks([r for r in [ref, *record.get("locks", [])] if r],
+                                record.get("since"))
         self.files.remove_tmp_files(record["paths"])
+        if ref is None:  # a pull that moved no checked-out branch: only its locks to clear
+            self.journal.unlink(missing_ok=True)
+            return True
         if "head" in record:  # an interrupted switch: finish moving HEAD, then the files
             self.repo.set_head(record["head"], COMMITTER, None, None)
         tip = self.repo.read_ref(ref)
@@ -425,26 +426,55 @@ class Transactions:
         self.journal.unlink(missing_ok=True)
         return True
 
-    def _break_stale_locks(self, ref: str, wait: float = 0.5) -> None:
+    def _break_stale_locks(self, refs: list[str], since: int | None, wait: float = 0.5) -> None:
         """Remove the lock files a crashed op left behind.
 
         We hold the workspace lock and a journal exists, so the process that wrote it died mid-op;
-        a ref/index/HEAD lock taken after its journal is its own. A live git process holds such a
-        lock for milliseconds, so one that is still there after ``wait`` seconds is stale.
+        a ref/index/HEAD lock taken after its journal (or ``since``) is its own (or its git
+        child's).
         """
-        since = self.journal.stat().st_mtime_ns if self.journal.exists() else 0
-        ref_path = self.repo.commondir / ref
-        locks = [ref_path.with_name(ref_path.name + ".lock"), self.repo.gitdir / "index.lock",
-                 self.repo.gitdir / "HEAD.lock"]
-        deadline = time.monotonic() + wait
-        for lock in locks:
-            while lock.exists() and time.monotonic() < deadline:
-                time.sleep(0.01)
+        if since is None:
+            since = self.journal.stat().st_mtime_ns if self.journal.exists() else 0
+        locks = [self.repo.commondir / f"{ref}.lock" for ref in refs]
+        break_stale_locks([*locks, self.repo.gitdir / "index.lock", self.repo.gitdir / "HEAD.lock"],
+                          since, wait)
+
+
+@contextmanager
+def hold_lock(state_dir: Path, timeout: float = 30.0) -> Iterator[None]:
+    """Hold the lock of one checkout's gitspace state folder (one writer at a time there)."""
+    fd = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
             try:
-                if lock.stat().st_mtime_ns >= since:
-                    lock.unlink()
-            except FileNotFoundError:
-                pass
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LockTimeout(
+                        f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
+                        hint="Wait for it to finish, then run the command again.",
+                    ) from None
+                time.sleep(0.002)
+        yield
+    finally:
+        os.close(fd)
+
+
+def break_stale_locks(locks: Iterable[Path], since_ns: int, wait: float = 0.5) -> None:
+    """Remove each of ``locks`` taken at or after ``since_ns`` (the crashed process's journal):
+    a live git process holds such a lock for milliseconds, so one still there after ``wait``
+    seconds is stale. An older lock belongs to someone else and stays."""
+    deadline = time.monotonic() + wait
+    for lock in locks:
+        while lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        try:
+            if lock.stat().st_mtime_ns >= since_ns:
+                lock.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def checkout_changes(ws: Host, old_tree: str, new_tree: str, doing: str,

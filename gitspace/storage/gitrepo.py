@@ -236,14 +236,18 @@ class GitRepo:
 
     # -- plumbing ----------------------------------------------------------------------------
 
-    def run_git(self, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-        """Run a git command with hooks disabled and the repository pinned."""
+    def run_git(self, *args: str, input: bytes | None = None,
+                index: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+        """Run a git command with hooks disabled and the repository pinned (to another index
+        file than the work tree's own with ``index``)."""
         cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
-        return subprocess.run(cmd, cwd=self.root, env=self._env, input=input, capture_output=True)
+        env = self._env if index is None else {**self._env, "GIT_INDEX_FILE": str(index)}
+        return subprocess.run(cmd, cwd=self.root, env=env, input=input, capture_output=True)
 
-    def git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+    def git(self, *args: str, input: bytes | None = None, check: bool = True,
+            index: Path | None = None) -> bytes:
         """``run_git`` returning stdout; a failure raises GitCommandError unless check=False."""
-        proc = self.run_git(*args, input=input)
+        proc = self.run_git(*args, input=input, index=index)
         if check and proc.returncode != 0:
             raise GitCommandError(
                 f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}"

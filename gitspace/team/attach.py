@@ -46,6 +46,7 @@ from ..core.transaction import COMMITTER, private_folder
 from ..errors import BadArguments, Conflict, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
 from ..storage.gitrepo import GitCommandError, GitRepo, Worktree
+from . import merge_journal
 
 BRANCH_PREFIX = "agent/"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -165,7 +166,8 @@ def attach(path: str | os.PathLike[str], name: str) -> Attached:
     check_name(name)
     repo = open_user_repo(path)
     try:
-        return _attach(repo, name)
+        with merge_journal.locked(repo):  # a merge killed mid-way is undone first
+            return _attach(repo, name)
     finally:
         repo.close()
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from ..core import branches
 from ..core.transaction import COMMITTER
 from ..errors import Conflict, GitspaceError, NotFound
-from ..storage.gitrepo import ZERO, GitCommandError, GitRepo, Identity
+from ..storage.gitrepo import GitCommandError, GitRepo, Identity
+from . import merge_journal
 from .attach import (
     BRANCH_PREFIX,
     check_name,
@@ -41,6 +42,7 @@ from .attach import (
     open_user_repo,
     user_checkout,
 )
+from .merge_journal import MergeJournal
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,24 @@ class Merged:
 def merge(path: str | os.PathLike[str], name: str, into: str | None = None) -> Merged:
     repo = open_user_repo(path)
     try:
-        return _merge(repo, check_name(name), into)
+        with merge_journal.locked(repo) as journal:
+            return _merge(repo, journal, check_name(name), into)
     finally:
         repo.close()
 
 
-def _merge(repo: GitRepo, name: str, into: str | None) -> Merged:
+def repair(path: str | os.PathLike[str]) -> bool:
+    """Undo what a merge into the checkout containing ``path`` left when it was killed (every
+    merge and attach does this first); True if there was something to undo."""
+    repo = open_user_repo(path)
+    try:
+        with merge_journal.locked(repo) as journal:
+            return journal.recovered
+    finally:
+        repo.close()
+
+
+def _merge(repo: GitRepo, journal: MergeJournal, name: str, into: str | None) -> Merged:
     branch = BRANCH_PREFIX + name
     theirs = repo.read_ref(f"refs/heads/{branch}")
     if theirs is None:
@@ -113,33 +127,37 @@ def _merge(repo: GitRepo, name: str, into: str | None) -> Merged:
     message = (f"Merge branch '{branch}' into {target}\n\n"
                f"Work of agent {name}, merged by gitspace.\n")
     commit = repo.write_commit(tree, [ours, theirs], message, _author(repo), COMMITTER)
+    ref, reflog = f"refs/heads/{target}", f"gitspace: merge {branch}"
+    journal.begin(ref, ours, commit, files, checkout)  # before any lock: see merge_journal
     if checkout:
-        _update_checkout(repo, target, ours, commit, files, f"gitspace: merge {branch}")
+        _update_checkout(repo, journal, ref, ours, commit, files, reflog)
     else:
-        repo.cas_ref(f"refs/heads/{target}", ours, commit, COMMITTER, f"gitspace: merge {branch}")
+        try:
+            repo.cas_ref(ref, ours, commit, COMMITTER, reflog)
+        finally:
+            journal.end()  # the compare-and-swap moved the ref or changed nothing
     return Merged(name, branch, target, commit, files, checkout)
 
 
-def _update_checkout(
-    repo: GitRepo, target: str, ours: str, commit: str, files: list[str], reflog: str
-) -> None:
+def _update_checkout(repo: GitRepo, journal: MergeJournal, ref: str, ours: str, commit: str,
+                     files: list[str], reflog: str) -> None:
     """Bring the user's checkout from ``ours`` to ``commit``, touching only ``files``.
 
     The branch's ref lock is taken (and the branch verified to be at ``ours``) before anything is
     looked at or written, so nobody moves the branch between the files and the ref; the files and
-    index entries go back as they were if anything at all fails before the ref moves.
+    index entries go back as they were if anything at all fails before the ref moves (and, after
+    a crash, on the next merge: see merge_journal).
     """
-    with repo.lock_ref(f"refs/heads/{target}", ours) as update:
-        busy = sorted({p for i in range(0, len(files), 200)
-                       for p in dirty_paths(repo, *files[i:i + 200], ignored=True)})
-        if busy:
-            raise Conflict(
-                f"Merging into {target} would change files you have changed or that are in the "
-                "way in your checkout: " + ", ".join(busy[:10]) + (" ..." if len(busy) > 10 else "")
-                + ". Nothing was changed.",
-                hint="Commit or stash them first, or merge into another branch with --into BRANCH.",
-            )
+    with repo.lock_ref(ref, ours) as update:
         try:
+            _refuse_busy(repo, ref, files)
+            journal.save_index()
+            # Those files are clean (same content), but their stat data in the index may be old
+            # (a put-back rewrote them, an editor touched them): read-tree -m would then refuse
+            # them as "not uptodate". Re-stat just them; read-tree rewrites their entries anyway.
+            tracked = [p for p in files if repo.entry_at(repo.commit(ours).tree, p) is not None]
+            for i in range(0, len(tracked), 200):
+                repo.git("update-index", "-q", "--", *tracked[i:i + 200])
             try:
                 repo.git("read-tree", "-m", "-u", ours, commit)
             except GitCommandError as e:
@@ -149,30 +167,26 @@ def _update_checkout(
             update.set(commit, COMMITTER, reflog)
         except BaseException:
             if not update.done:
-                _put_back(repo, ours, commit, files)
+                journal.put_back(ours, commit, files)  # if this fails, the next merge retries
             raise
+        finally:
+            if update.done:
+                journal.end()
 
 
-def _put_back(repo: GitRepo, ours: str, commit: str, files: list[str]) -> None:
-    """Return ``files`` (which were clean at ``ours`` before the merge) and their index entries to
-    ``ours``: the inverse read-tree, or path by path when an interrupted read-tree left less."""
-    if repo.run_git("read-tree", "-m", "-u", commit, ours).returncode == 0:
-        return
-    tree = repo.commit(ours).tree
-    entries = {p: repo.entry_at(tree, p) for p in files}
-    lines = b"".join(
-        (f"{e.mode:o} {e.sha}\t" if e is not None else f"0 {ZERO}\t").encode() + os.fsencode(p)
-        + b"\0" for p, e in entries.items())
-    repo.git("update-index", "-z", "--index-info", input=lines)
-    present = b"".join(os.fsencode(p) + b"\0" for p, e in entries.items() if e is not None)
-    if present:
-        repo.git("checkout-index", "-f", "-z", "--stdin", input=present)
-    for p, e in entries.items():
-        if e is None:
-            try:
-                (repo.root / p).unlink()
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                pass
+def _refuse_busy(repo: GitRepo, ref: str, files: list[str]) -> None:
+    """Conflict, changing nothing, when a path the merge writes has changes of the user's or an
+    untracked or ignored file in the way."""
+    busy = sorted({p for i in range(0, len(files), 200)
+                   for p in dirty_paths(repo, *files[i:i + 200], ignored=True)})
+    if busy:
+        target = ref.removeprefix("refs/heads/")
+        raise Conflict(
+            f"Merging into {target} would change files you have changed or that are in the "
+            "way in your checkout: " + ", ".join(busy[:10]) + (" ..." if len(busy) > 10 else "")
+            + ". Nothing was changed.",
+            hint="Commit or stash them first, or merge into another branch with --into BRANCH.",
+        )
 
 
 def _author(repo: GitRepo) -> Identity:

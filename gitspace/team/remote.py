@@ -28,11 +28,12 @@ remote that needs a password must get it from a credential helper).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..core import branches, checkpoints
-from ..core.transaction import COMMITTER, checkout_changes
+from ..core.transaction import COMMITTER, Transactions, checkout_changes
 from ..core.workspace import Workspace
 from ..errors import Conflict, GitspaceError
 from ..storage.gitrepo import GitRepo
@@ -180,11 +181,32 @@ def pull(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
         txns.recover_locked()
         moves, current_move = _plan_pull(ws, remote, wanted, report, owned)
         # Every other ref is locked and verified first; the checkout moves only then, and the
-        # refs move after it, together, or (if the checkout could not move) not at all.
-        with repo.ref_transaction(moves, COMMITTER, f"gitspace: pull {remote}"):
-            if current_move is not None:
-                _fast_forward_checkout(ws, *current_move)
+        # refs move after it, together, or (if the checkout could not move) not at all. The
+        # journal names the refs the git child locks: if this process and the child are killed,
+        # the next open breaks those locks (a kill of this process alone makes the child abort).
+        locked = [ref for ref, _, _ in moves]
+        since = None
+        if locked:
+            txns.journal_write({"ref": None, "old": None, "new": None, "paths": [],
+                                "locks": locked})
+            since = txns.journal.stat().st_mtime_ns
+        try:
+            with repo.ref_transaction(moves, COMMITTER, f"gitspace: pull {remote}"):
+                if current_move is not None:
+                    _fast_forward_checkout(ws, *current_move, locked, since)
+        except BaseException:
+            if _journal_ref(txns) is None:  # only the locks' record: the transaction aborted
+                txns.journal.unlink(missing_ok=True)
+            raise  # a checkout journal stays only if its rollback failed: recovery finishes it
+        txns.journal.unlink(missing_ok=True)
     return report
+
+
+def _journal_ref(txns: Transactions) -> str | None:
+    try:
+        return json.loads(txns.journal.read_text()).get("ref")
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def _fetch(repo: GitRepo, remote: str, wanted: dict[str, str]) -> None:
@@ -273,9 +295,12 @@ def _name_clash(ref: str, local: Iterable[str]) -> str | None:
     return next((r for r in local if r.startswith(ref + "/")), None)
 
 
-def _fast_forward_checkout(ws: Workspace, branch: str, old: str, new: str) -> None:
-    """Move the checked-out branch and its files from ``old`` to ``new`` as one journaled step."""
+def _fast_forward_checkout(ws: Workspace, branch: str, old: str, new: str,
+                           locks: list[str], since: int | None) -> None:
+    """Move the checked-out branch and its files from ``old`` to ``new`` as one journaled step
+    (its journal also names ``locks``, the refs the pull's transaction holds since ``since``)."""
     writes, before = checkout_changes(
         ws, ws.repo.commit(old).tree, ws.repo.commit(new).tree, "Pulling",
         "Nothing was changed here; run 'gitspace snapshot' to record them, then pull again.")
-    ws.transactions.publish(branch, old, new, writes, before, {}, COMMITTER, "pull")
+    ws.transactions.publish(branch, old, new, writes, before, {}, COMMITTER, "pull", locks=locks,
+                            keep_journal=True, locked_since=since)
