@@ -307,3 +307,22 @@ def test_snapshot_never_records_an_outside_file_seen_through_a_link(ws: gitspace
             assert "outside" not in git(root, "show", f"{rev}:dir/victim.txt"), rev
     outside.unchanged()
     assert_sound(root)
+
+
+def test_a_planted_gitspace_link_never_receives_session_files(ws: gitspace.Workspace,
+                                                              outside: Outside) -> None:
+    """History may hold ``.gitspace -> /outside``: the agent's session files are written by the
+    work-tree writer too, so they never follow it."""
+    from gitspace.agent.session import Session
+    from gitspace.storage.worktree import InTheWay
+
+    git(ws.root, "branch", "planted", commit(ws.root, head(ws.root),
+                                             {".gitspace": Link(str(outside.path))}))
+    call_ok(ws, "switch", {"name": "planted"})
+    session = Session.new(ws.root, "a task", agent="tester", client="scripted", scripted=True)
+    with pytest.raises(InTheWay, match="symbolic link"):
+        session.save()
+    with pytest.raises(InTheWay), session.running():
+        pass
+    outside.unchanged()
+    assert_sound(ws.root)

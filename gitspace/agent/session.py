@@ -1,10 +1,11 @@
 """A run's durable state: the conversation and where the loop stands, in one JSON file.
 
-Invariants: the file is replaced atomically (temp file, fsync, rename), so a crash leaves the
-previous step or the next, never half of one. It lives under ``.gitspace/sessions/`` in the
-workspace, which ignores itself, so transcripts are never committed unless a person opts in
-(``commit_transcript``). Before a mutating tool runs, its op id is in ``pending`` on disk: that is
-what lets a resumed run find the op in the ledger instead of running it twice.
+Invariants: the file is replaced atomically (temp file, fsync, rename, through the work-tree
+writer: never through a link), so a crash leaves the previous step or the next, never half of
+one. It lives under ``.gitspace/sessions/`` in the workspace, which ignores itself, so
+transcripts are never committed unless a person opts in (``commit_transcript``). Before a
+mutating tool runs, its op id is in ``pending`` on disk: that is what lets a resumed run find the
+op in the ledger instead of running it twice.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from ..errors import BadArguments, GitspaceError, NotFound
 from ..storage import ledger
+from ..storage.worktree import FILE_MODE, WorkTree
 from .model import Message
 
 FORMAT = 1
@@ -73,31 +75,25 @@ class Session:
 
     def save(self) -> None:
         self.updated = time.time()
-        folder = self.path.parent
-        folder.mkdir(parents=True, exist_ok=True)
-        marker = folder.parent / ".gitignore"
-        if not marker.exists():
-            marker.write_text("# gitspace session transcripts: local unless you opt in\n*\n")
+        assert self.root is not None
+        # Through the work-tree writer (never through a link a history planted at .gitspace),
+        # fsynced with its folder: a saved pending op id survives a power cut.
+        tree = WorkTree(self.root, durable=True)
+        marker = f"{FOLDER.parent.as_posix()}/.gitignore"
+        if tree.stat(marker) is None:
+            tree.put(marker, (b"# gitspace session transcripts: local unless you opt in\n*\n",
+                              FILE_MODE))
         data = {k: v for k, v in asdict(self).items() if k != "root"}
         data["format"] = FORMAT
-        tmp = folder / f".{self.id}.json.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the rename itself, so a saved pending op id survives a power cut
-        finally:
-            os.close(fd)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        tree.put(f"{FOLDER.as_posix()}/{self.id}.json", (text.encode("utf-8"), FILE_MODE))
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
         """Hold the session for one process: two resumes of one session could otherwise both find
         a pending op missing from the ledger and apply it twice."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        assert self.root is not None
+        fd = WorkTree(self.root).open_lock_file(f"{FOLDER.as_posix()}/{self.id}.lock")
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

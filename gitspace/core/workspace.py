@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ..errors import GitspaceError, NotAWorkspace
 from ..storage import ledger
-from ..storage.gitrepo import GitRepo, Identity
+from ..storage.gitrepo import FILE_MODE, GitRepo, Identity
 from .result import Result
 from .snapshot import pending_changes, snapshot
 from .transaction import COMMITTER, Plan, Transactions, Txn
@@ -181,11 +181,10 @@ def init(path: str | os.PathLike[str], *, branch: str = "main", **options: Any) 
             hint="Open it with gitspace commands directly (-C DIR), or pick an empty folder.",
         )
     repo = GitRepo.init(target, branch)
-    ignore = target / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text(DEFAULT_IGNORE)
     ws = Workspace(repo, **options)
     try:
+        if ws.transactions.files.stat(".gitignore") is None:  # a link there is the user's: kept
+            ws.transactions.files.put(".gitignore", (DEFAULT_IGNORE.encode(), FILE_MODE))
         _first_commit(ws, branch)
     except BaseException:
         ws.close()

@@ -423,6 +423,23 @@ class WorkTree:
             return tmp
         raise ToolFailed("Could not create a temporary file in the work tree.")
 
+    def open_lock_file(self, rel: str) -> int:
+        """A read-write descriptor of ``rel`` (created if missing, mode 600), for ``flock``:
+        reached like a write, never through a link."""
+        parts = parts_of(rel)
+        with self._root() as root:
+            chain = self._make_folders(root, parts, rel)
+            try:
+                return os.open(parts[-1], os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                               0o600, dir_fd=chain.folder)
+            except OSError as e:
+                if e.errno != errno.ELOOP:
+                    raise
+                raise InTheWay(f"{rel} is a symbolic link; gitspace never opens a file through "
+                               "one.", hint="Move it away, then try again.") from None
+            finally:
+                chain.close()
+
     def remove_tmp_files(self, rels: Iterable[str]) -> None:
         """Delete the temporary files a crashed write left in the folders of ``rels``."""
         folders = {tuple(parts_of(rel)[:-1]) for rel in rels}

@@ -155,7 +155,8 @@ def _update_checkout(repo: GitRepo, journal: MergeJournal, ref: str, ours: str, 
             # Those files are clean (same content), but their stat data in the index may be old
             # (a put-back rewrote them, an editor touched them): read-tree -m would then refuse
             # them as "not uptodate". Re-stat just them; read-tree rewrites their entries anyway.
-            tracked = [p for p in files if repo.entry_at(repo.commit(ours).tree, p) is not None]
+            ours_tree = repo.commit(ours).tree
+            tracked = [p for p in files if (e := repo.entry_at(ours_tree, p)) and not e.is_tree]
             for i in range(0, len(tracked), 200):
                 repo.git("update-index", "-q", "--", *tracked[i:i + 200])
             try:
