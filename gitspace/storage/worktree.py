@@ -255,45 +255,7 @@ class WorkTree:
             os.close(fd)
         return data, EXEC_MODE if st.st_mode & 0o100 else FILE_MODE
 
-    def blocked(self, rel: str) -> str | None:
-        """The first folder of ``rel`` that exists but is not a real folder (a link, a file),
-        or None: what a checkout writing ``rel`` would have to remove."""
-        parts = parts_of(rel)
-        with self._root() as root:
-            chain = _Chain(root)
-            try:
-                for depth, name in enumerate(parts[:-1]):
-                    fd = _open_folder(chain.folder, name)
-                    if fd is None:
-                        return None
-                    if fd < 0:
-                        return "/".join(parts[: depth + 1])
-                    chain.push(name, fd, made=False)
-                return None
-            finally:
-                chain.close()
-
     # -- writing -----------------------------------------------------------------------------
-
-    def apply(self, changes: Mapping[str, State], *, lenient: bool = False,
-              done: list[str] | None = None) -> dict[str, os.stat_result]:
-        """Make every path of ``changes`` hold its state, in ``order``; the stats of the paths
-        written. ``done`` collects each path once it is done. ``lenient`` (recovery, rollback)
-        leaves a path whose way is blocked as it is, an outside change for the next snapshot,
-        instead of raising."""
-        stats: dict[str, os.stat_result] = {}
-        for rel in order(changes):
-            try:
-                st = self.put(rel, changes[rel])
-            except InTheWay:
-                if not lenient:
-                    raise
-                continue
-            if st is not None:
-                stats[rel] = st
-            if done is not None:
-                done.append(rel)
-        return stats
 
     def put(self, rel: str, state: State) -> os.stat_result | None:
         """Make ``rel`` hold ``state`` (None: absent); the stat of what was written."""
