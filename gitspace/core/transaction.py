@@ -3,8 +3,11 @@
 Invariants:
 - Work tree, index and branch ref move together, under one lock per work tree. Order: objects
   (harmless if orphaned) → journal → compare-and-swap of the branch ref → work-tree files (each by
-  tmp-file-and-rename) → index → journal removed. A failure before the ref moves changes nothing;
-  a failure after it is rolled back (ref swapped back, files restored) before the error surfaces.
+  tmp-file-and-rename through ``storage.worktree``: deletions first, never through a link) →
+  index → journal removed. A failure before the ref moves changes nothing; a failure after it is
+  rolled back (ref swapped back, files restored) before the error surfaces.
+- The index holds exactly the tree's entries for the paths an op touched: never a file and a
+  folder of one name (``fd`` and ``fd/x``).
 - A crash at any point leaves a journal; ``recover`` finishes the op from it (roll forward), so an
   op whose ref swap happened is never lost and no half-applied op stays visible.
 - Outside changes to a path the op reads or writes are first committed as their own op (source

@@ -142,8 +142,7 @@ def _changes(ws: Workspace, tree: str, before: dict[str, State]) -> dict[str, tu
 
 
 def _undo_changes(ws: Workspace, changes: dict[str, tuple[State, State]]) -> None:
-    for rel, (pre, _) in changes.items():
-        ws.transactions.put_file(rel, pre)
+    ws.transactions.apply({rel: pre for rel, (pre, _) in changes.items()})  # deletions first
 
 
 def _run(ws: Workspace, script: script_header.Script, args: dict[str, Any],
