@@ -247,6 +247,7 @@ def write_script(folder: Path, name: str, mutates: bool, body: str) -> None:
 
 from browser import browser, page, screenshot  # noqa: E402,F401  (one Chromium per session)
 from fake_anthropic import fake_api  # noqa: E402,F401  (the fake Messages API fixture)
+from gitserver import git_server  # noqa: E402,F401  (a real git server on 127.0.0.1)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
