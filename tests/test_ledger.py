@@ -35,7 +35,8 @@ def test_round_trip_every_field() -> None:
             args={"path": "n/t.md", "old_str": "a\n\nGitspace-Op: x", "new_str": "é\u2028\0",
                   "nested": {"b": [1, 2.5, None, True]}},
             source="tool", agent="maze-runner", session="01JF3Q6ABC", tool_use_id="toolu_01",
-            undo_of=(new_op_id(), new_op_id()), redo_of=new_op_id(), script="ab" * 20)
+            undo_of=(new_op_id(), new_op_id()), redo_of=new_op_id(), script="ab" * 20,
+            rebased_from="cd" * 20)
     message = encode_message(op, "str_replace n/t.md\nwith a second line", "free text\n\nbody")
     assert parse_message(message) == op
     assert message.splitlines()[0] == "str_replace n/t.md with a second line"
@@ -87,6 +88,8 @@ MALFORMED = {
                  "Gitspace-Source: tool\nGitspace-Args: {{}}\nGitspace-Agent: -rf",
     "bad undo link": "Gitspace-Format: 1\nGitspace-Op: {id}\nGitspace-Tool: undo\n"
                      "Gitspace-Source: tool\nGitspace-Args: {{}}\nGitspace-Undo-Of: {id},zzz",
+    "bad rebased-from": "Gitspace-Format: 1\nGitspace-Op: {id}\nGitspace-Tool: create\n"
+                        "Gitspace-Source: tool\nGitspace-Args: {{}}\nGitspace-Rebased-From: HEAD~1",
     "no separator": "Gitspace-Format: 1\nGitspace-Op:{id}\nGitspace-Tool: create\n"
                     "Gitspace-Source: tool\nGitspace-Args: {{}}",
 }

@@ -592,6 +592,14 @@ def test_onto_succeeds_where_git_rebase_conflicts(ws: Workspace, tmp_path: Path)
     assert [gitspace_op(ws, f"agent-on-main~{i}") for i in (1, 0)] == [
         gitspace_op(ws, f"agent~{i}") for i in (1, 0)]
     assert replay(ws, report.created, main).ok  # the new branch replays clean itself
+    # Each re-run op names the commit it was recorded as; re-run again, still the first one.
+    from gitspace.storage.ledger import parse_message
+
+    origins = [parse_message(message(ws.root, f"agent-on-main~{i}")) for i in (1, 0)]
+    assert [o.rebased_from for o in origins if o] == [head(ws.root, f"agent~{i}") for i in (1, 0)]
+    again = replay_onto(ws, report.created, main, "again", base=main)
+    assert again.ok and parse_message(message(ws.root, "again")).rebased_from == head(  # type: ignore[union-attr]
+        ws.root, "agent")
     assert_clean(ws.root)
 
 

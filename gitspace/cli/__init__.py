@@ -1,10 +1,10 @@
 """The command line: parse, call the library, render. No logic lives here.
 
 This module is the front door: it builds the app from ``COMMANDS``, the one list of every command
-(each a function in a command module: workspace, history, agent_run, team, replay, mcp, ui), and
-holds the single error handler (``main``): expected errors (GitspaceError) print a sentence and a hint
-and exit 1; usage errors exit 2 (typer); anything else is a bug and exits 3; Ctrl-C exits 130.
-Command modules share ``common`` and never import this module.
+(each a function in a command module: workspace, history, agent_run, team, fleet, replay, mcp,
+ui), and holds the single error handler (``main``): expected errors (GitspaceError) print a
+sentence and a hint and exit 1; usage errors exit 2 (typer); anything else is a bug and exits
+3; Ctrl-C exits 130. Command modules share ``common`` and never import this module.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from ..errors import GitspaceError
-from . import agent_run, common, history, mcp, replay, team, ui, workspace
+from . import agent_run, common, fleet, history, mcp, replay, team, ui, workspace
 
 # Every command, in the order ``gitspace --help`` lists them.
 COMMANDS: list[tuple[str, Callable[..., Any]]] = [
@@ -49,6 +49,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("detach", team.detach),
     ("push", team.push),
     ("pull", team.pull),
+    ("sync", fleet.sync),
     ("replay", replay.replay),
 ]
 

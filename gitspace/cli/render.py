@@ -325,3 +325,35 @@ def synced(report: Any, verb: str) -> None:
         out.print(f"{verb}ed {escape(name)}: {escape(what)}")
     for note in report.notes:
         out.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+def fleet_synced(done: Any) -> None:
+    """One sync of a fleet branch: what came, what was re-run, what went."""
+    where = f"{escape(done.branch)} with {escape(done.remote)}"
+    if not done.changed:
+        out.print(f"{where}: already in sync at {done.tip[:12]}.")
+    else:
+        parts = []
+        if done.pulled:
+            parts.append(f"{done.pulled} commit(s) from {escape(done.remote)}")
+        if done.rebased:
+            parts.append(f"{done.rebased} unpushed commit(s) re-run on top of them")
+        if done.pushed:
+            parts.append(f"{done.pushed} pushed")
+        tries = f" ({done.attempts} attempts: other clones pushed meanwhile)" \
+            if done.attempts > 1 else ""
+        out.print(f"Synced {where} at {done.tip[:12]}: {', '.join(parts) or 'checkpoints only'}"
+                  f"{tries}.")
+    for op_id, commit in done.dropped:
+        out.print(f"dropped op {op_id} (its commit {commit[:12]} stays in the reflog)")
+    if done.checkpoints:
+        out.print("checkpoints: " + ", ".join(escape(c) for c in done.checkpoints))
+    for note in done.notes:
+        out.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+def sync_event(event: Any) -> None:
+    if event.synced is not None:
+        fleet_synced(event.synced)
+    else:
+        err.print(f"[yellow]{escape(event.kind)}:[/yellow] {escape(event.text)}")

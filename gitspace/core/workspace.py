@@ -56,6 +56,9 @@ class Workspace:
         # The time mutating constraint scripts see as "now" (GITSPACE_NOW), recorded as their op
         # commit's time; None means the real clock. Replay pins it to the recorded op's time.
         self.clock: float | None = None
+        # The Gitspace-Rebased-From every op made now records (None: none). Only a replay's
+        # scratch workspace sets it: a rebase by meaning names the commit each op came from.
+        self.rebased_from: str | None = None
         # Refuse to record ops in a checkout gitspace does not own (see owner.py). ``open`` turns
         # this on; gitspace's own private repositories (replay's scratch) are made owned.
         self._owned: bool | None = None if check_owner else True
@@ -129,6 +132,7 @@ class Workspace:
             args=args,
             agent=self.agent,
             session=self.session,
+            rebased_from=links.pop("rebased_from", self.rebased_from),
             **links,
         )
 

@@ -165,10 +165,14 @@ def reexecute(sc: Scratch, commit: Commit, op: ledger.Op, args: dict[str, Any],
         return diverged(sc, commit, op, changed)
     sc.ws.agent, sc.ws.session = op.agent, op.session
     sc.ws.clock = commit.time  # a mutating script sees the moment it saw when it was recorded
+    # A replay writes the trailer as recorded; a rebase (onto, sync) names where the op came
+    # from, the first commit it was recorded as when it has been rebased before.
+    sc.ws.rebased_from = op.rebased_from if compare else op.rebased_from or commit.sha
     try:
         result = sc.ws.call(op.tool, args, tool_use_id=op.tool_use_id, op_id=op.op_id)
     finally:
         sc.ws.clock = None
+        sc.ws.rebased_from = None
     if not sc.on_branch():
         return diverged(sc, commit, op, "re-running it switched branches; an op never does.")
     if not result.ok:

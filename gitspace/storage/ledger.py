@@ -37,6 +37,10 @@ Keys, in this order, each at most once:
 - ``Gitspace-Undo-Of`` (optional): comma-separated op ids this op reverts.
 - ``Gitspace-Redo-Of`` (optional): the op id of the undo this op reverts.
 - ``Gitspace-Script`` (optional): the blob id of the constraint script that ran.
+- ``Gitspace-Rebased-From`` (optional): the commit the op was first recorded as, when a rebase by
+  meaning (``replay --onto``, ``sync``) re-ran it on another base; the op id stays the same. It
+  says where the op came from, and nothing checks it: that commit may never have left the clone
+  that made it.
 
 Why nothing agent-supplied can forge or break a trailer: args are JSON-escaped into one ASCII line;
 every other value is validated against the token pattern before it is written; the subject is
@@ -81,6 +85,7 @@ def result_of(message: str) -> str | None:
     return message[start + len(RESULT) + 3:end]
 TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=/-]{0,199}")
 TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+SHA = re.compile(r"[0-9a-f]{40}")
 OP_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 _KEYS = (
     "Gitspace-Format",
@@ -94,6 +99,7 @@ _KEYS = (
     "Gitspace-Undo-Of",
     "Gitspace-Redo-Of",
     "Gitspace-Script",
+    "Gitspace-Rebased-From",
 )
 _REQUIRED = ("Gitspace-Format", "Gitspace-Op", "Gitspace-Tool", "Gitspace-Source", "Gitspace-Args")
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -134,6 +140,7 @@ class Op:
     undo_of: tuple[str, ...] = field(default_factory=tuple)
     redo_of: str | None = None
     script: str | None = None
+    rebased_from: str | None = None
 
     def trailers(self) -> str:
         if not TOOL_NAME.fullmatch(self.tool):
@@ -160,6 +167,10 @@ class Op:
             rows.append(("Gitspace-Redo-Of", self.redo_of))
         if self.script:
             rows.append(("Gitspace-Script", self.script))
+        if self.rebased_from:
+            if not SHA.fullmatch(self.rebased_from):
+                raise BadArguments(f"{self.rebased_from!r} is not a commit id.")
+            rows.append(("Gitspace-Rebased-From", self.rebased_from))
         return "\n".join(f"{k}: {v}" for k, v in rows)
 
 
@@ -233,8 +244,10 @@ def _op_from(seen: dict[str, str]) -> Op:
     undo_of = tuple(seen["Gitspace-Undo-Of"].split(",")) if "Gitspace-Undo-Of" in seen else ()
     if any(not OP_ID.fullmatch(u) for u in undo_of):
         raise LedgerError("Gitspace-Undo-Of has a malformed op id.")
-    if "Gitspace-Script" in seen and not re.fullmatch(r"[0-9a-f]{40}", seen["Gitspace-Script"]):
+    if "Gitspace-Script" in seen and not SHA.fullmatch(seen["Gitspace-Script"]):
         raise LedgerError("Gitspace-Script is not an object id.")
+    if "Gitspace-Rebased-From" in seen and not SHA.fullmatch(seen["Gitspace-Rebased-From"]):
+        raise LedgerError("Gitspace-Rebased-From is not a commit id.")
     return Op(
         op_id=seen["Gitspace-Op"],
         tool=seen["Gitspace-Tool"],
@@ -246,6 +259,7 @@ def _op_from(seen: dict[str, str]) -> Op:
         undo_of=undo_of,
         redo_of=seen.get("Gitspace-Redo-Of"),
         script=seen.get("Gitspace-Script"),
+        rebased_from=seen.get("Gitspace-Rebased-From"),
     )
 
 

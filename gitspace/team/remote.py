@@ -29,6 +29,7 @@ remote that needs a password must get it from a credential helper).
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -40,6 +41,10 @@ from ..storage.gitrepo import GitRepo
 from .attach import BRANCH_PREFIX
 
 TAGS = checkpoints.PREFIX  # refs/tags/gitspace/
+
+
+class RemoteUnavailable(GitspaceError):
+    """The remote could not be read or written (down, unreachable, refusing the connection)."""
 
 
 @dataclass
@@ -63,10 +68,11 @@ def _check_remote(remote: str) -> str:
     return remote
 
 
-def _ls_remote(repo: GitRepo, remote: str) -> dict[str, str]:
+def ls_remote(repo: GitRepo, remote: str) -> dict[str, str]:
+    """The remote's branches and checkpoints ``{ref: object}``."""
     proc = repo.run_git("ls-remote", "--refs", remote)
     if proc.returncode != 0:
-        raise GitspaceError(
+        raise RemoteUnavailable(
             f"Could not read remote {remote}: {proc.stderr.decode(errors='replace').strip()}",
             hint="Check the name with 'git remote -v', or pass a path or URL.",
         )
@@ -105,7 +111,7 @@ def push(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
     report = SyncReport(_check_remote(remote))
     local_heads = {ref[len("refs/heads/"):]: sha for ref, sha, _ in repo.refs("refs/heads")}
     names = _branches(ws, _owns_current(ws), list(local_heads), extra, report)
-    theirs = _ls_remote(repo, remote)
+    theirs = ls_remote(repo, remote)
     refusals: list[str] = []
     refspecs: list[str] = []
     for name in names:
@@ -144,11 +150,20 @@ def push(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
     return report
 
 
-def _run_push(repo: GitRepo, remote: str, refspecs: list[str]) -> None:
+def push_refspecs(repo: GitRepo, remote: str,
+                  refspecs: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """``git push --porcelain`` of explicit refspecs (never ``+``, never ``--force``), atomic
+    where the remote supports it."""
+    assert not any(spec.startswith("+") for spec in refspecs), refspecs
     base = ["push", "--porcelain", "--no-verify", "--no-follow-tags", "--no-recurse-submodules"]
     proc = repo.run_git(*base, "--atomic", remote, *refspecs)
     if proc.returncode != 0 and b"support --atomic" in proc.stderr:
         proc = repo.run_git(*base, remote, *refspecs)
+    return proc
+
+
+def _run_push(repo: GitRepo, remote: str, refspecs: list[str]) -> None:
+    proc = push_refspecs(repo, remote, refspecs)
     if proc.returncode == 0:
         return
     out = (proc.stdout + proc.stderr).decode(errors="replace").strip()
@@ -165,7 +180,7 @@ def _run_push(repo: GitRepo, remote: str, refspecs: list[str]) -> None:
 def pull(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> SyncReport:
     repo = ws.repo
     report = SyncReport(_check_remote(remote))
-    theirs = _ls_remote(repo, remote)
+    theirs = ls_remote(repo, remote)
     remote_heads = [r[len("refs/heads/"):] for r in theirs if r.startswith("refs/heads/")]
     owned = _owns_current(ws)
     names = _branches(ws, owned, remote_heads, extra, report)
@@ -175,7 +190,7 @@ def pull(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
         if f"refs/heads/{name}" not in theirs:
             report.notes.append(f"{remote} has no branch {name} yet.")
     wanted.update({ref: sha for ref, sha in theirs.items() if ref.startswith(TAGS)})
-    _fetch(repo, remote, wanted)
+    fetch(repo, remote, wanted)
     txns = ws.transactions
     with txns.lock():
         txns.recover_locked()
@@ -209,7 +224,8 @@ def _journal_ref(txns: Transactions) -> str | None:
         return None
 
 
-def _fetch(repo: GitRepo, remote: str, wanted: dict[str, str]) -> None:
+def fetch(repo: GitRepo, remote: str, wanted: dict[str, str]) -> None:
+    """Fetch the objects of ``wanted`` ({ref: object}) that are missing here; no ref moves."""
     missing = [ref for ref, sha in wanted.items() if not repo.has_object(sha)]
     if not missing:
         return
@@ -217,12 +233,12 @@ def _fetch(repo: GitRepo, remote: str, wanted: dict[str, str]) -> None:
                         "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
                         "--refmap=", remote, *missing)
     if proc.returncode != 0:
-        raise GitspaceError(
+        raise RemoteUnavailable(
             f"Could not fetch from {remote}: {proc.stderr.decode(errors='replace').strip()} "
             "Nothing was changed here.",
             hint="Check the remote ('git remote -v') and your access to it, then pull again.")
     if any(not repo.has_object(wanted[ref]) for ref in missing):
-        raise GitspaceError(f"{remote} changed while pulling. Nothing was changed here.",
+        raise RemoteUnavailable(f"{remote} changed while pulling. Nothing was changed here.",
                             hint="Run 'gitspace pull' again.")
 
 

@@ -1,0 +1,119 @@
+"""What a sync keeps between its steps, so that one killed at any instant is finished or
+harmlessly repeated by the next.
+
+Invariants:
+- One sync at a time per checkout: ``lock`` is an ``flock`` on ``.git/gitspace/sync-lock``; the
+  kernel drops it when the process dies, so a killed sync never blocks the next one.
+- A sync's local move (its branch with files and index, then its checkpoint tags and the
+  remote-tracking ref) is written to ``sync-journal.json`` before anything moves. The branch
+  moves through the op transaction, whose own journal rolls it forward after a crash; the other
+  refs move after it, each by compare-and-swap. ``finish`` completes the refs of a journal whose
+  branch move happened and drops one whose move never happened, so a checkpoint never points at
+  a commit the branch has left, and nothing moves twice.
+- ``refs/remotes/REMOTE/BRANCH`` is the remote's tip as the last sync saw it (git's ordinary
+  remote-tracking ref, so ``git log origin/main`` shows it). A remote whose branch no longer
+  contains it has been rewritten, and sync refuses to build on it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..core.transaction import COMMITTER
+from ..core.workspace import Workspace
+from ..errors import ConcurrentUpdate, GitspaceError, LockTimeout
+
+JOURNAL = "sync-journal.json"
+LOCK = "sync-lock"  # an flock, never removed: not named *.lock, which means a stale git lock
+
+
+@dataclass
+class Move:
+    """Where a sync moves this checkout: ``branch`` from ``old`` to ``new`` (files and index
+    with it), then every ``(ref, old, new)`` of ``refs`` (old None: the ref is created)."""
+
+    branch: str
+    old: str
+    new: str
+    refs: list[tuple[str, str | None, str]] = field(default_factory=list)
+
+
+def tracking_ref(remote: str, branch: str) -> str:
+    return f"refs/remotes/{remote}/{branch}"
+
+
+@contextmanager
+def lock(ws: Workspace, timeout: float = 120.0) -> Iterator[None]:
+    """Hold this checkout's sync lock (waiting up to ``timeout`` seconds for another sync)."""
+    fd = os.open(ws.transactions.state_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LockTimeout(
+                        f"Another sync of {ws.root} ran for more than {timeout:.0f} s.",
+                        hint="Wait for it to finish ('gitspace sync --watch' holds it while it "
+                             "syncs), then sync again.") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)
+
+
+def begin(ws: Workspace, move: Move) -> None:
+    """Announce ``move`` (written by rename: a torn journal never exists)."""
+    path = ws.transactions.state_dir / JOURNAL
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"branch": move.branch, "old": move.old, "new": move.new,
+                               "refs": move.refs}))
+    os.replace(tmp, path)
+
+
+def finish(ws: Workspace) -> list[str]:
+    """Complete or drop an announced move; the refs it left alone, and why (normally none).
+
+    Call with the workspace's transaction lock held and its own journal recovered, so the branch
+    is where the op transaction left it."""
+    path = ws.transactions.state_dir / JOURNAL
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        return []
+    except ValueError:
+        path.unlink()
+        return []
+    repo = ws.repo
+    tip = repo.read_ref(f"refs/heads/{record['branch']}")
+    notes = []
+    reached = tip is not None and (tip == record["new"] or (
+        tip != record["old"] and repo.has_object(record["new"])
+        and repo.is_ancestor(record["new"], tip)))
+    if reached:
+        for ref, old, new in record["refs"]:
+            current = repo.read_ref(ref)
+            if current == new:
+                continue
+            try:
+                repo.cas_ref(ref, old, new, COMMITTER, "gitspace: sync")
+            except (ConcurrentUpdate, GitspaceError):
+                notes.append(f"{ref} was moved by someone else meanwhile, so sync left it at "
+                             f"{(current or 'nothing')[:12]}")
+    path.unlink()
+    return notes
+
+
+def move_ref(ws: Workspace, ref: str, new: str, message: str = "gitspace: sync") -> None:
+    """Point ``ref`` (the remote-tracking ref) at ``new``, by compare-and-swap from what it is."""
+    current = ws.repo.read_ref(ref)
+    if current != new:
+        ws.repo.cas_ref(ref, current, new, COMMITTER, message)
