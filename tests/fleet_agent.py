@@ -49,8 +49,8 @@ def main(root: str, agent: str, index: str, count: str, go: str) -> None:
         line: dict[str, Any] = {"op": result.op}
         try:
             line.update(sync="ok", attempts=sync(ws).attempts)
-        except RemoteUnavailable:
-            line.update(sync="offline")
+        except RemoteUnavailable as e:
+            line.update(sync="offline", why=e.message)
         except SyncBusy:
             line.update(sync="busy")
         print(json.dumps(line), flush=True)

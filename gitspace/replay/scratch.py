@@ -156,13 +156,15 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def open_scratch(user: GitRepo, start: str, max_file_bytes: int = 1 << 20) -> Iterator[Scratch]:
-    """A scratch workspace on branch ``replay`` at commit ``start``; removed when the block ends
-    (when it cannot be, ``leftover`` on the yielded Scratch says where it is)."""
+def open_scratch(user: GitRepo, start: str, max_file_bytes: int = 1 << 20,
+                 parent: Path | None = None) -> Iterator[Scratch]:
+    """A scratch workspace on branch ``replay`` at commit ``start``, in a new folder of
+    ``parent`` (default: the temp folder); removed when the block ends (when it cannot be,
+    ``leftover`` on the yielded Scratch says where it is)."""
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _sigterm) if main else None
     # Named before it exists: wherever an interrupt lands after mkdir, the cleanup knows the name.
-    made = Path(tempfile.gettempdir()) / f"gitspace-replay-{secrets.token_hex(16)}"
+    made = Path(parent or tempfile.gettempdir()) / f"gitspace-replay-{secrets.token_hex(16)}"
     folder: Path | None = made
     repo: GitRepo | None = None
     scratch: Scratch | None = None

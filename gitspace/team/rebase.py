@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..core.workspace import Workspace
 from ..errors import Conflict, LedgerError
@@ -54,7 +55,8 @@ class SyncStopped(Conflict):
 
 
 def rebase(ws: Workspace, commits: list[Commit], base: str, onto: str, drop: set[str],
-           extra_tags: dict[str, str], progress: Progress | None = None) -> Rebased:
+           extra_tags: dict[str, str], scratch_in: Path,
+           progress: Progress | None = None) -> Rebased:
     """Re-run ``commits`` (oldest first, those whose op id is in ``drop`` left out) on ``onto``.
 
     ``extra_tags`` are checkpoints the remote has and this clone does not have yet ({ref: tag
@@ -65,7 +67,7 @@ def rebase(ws: Workspace, commits: list[Commit], base: str, onto: str, drop: set
     _follow_dropped(commits, kept, later, now, onto)
     now.update(extra_tags)
     report = Report(commits[-1].sha, base, len(kept), start=base, onto=onto)
-    with open_scratch(repo, onto, ws.max_file_bytes) as sc:
+    with open_scratch(repo, onto, ws.max_file_bytes, scratch_in) as sc:
         sc.set_tags(now)
         run(sc, kept, report, later, apply_diff, compare=False, progress=progress)
         if report.ok:

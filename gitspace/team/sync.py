@@ -90,6 +90,7 @@ def sync(ws: Workspace, remote: str = "origin", *, drop: tuple[str, ...] = (),
             raise BadArguments(f"{op_id!r} is not an op id.",
                                hint="'gitspace log' lists op ids (26 letters and digits).")
     with sync_state.lock(ws):
+        sync_state.clear_scratch(ws)
         with ws.transactions.lock():
             ws.transactions.recover_locked()
             notes = sync_state.finish(ws)
@@ -128,10 +129,10 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], first: boo
     landed here meanwhile)."""
     repo = ws.repo
     ref, tracking = f"refs/heads/{branch}", sync_state.tracking_ref(remote, branch)
-    on_step("fetch")
     theirs = ls_remote(repo, remote)
     their_tip = theirs.get(ref)
     remote_tags = {r: sha for r, sha in theirs.items() if r.startswith(TAGS)}
+    on_step("fetch")
     fetch(repo, remote, {**remote_tags, **({ref: their_tip} if their_tip else {})})
     _check_not_rewritten(repo, remote, branch, repo.read_ref(tracking), their_tip)
     local = repo.read_ref(ref)
@@ -149,7 +150,8 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], first: boo
             new = their_tip  # nothing unpushed: catch up
         elif base != their_tip or gone:
             on_step("rebase")
-            done = rebase(ws, mine, base, their_tip, drop, _missing(repo, remote_tags))
+            done = rebase(ws, mine, base, their_tip, drop, _missing(repo, remote_tags),
+                          sync_state.scratch_folder(ws))
             if not done.report.ok:
                 raise stopped(repo, remote, branch, done.report, base, their_tip)
             new, tag_moves = done.tip, done.tags
@@ -173,9 +175,13 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], first: boo
     if proc.returncode != 0:
         return _push_failed(remote, proc.stdout, proc.stderr)
     report.pushed = _count(repo, their_tip, new) if their_tip else _count(repo, None, new)
+    if their_tip is not None and f"*\t{new}:{ref}\t" in proc.stdout.decode(errors="replace"):
+        report.notes.append(f"{remote} deleted {branch} while this sync ran; the push created it "
+                            "again, with every commit it had when the sync read it and yours.")
     report.checkpoints = sorted(set(report.checkpoints) | {
         spec.split(":", 1)[1][len(TAGS):] for spec in refspecs if TAGS in spec})
-    sync_state.move_ref(ws, tracking, new)
+    report.notes += sync_state.move(ws, sync_state.Move(branch, new, new, [
+        (tracking, repo.read_ref(tracking), new)]))
     return report
 
 
@@ -291,6 +297,9 @@ def _move(ws: Workspace, branch: str, local: str, new: str,
         writes, before = ({}, {}) if new == local else checkout_changes(
             ws, repo.commit(local).tree, repo.commit(new).tree, "Syncing",
             "Nothing was changed here; run 'gitspace snapshot' to record them, then sync again.")
+        # Removals first, as git does: a link (or file) in the way of a folder the new tree
+        # needs is gone before anything is written beneath its name, never written through.
+        writes = dict(sorted(writes.items(), key=lambda item: item[1] is not None))
         sync_state.begin(ws, sync_state.Move(branch, local, new, moves))
         try:
             if new != local:

@@ -9,7 +9,11 @@ Invariants:
   moves through the op transaction, whose own journal rolls it forward after a crash; the other
   refs move after it, each by compare-and-swap. ``finish`` completes the refs of a journal whose
   branch move happened and drops one whose move never happened, so a checkpoint never points at
-  a commit the branch has left, and nothing moves twice.
+  a commit the branch has left, and nothing moves twice. The remote-tracking ref's move after a
+  push is journaled the same way (a move of refs only).
+- A rebase's scratch repository lives in ``.git/gitspace/sync-scratch/``, not in the temp
+  folder: a sync killed mid-rebase cannot remove it, and the next sync (holding the lock, so no
+  rebase of this checkout is running) clears what it left.
 - ``refs/remotes/REMOTE/BRANCH`` is the remote's tip as the last sync saw it (git's ordinary
   remote-tracking ref, so ``git log origin/main`` shows it). A remote whose branch no longer
   contains it has been rewritten, and sync refuses to build on it.
@@ -20,16 +24,19 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from ..core.transaction import COMMITTER
+from ..core.transaction import COMMITTER, break_stale_locks
 from ..core.workspace import Workspace
-from ..errors import ConcurrentUpdate, GitspaceError, LockTimeout
+from ..errors import GitspaceError, LockTimeout
 
 JOURNAL = "sync-journal.json"
+SCRATCH = "sync-scratch"
 LOCK = "sync-lock"  # an flock, never removed: not named *.lock, which means a stale git lock
 
 
@@ -83,10 +90,13 @@ def finish(ws: Workspace) -> list[str]:
     """Complete or drop an announced move; the refs it left alone, and why (normally none).
 
     Call with the workspace's transaction lock held and its own journal recovered, so the branch
-    is where the op transaction left it."""
+    is where the op transaction left it. A ref's lock file left by a sync killed while moving it
+    (taken after the journal was written, still there after a moment) is broken first: this
+    process holds the sync lock, so no other sync is moving it."""
     path = ws.transactions.state_dir / JOURNAL
     try:
         record = json.loads(path.read_text())
+        since = path.stat().st_mtime_ns
     except FileNotFoundError:
         return []
     except ValueError:
@@ -100,20 +110,38 @@ def finish(ws: Workspace) -> list[str]:
         and repo.is_ancestor(record["new"], tip)))
     if reached:
         for ref, old, new in record["refs"]:
+            lock = repo.commondir / f"{ref}.lock"
+            break_stale_locks([lock], since)
             current = repo.read_ref(ref)
             if current == new:
                 continue
             try:
                 repo.cas_ref(ref, old, new, COMMITTER, "gitspace: sync")
-            except (ConcurrentUpdate, GitspaceError):
+            except GitspaceError:
                 notes.append(f"{ref} was moved by someone else meanwhile, so sync left it at "
                              f"{(current or 'nothing')[:12]}")
     path.unlink()
     return notes
 
 
-def move_ref(ws: Workspace, ref: str, new: str, message: str = "gitspace: sync") -> None:
-    """Point ``ref`` (the remote-tracking ref) at ``new``, by compare-and-swap from what it is."""
-    current = ws.repo.read_ref(ref)
-    if current != new:
-        ws.repo.cas_ref(ref, current, new, COMMITTER, message)
+def move(ws: Workspace, what: Move) -> list[str]:
+    """Announce and make a move that has no files (``what.old == what.new``: refs only)."""
+    assert what.old == what.new
+    with ws.transactions.lock():
+        begin(ws, what)
+        return finish(ws)
+
+
+def scratch_folder(ws: Workspace) -> Path:
+    """Where sync's rebases make their scratch repositories; emptied by ``clear_scratch``."""
+    folder = ws.transactions.state_dir / SCRATCH
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def clear_scratch(ws: Workspace) -> None:
+    """Remove what a killed sync's rebase left (call with the sync lock held)."""
+    folder = ws.transactions.state_dir / SCRATCH
+    if folder.exists():
+        for entry in folder.iterdir():
+            shutil.rmtree(entry, ignore_errors=True)
