@@ -1,9 +1,13 @@
 """One member of a test fleet, run as its own process: COUNT ops on a clone, a sync after each.
 
-    python fleet_agent.py CLONE AGENT INDEX COUNT GO_FILE
+    python fleet_agent.py CLONE AGENT INDEX COUNT GO_FILE [THINK]
 
-It waits for GO_FILE to exist (so every member starts at once), then for each op prints one JSON
-line: {"op": id, "sync": "ok" | "offline" | "busy", "attempts": n}. A sync that cannot reach the
+It waits for GO_FILE to exist (so every member starts at once), then, THINK seconds apart
+(default 0: as fast as it can, the worst case for races; an agent waiting for its model is
+seconds apart), for each op prints one JSON
+line: {"op": id, "sync": "ok" | "offline" | "busy", "attempts": n, "made": t, "done": t} where
+``made`` is the wall-clock time the op was committed here and ``done`` the time its sync
+returned (benchmarks/sync.py reads those two). A sync that cannot reach the
 server or keeps losing races is not a failure: the op stays queued and the next sync takes it.
 Any other error ends the process with a traceback (the test fails on a non-zero exit).
 
@@ -37,22 +41,24 @@ def op_for(index: int, k: int) -> tuple[str, dict[str, Any]]:
                            "new_str": f"slot-{index}: v{k}\n"}
 
 
-def main(root: str, agent: str, index: str, count: str, go: str) -> None:
+def main(root: str, agent: str, index: str, count: str, go: str, think: str = "0") -> None:
     ws = gitspace.open(root, agent=agent)
     while not Path(go).exists():
         time.sleep(0.005)
     for k in range(int(count)):
+        time.sleep(float(think))
         tool, args = op_for(int(index), k)
         result = ws.call(tool, args)
         if not result.ok:
             raise SystemExit(f"{tool} {args} failed: {result.text}")
-        line: dict[str, Any] = {"op": result.op}
+        line: dict[str, Any] = {"op": result.op, "made": time.time()}
         try:
             line.update(sync="ok", attempts=sync(ws).attempts)
         except RemoteUnavailable as e:
             line.update(sync="offline", why=e.message)
         except SyncBusy:
             line.update(sync="busy")
+        line["done"] = time.time()
         print(json.dumps(line), flush=True)
     ws.close()
 

@@ -47,8 +47,8 @@ from .rebase import rebase, stopped
 from .remote import TAGS, RemoteUnavailable, fetch, ls_remote, push_refspecs
 
 ATTEMPTS = 10
-BACKOFF = 0.05  # seconds before the second attempt; doubles each time, jittered by ±50%
-BACKOFF_CAP = 2.0
+BACKOFF = 0.02  # seconds before the second attempt; doubles each time, jittered by ±50%
+BACKOFF_CAP = 0.5
 _RACE = ("fetch first", "non-fast-forward", "stale info", "failed to update ref", "cannot lock",
          "failed to lock", "atomic push failed", "atomic transaction failed")
 Step = Callable[[str], None]
