@@ -26,7 +26,7 @@ import gitspace
 from gitspace.storage import ledger
 from gitspace.team.sync import sync
 
-ROUNDS = 10
+ROUNDS = 8
 SYNC_ONCE = ("import sys, gitspace\n"
              "from gitspace.team.sync import sync\n"
              "ws = gitspace.open(sys.argv[1], agent='agent-1')\n"

@@ -55,6 +55,15 @@ def evil_push(root: Path, message: str) -> str:
     return git(root, "rev-parse", "HEAD").strip()
 
 
+def plant_link(tmp_path: Path, server: GitServer, target: Path) -> Path:
+    """The attacker pushes ``lnk``, a symlink to ``target``; returns its clone."""
+    evil = evil_clone(tmp_path, server)
+    os.symlink(target, evil / "lnk")
+    git(evil, "add", "lnk")
+    evil_push(evil, "a link to outside")
+    return evil
+
+
 def test_a_forged_copy_of_an_unpushed_op_id_is_refused(tmp_path: Path, git_server: GitServer,
                                                        outside: Path) -> None:
     seed(tmp_path, git_server).close()
@@ -184,10 +193,7 @@ def test_a_symlink_planted_in_remote_history_is_never_written_through(
     c = machine(tmp_path, git_server, 2)
     mine = call_ok(c, "create", {"path": "lnk/mine.md", "file_text": "c's file\n"})
     seen = digest(outside)
-    evil = evil_clone(tmp_path, git_server)
-    os.symlink(outside, evil / "lnk")
-    git(evil, "add", "lnk")
-    evil_push(evil, "a link to outside")
+    evil = plant_link(tmp_path, git_server, outside)
     sync(b)  # b checks the link out (a symlink is a file like any other)
     assert (b.root / "lnk").is_symlink()
     (evil / "lnk").unlink()
@@ -219,10 +225,7 @@ def test_a_link_on_the_remote_stops_an_op_that_writes_beneath_it(
     seed(tmp_path, git_server).close()
     c = machine(tmp_path, git_server, 2)
     mine = call_ok(c, "create", {"path": "lnk/mine.md", "file_text": "c's file\n"})
-    evil = evil_clone(tmp_path, git_server)
-    os.symlink(outside, evil / "lnk")
-    git(evil, "add", "lnk")
-    evil_push(evil, "a link to outside, where c has a folder")
+    plant_link(tmp_path, git_server, outside)  # where c has a folder
     seen, before, remote_before = digest(outside), state(c.root), git_server.refs("fleet")
     with pytest.raises(SyncStopped) as stop:
         sync(c)

@@ -103,15 +103,21 @@ def test_unpushed_ops_are_rerun_on_the_remotes_new_ops(tmp_path: Path,
     assert_never_forced(git_server)
 
 
+def rivals(tmp_path: Path, server: GitServer) -> tuple[gitspace.Workspace, gitspace.Workspace,
+                                                       gitspace.Result]:
+    """Machines a and b both str_replace slot-2 of the board; a has synced, b has not (b's op)."""
+    a = seed(tmp_path, server)
+    b = machine(tmp_path, server, 1)
+    call_ok(a, "str_replace", {"path": "shared/board.md", "old_str": "slot-2: v0",
+                               "new_str": "slot-2: a"})
+    sync(a)
+    return a, b, call_ok(b, "str_replace", {"path": "shared/board.md", "old_str": "slot-2: v0",
+                                            "new_str": "slot-2: b"})
+
+
 def test_a_str_replace_whose_text_changed_stops_with_nothing_changed(
         tmp_path: Path, git_server: GitServer) -> None:
-    a = seed(tmp_path, git_server)
-    b = machine(tmp_path, git_server, 1)
-    call_ok(a, "str_replace", {"path": "shared/board.md", "old_str": "slot-2: v0",
-                               "new_str": "slot-2: taken by a"})
-    sync(a)
-    ours = call_ok(b, "str_replace", {"path": "shared/board.md", "old_str": "slot-2: v0",
-                                      "new_str": "slot-2: taken by b"})
+    a, b, ours = rivals(tmp_path, git_server)
     before_b, before_a, before_remote = state(b.root), state(a.root), git_server.refs("fleet")
     with pytest.raises(SyncStopped) as stop:
         sync(b)
@@ -129,13 +135,7 @@ def test_a_str_replace_whose_text_changed_stops_with_nothing_changed(
 
 def test_drop_leaves_one_op_out_and_syncs_the_rest(tmp_path: Path,
                                                    git_server: GitServer) -> None:
-    a = seed(tmp_path, git_server)
-    b = machine(tmp_path, git_server, 1)
-    call_ok(a, "str_replace", {"path": "shared/board.md", "old_str": "slot-2: v0",
-                               "new_str": "slot-2: a"})
-    sync(a)
-    loser = call_ok(b, "str_replace", {"path": "shared/board.md", "old_str": "slot-2: v0",
-                                       "new_str": "slot-2: b"})
+    a, b, loser = rivals(tmp_path, git_server)
     kept = call_ok(b, "append", {"path": "shared/log.md", "text": "b was here\n"})
     with pytest.raises(BadArguments):
         sync(b, drop=(op_ids(a.root)[-1],))  # not one of b's unpushed ops
@@ -151,13 +151,7 @@ def test_drop_leaves_one_op_out_and_syncs_the_rest(tmp_path: Path,
 
 
 def test_continue_on_a_branch_of_its_own(tmp_path: Path, git_server: GitServer) -> None:
-    a = seed(tmp_path, git_server)
-    b = machine(tmp_path, git_server, 1)
-    call_ok(a, "str_replace", {"path": "shared/board.md", "old_str": "slot-2: v0",
-                               "new_str": "slot-2: a"})
-    sync(a)
-    mine = call_ok(b, "str_replace", {"path": "shared/board.md", "old_str": "slot-2: v0",
-                                      "new_str": "slot-2: b"})
+    a, b, mine = rivals(tmp_path, git_server)
     with pytest.raises(SyncStopped):
         sync(b)
     call_ok(b, "branch", {"name": "b-board"})

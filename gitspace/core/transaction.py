@@ -18,7 +18,6 @@ Invariants:
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import stat as statmod
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import Conflict, FileRefused, GitspaceError, LockTimeout, PathRefused, ToolFailed
-from ..storage import gitindex, ledger
+from ..storage import gitindex, ledger, lockfile
 from ..storage.gitrepo import FILE_MODE, Entry, GitRepo, Identity
 from ..storage.worktree import InTheWay, State, WorkTree, order, parts_of
 from .result import UNCHANGED, Result
@@ -446,23 +445,10 @@ class Transactions:
 @contextmanager
 def hold_lock(state_dir: Path, timeout: float = 30.0) -> Iterator[None]:
     """Hold the lock of one checkout's gitspace state folder (one writer at a time there)."""
-    fd = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LockTimeout(
-                        f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
-                        hint="Wait for it to finish, then run the command again.",
-                    ) from None
-                time.sleep(0.002)
+    busy = LockTimeout(f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
+                       hint="Wait for it to finish, then run the command again.")
+    with lockfile.flocked(state_dir / "lock", timeout, busy):
         yield
-    finally:
-        os.close(fd)
 
 
 def break_stale_locks(locks: Iterable[Path], since_ns: int, wait: float = 0.5) -> None:

@@ -1,13 +1,18 @@
-"""git's lock-file protocol: create ``<name>.lock`` exclusively, write it, rename it over ``<name>``.
+"""git's lock-file protocol: create ``<name>.lock`` exclusively, write it, rename it over ``<name>``;
+and gitspace's own process locks (``flocked``).
 
 Invariant: whoever holds the lock file is the only writer of that file, gitspace or git alike;
-the lock is taken with a bounded wait and never taken from its owner.
+the lock is taken with a bounded wait and never taken from its owner. An ``flocked`` lock is
+held by an open file, so the kernel releases it when its process dies: it never goes stale.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -42,3 +47,23 @@ def replace(path: Path, data: bytes, wait: float = 5.0) -> None:
     except BaseException:
         lock.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def flocked(path: Path, wait: float, busy: Exception, poll: float = 0.002) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing, never through a link) while
+    the block runs; raise ``busy`` after ``wait`` seconds of another holder."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    deadline = time.monotonic() + wait
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise busy from None
+                time.sleep(poll)
+        yield
+    finally:
+        os.close(fd)

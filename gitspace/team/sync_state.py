@@ -21,11 +21,9 @@ Invariants:
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +32,7 @@ from pathlib import Path
 from ..core.transaction import COMMITTER, break_stale_locks
 from ..core.workspace import Workspace
 from ..errors import GitspaceError, LockTimeout
+from ..storage import lockfile
 
 JOURNAL = "sync-journal.json"
 SCRATCH = "sync-scratch"
@@ -58,23 +57,11 @@ def tracking_ref(remote: str, branch: str) -> str:
 @contextmanager
 def lock(ws: Workspace, timeout: float = 120.0) -> Iterator[None]:
     """Hold this checkout's sync lock (waiting up to ``timeout`` seconds for another sync)."""
-    fd = os.open(ws.transactions.state_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LockTimeout(
-                        f"Another sync of {ws.root} ran for more than {timeout:.0f} s.",
-                        hint="Wait for it to finish ('gitspace sync --watch' holds it while it "
-                             "syncs), then sync again.") from None
-                time.sleep(0.01)
+    busy = LockTimeout(f"Another sync of {ws.root} ran for more than {timeout:.0f} s.",
+                       hint="Wait for it to finish ('gitspace sync --watch' holds it while it "
+                            "syncs), then sync again.")
+    with lockfile.flocked(ws.transactions.state_dir / LOCK, timeout, busy, poll=0.01):
         yield
-    finally:
-        os.close(fd)
 
 
 def begin(ws: Workspace, move: Move) -> None:
