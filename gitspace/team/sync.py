@@ -297,9 +297,6 @@ def _move(ws: Workspace, branch: str, local: str, new: str,
         writes, before = ({}, {}) if new == local else checkout_changes(
             ws, repo.commit(local).tree, repo.commit(new).tree, "Syncing",
             "Nothing was changed here; run 'gitspace snapshot' to record them, then sync again.")
-        # Removals first, as git does: a link (or file) in the way of a folder the new tree
-        # needs is gone before anything is written beneath its name, never written through.
-        writes = dict(sorted(writes.items(), key=lambda item: item[1] is not None))
         sync_state.begin(ws, sync_state.Move(branch, local, new, moves))
         try:
             if new != local:
