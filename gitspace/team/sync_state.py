@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.transaction import COMMITTER, break_stale_locks
+from ..core.transaction import COMMITTER, break_stale_locks, private_folder
 from ..core.workspace import Workspace
 from ..errors import GitspaceError, LockTimeout
 from ..storage import lockfile
@@ -121,14 +121,10 @@ def move(ws: Workspace, what: Move) -> list[str]:
 
 def scratch_folder(ws: Workspace) -> Path:
     """Where sync's rebases make their scratch repositories; emptied by ``clear_scratch``."""
-    folder = ws.transactions.state_dir / SCRATCH
-    folder.mkdir(exist_ok=True)
-    return folder
+    return private_folder(ws.transactions.state_dir, SCRATCH)
 
 
 def clear_scratch(ws: Workspace) -> None:
     """Remove what a killed sync's rebase left (call with the sync lock held)."""
-    folder = ws.transactions.state_dir / SCRATCH
-    if folder.exists():
-        for entry in folder.iterdir():
-            shutil.rmtree(entry, ignore_errors=True)
+    for entry in scratch_folder(ws).iterdir():
+        shutil.rmtree(entry, ignore_errors=True)
