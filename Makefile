@@ -1,11 +1,17 @@
 # Two entry points for a fresh machine: `make demo` and `make test`.
 # Each builds .venv from pyproject.toml when it is missing or older than pyproject.toml.
+# `make test` also installs the real Claude Code CLI from npm into .cache/claude-code (git-ignored),
+# which the harness tests drive against a local fake Messages API; they fail without it.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CLAUDE_CODE_VERSION := >=2.1.332 <2.2
+CLAUDE_DIR := .cache/claude-code
+CLAUDE := $(CLAUDE_DIR)/node_modules/.bin/claude
+CLAUDE_STAMP := $(CLAUDE_DIR)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean claude-code
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,10 +19,23 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
 
+# npm 11 skips dependencies' install scripts unless approved; the package's own postinstall only
+# links its platform binary into place, so it is run by hand when the first check fails.
+$(CLAUDE_STAMP): Makefile
+	mkdir -p $(CLAUDE_DIR)
+	cd $(CLAUDE_DIR) && npm install --no-audit --no-fund --loglevel=error --prefix . \
+		'@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)'
+	$(CLAUDE) --version >/dev/null 2>&1 || \
+		(cd $(CLAUDE_DIR)/node_modules/@anthropic-ai/claude-code && node install.cjs)
+	$(CLAUDE) --version
+	touch $(CLAUDE_STAMP)
+
+claude-code: $(CLAUDE_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/gitspace demo
 
-test: $(STAMP)
+test: $(STAMP) $(CLAUDE_STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
@@ -32,4 +51,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ui.py
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) .cache
