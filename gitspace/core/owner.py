@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import LedgerError, NotAWorkspace
-from ..storage import ledger
-from ..storage.gitrepo import GitRepo
+from ..storage import loose
+
+if TYPE_CHECKING:  # owner is light at run time: a harness's before hook asks ``known_owned``
+    from ..storage.gitrepo import GitRepo
 
 _REMEMBER = "owned-tip"
 _SHORT_WALK = 64  # first parents looked at before asking git for the root instead
@@ -31,6 +34,18 @@ def worktrees_dir(repo: GitRepo) -> Path:
 
 def is_agent_worktree(repo: GitRepo) -> bool:
     return repo.root.resolve().parent == worktrees_dir(repo).resolve()
+
+
+def known_owned(root: Path, gitdir: Path, commondir: Path) -> bool:
+    """True when gitspace owns this checkout by what costs nothing to check: an agent's
+    worktree, or HEAD still at the tip ``owns`` verified last. False means "ask ``owns``"."""
+    if root.resolve().parent == (commondir / "gitspace" / "worktrees").resolve():
+        return True
+    try:
+        remembered = (gitdir / "gitspace" / _REMEMBER).read_text().strip()
+    except OSError:
+        return False
+    return bool(remembered) and loose.read_ref(gitdir, commondir, "HEAD") == remembered
 
 
 def owns(repo: GitRepo) -> bool:
@@ -66,6 +81,8 @@ def _is_init(repo: GitRepo, sha: str) -> bool:
     commit = repo.commit(sha)
     if commit.parents:
         return False
+    from ..storage import ledger
+
     try:
         op = ledger.parse_message(commit.message)
     except LedgerError:

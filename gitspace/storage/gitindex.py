@@ -22,7 +22,6 @@ long-running process does not re-parse a 10,000-entry index.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import os
 import struct
 import time
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ewah, lockfile
+from .loose import sha1_digest
 
 _HEADER = struct.Struct(">4sLL")
 _ENTRY = struct.Struct(">10L20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, sha, flags
@@ -110,7 +110,7 @@ class Index:
         raw = self.raw
         body = _HEADER.pack(b"DIRC", self.version, self.entry_count()) + b"".join(
             [raw[p] for p in self.paths])
-        return body + hashlib.sha1(body).digest()
+        return body + sha1_digest(body)
 
     def encode_split(self) -> bytes:
         """``.git/index`` holding only what changed since ``self.shared``, plus the link extension."""
@@ -142,7 +142,7 @@ class Index:
             *(entry for _, entry in added),
             b"link", struct.pack(">L", len(link)), link,
         ])
-        return body + hashlib.sha1(body).digest()
+        return body + sha1_digest(body)
 
 
 def _flags(raw: bytes, off: int) -> int:
@@ -206,7 +206,7 @@ def _entries(data: bytes) -> tuple[int, list[tuple[bytes, bytes]], int]:
     """(version, [(path, raw entry)] in file order, offset of the extensions) of an index file."""
     if len(data) < 32 or data[:4] != b"DIRC":
         raise IndexUnsupported("not an index file")
-    if hashlib.sha1(data[:-20]).digest() != data[-20:]:
+    if sha1_digest(data[:-20]) != data[-20:]:
         raise IndexUnsupported("index checksum mismatch")
     _, version, count = _HEADER.unpack_from(data, 0)
     if version not in (2, 3):

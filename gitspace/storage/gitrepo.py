@@ -1,8 +1,10 @@
 """The only door to git: objects, trees, commits, refs, tags and the few plumbing commands we use.
 
 Invariants:
-- GitPython is imported here and nowhere else. It serves object reads through its persistent
-  ``git cat-file`` processes; everything this module returns is gitspace's own value types.
+- GitPython is imported here and nowhere else, and only when an object must be read from a pack:
+  loose objects (everything gitspace wrote since the last repack) are read directly, which keeps
+  short-lived processes such as a harness's hook free of GitPython's import and ``git cat-file``
+  start-up. Everything this module returns is gitspace's own value types.
 - Objects are written as loose objects by a tmp-file-and-rename, so a crash never leaves a partial
   object; a tree write rebuilds only the trees on the changed paths.
 - A ref moves only by compare-and-swap under git's own lock file (``<ref>.lock``), so no writer,
@@ -13,29 +15,21 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
-import tempfile
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import git as gitpython
+from typing import Any
 
 from .. import config
 from ..errors import ConcurrentUpdate, GitspaceError, NotAWorkspace, NotFound
-from . import lockfile
+from . import lockfile, loose
+from .loose import EXEC_MODE, FILE_MODE, LINK_MODE, TREE_MODE  # noqa: F401  (re-exported)
 
-TREE_MODE = 0o040000
-FILE_MODE = 0o100644
-EXEC_MODE = 0o100755
-LINK_MODE = 0o120000
 GITLINK_MODE = 0o160000
 ZERO = "0" * 40
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -168,8 +162,7 @@ class GitRepo:
         self.commondir = commondir
         self.objects = commondir / "objects"
         self._env = self._child_env()
-        self._py = gitpython.Repo(str(root))
-        self._py.git.update_environment(**self._env_overrides())
+        self._gitpython: Any = None  # started on the first read of a packed object (_py)
         self._trees: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
         self._commits: dict[str, Commit] = {}
         self._packed: tuple[float, dict[str, str]] | None = None
@@ -196,6 +189,14 @@ class GitRepo:
         return cls(Path(top), Path(gitdir), commondir.resolve())
 
     @classmethod
+    def locate(cls, path: Path) -> GitRepo:
+        """``open``, without starting git for an ordinary checkout (``loose.find``): for
+        short-lived processes such as a harness's hook. Anything less plain, or GIT_* variables
+        in the environment, is left to ``open``, which asks git."""
+        found = None if config.inherited_git_variables() else loose.find(path)
+        return cls(*found) if found is not None else cls.open(path)
+
+    @classmethod
     def init(cls, path: Path, branch: str) -> GitRepo:
         path.mkdir(parents=True, exist_ok=True)
         env = config.child_environment()
@@ -211,7 +212,18 @@ class GitRepo:
         return repo
 
     def close(self) -> None:
-        self._py.close()
+        if self._gitpython is not None:
+            self._gitpython.close()
+
+    @property
+    def _py(self) -> Any:
+        """GitPython's Repo, for objects in packs (its persistent ``git cat-file`` processes)."""
+        if self._gitpython is None:
+            import git as gitpython
+
+            self._gitpython = gitpython.Repo(str(self.root))
+            self._gitpython.git.update_environment(**self._env_overrides())
+        return self._gitpython
 
     def _env_overrides(self) -> dict[str, str]:
         # GitPython starts from os.environ; neutralise every inherited GIT_* and pin the repo.
@@ -262,11 +274,17 @@ class GitRepo:
     # -- objects -----------------------------------------------------------------------------
 
     def read_object(self, sha: str) -> tuple[str, bytes]:
+        found = loose.read(self.objects, sha)
+        if found is not None:
+            return found
+        import git as gitpython
+
         try:
             stream = self._py.odb.stream(bytes.fromhex(sha))
         except (ValueError, gitpython.exc.GitError, gitpython.BadObject, gitpython.BadName) as e:
             raise NotFound(f"Object {sha} does not exist in this repository.") from e
         return stream.type.decode(), stream.read()
+
 
     def read_blob(self, sha: str) -> bytes:
         kind, data = self.read_object(sha)
@@ -275,49 +293,19 @@ class GitRepo:
         return data
 
     def has_object(self, sha: str) -> bool:
+        path = loose.object_path(self.objects, sha)
+        if path is not None and path.is_file():
+            return True
         try:
             self._py.odb.info(bytes.fromhex(sha))
             return True
         except Exception:
             return False
 
-    @staticmethod
-    def hash_object(kind: str, data: bytes) -> str:
-        return hashlib.sha1(b"%s %d\0" % (kind.encode(), len(data)) + data).hexdigest()
+    hash_object = staticmethod(loose.hash_object)
 
     def write_object(self, kind: str, data: bytes) -> str:
-        raw = b"%s %d\0" % (kind.encode(), len(data)) + data
-        sha = hashlib.sha1(raw).hexdigest()
-        folder = self.objects / sha[:2]
-        target = folder / sha[2:]
-        if target.exists():
-            return sha
-        fd, tmp = self._object_tmp(folder)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(zlib.compress(raw, 1))
-            os.chmod(tmp, 0o444)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return sha
-
-    @staticmethod
-    def _object_tmp(folder: Path) -> tuple[int, str]:
-        # A background repack's prune-packed removes empty fan-out folders at any moment (git's
-        # own writers retry likewise); once our tmp file is inside, the folder stays.
-        for attempt in range(10):
-            try:
-                os.mkdir(folder)
-            except FileExistsError:
-                pass  # pathlib's exist_ok re-checks is_dir(), which a prune can falsify meanwhile
-            try:
-                return tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
-            except FileNotFoundError:
-                if attempt == 9:
-                    raise
-        raise AssertionError("unreachable")
+        return loose.write(self.objects, kind, data)
 
     def write_blob(self, data: bytes) -> str:
         return self.write_object("blob", data)
@@ -706,6 +694,8 @@ class GitRepo:
 
     def merge_blobs(self, ours: bytes, base: bytes, theirs: bytes) -> bytes | None:
         """A three-way merge of file contents, or None when it conflicts."""
+        import tempfile  # (only here: short-lived processes should not pay for it)
+
         with tempfile.TemporaryDirectory(prefix="gitspace-merge-", dir=self.gitdir) as tmp:
             files = []
             for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
@@ -809,6 +799,8 @@ class GitRepo:
             except (FileNotFoundError, NotADirectoryError):
                 continue
             if points_at == path / ".git":
+                import shutil
+
                 shutil.rmtree(admin)
 
     def _worktree_git(self, *args: str) -> bytes:
