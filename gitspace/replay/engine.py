@@ -24,8 +24,11 @@ divergence without running anything:
   "an evil merge" (a conflict resolved by hand counts); a merge carrying op trailers diverges;
 - a commit that is not an op (no trailer block) is applied as recorded;
 - an op of source ``external`` must change exactly the paths its arguments record (``count`` and
-  the first 100 ``paths``), one of source ``transcript`` only ``transcripts/<session>.json`` it
-  names, and both must be authored as gitspace authors them; ``init`` is acceptable only on a
+  the first 100 ``paths``); one of source ``harness`` (a tool call of another harness: Claude
+  Code's ``Write``, ``Bash``...) is never re-run, since gitspace does not have that harness's
+  tools, and must change exactly the paths its ``Gitspace-Paths`` records; one of source
+  ``transcript`` only ``transcripts/<session>.json`` it names; all three must be authored as
+  gitspace authors them; ``init`` is acceptable only on a
   commit without parents (the root commit, which is never checked);
 - a tool op is re-executed. An argument elided to ``{"$blob": sha, "bytes": n}`` is expanded from
   the object store first (the tool elides it again identically); a blob that is missing, or of

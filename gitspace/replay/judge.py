@@ -102,6 +102,13 @@ def source_problem(repo: GitRepo, commit: Commit, op: ledger.Op) -> str | None:
         return (f"it records an outside edit of {count} path(s) ({_listing(paths)}), but the "
                 f"commit changes {len(changed)} ({_listing(changed)}); an outside edit must "
                 "change exactly the paths it records.")
+    if op.source == "harness":
+        listed, count = list(op.paths or ()), op.path_count
+        if count == len(changed) and listed == changed[:ledger.PATHS_LISTED]:
+            return None
+        return (f"it records a {op.tool} call of {op.agent or 'a harness'} that changed {count} "
+                f"path(s) ({_listing(listed)}), but the commit changes {len(changed)} "
+                f"({_listing(changed)}); a harness op must change exactly the paths it records.")
     if op.source == "transcript":
         path = op.args.get("path")
         if not isinstance(path, str) or not TRANSCRIPT.fullmatch(path):

@@ -42,6 +42,30 @@ Keys, in this order, each at most once:
   says where the op came from, and nothing checks it: that commit may never have left the clone
   that made it.
 
+Format 2 (additive: harness ops)
+--------------------------------
+Format 2 is format 1 plus what an op recorded from another agent harness's hooks needs (Claude
+Code, Codex, Gemini CLI, Cursor, ``gitspace record``). Only such ops are written as format 2;
+every other op is still written as format 1, so older readers keep reading them. A reader of
+format 2 reads format 1 unchanged.
+
+- ``Gitspace-Format``: ``2``.
+- ``Gitspace-Source``: also ``harness``: a tool call the harness ran with its own tool, recorded
+  from its hooks. It is never re-run (gitspace does not have the harness's tools); replay takes
+  its tree as recorded after checking that it changes exactly the paths ``Gitspace-Paths`` names.
+- ``Gitspace-Tool``: for source ``harness``, the harness's own tool name as it gives it
+  (``Write``, ``Bash``, ``apply_patch``...): ``[A-Za-z][A-Za-z0-9_.-]*``, at most 64 characters.
+  For every other source the format 1 rule holds.
+- ``Gitspace-Args``: for source ``harness``, the tool's input as the harness gave it, except that
+  file paths inside the workspace are made relative to it, and that a string longer than 4,096
+  characters is either elided to a ``$blob`` as above or, when it is no file's content (an
+  Edit's replacement text, a long command), replaced by ``{"$omitted": "<sha1 of its UTF-8
+  bytes>", "bytes": N}``: the harness's transcript holds it.
+- ``Gitspace-Paths`` (new, last; required with source ``harness``, allowed with no other):
+  canonical JSON ``{"count": N, "paths": [...]}``: how many paths the commit changes and the first
+  100 of them, sorted. For a file tool they are the files it wrote; for a shell command they are
+  what changed while it ran.
+
 Why nothing agent-supplied can forge or break a trailer: args are JSON-escaped into one ASCII line;
 every other value is validated against the token pattern before it is written; the subject is
 stripped of control characters and line breaks; only the final paragraph is parsed, and it must
@@ -61,9 +85,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BadArguments, LedgerError
+from .loose import sha1_hex
 
-FORMAT = 1
-SOURCES = ("tool", "external", "init", "transcript")
+FORMAT = 1  # what every op that needs nothing newer is written as
+HARNESS_FORMAT = 2  # ops of source "harness" (see "Format 2" above)
+FORMATS = (FORMAT, HARNESS_FORMAT)  # what this reader accepts
+SOURCES = ("tool", "external", "init", "transcript", "harness")
+PATHS_LISTED = 100  # Gitspace-Paths lists the first 100 changed paths
 RESULT = "Result:"
 RESULT_CAP = 4000
 
@@ -86,6 +114,7 @@ def result_of(message: str) -> str | None:
 TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+=/-]{0,199}")
 TOOL_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 SHA = re.compile(r"[0-9a-f]{40}")
+HARNESS_TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 OP_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 _KEYS = (
     "Gitspace-Format",
@@ -100,6 +129,7 @@ _KEYS = (
     "Gitspace-Redo-Of",
     "Gitspace-Script",
     "Gitspace-Rebased-From",
+    "Gitspace-Paths",
 )
 _REQUIRED = ("Gitspace-Format", "Gitspace-Op", "Gitspace-Tool", "Gitspace-Source", "Gitspace-Args")
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -141,14 +171,22 @@ class Op:
     redo_of: str | None = None
     script: str | None = None
     rebased_from: str | None = None
+    paths: tuple[str, ...] | None = None  # a harness op's changed paths (the first 100, sorted)
+    path_count: int | None = None  # how many paths it changed (Gitspace-Paths count)
+
+    @property
+    def format(self) -> int:
+        return HARNESS_FORMAT if self.source == "harness" else FORMAT
 
     def trailers(self) -> str:
-        if not TOOL_NAME.fullmatch(self.tool):
+        if not tool_name_pattern(self.source).fullmatch(self.tool):
             raise BadArguments(f"The tool name {self.tool!r} is not valid.")
         if self.source not in SOURCES:
             raise BadArguments(f"The op source {self.source!r} is not one of {SOURCES}.")
+        if (self.source == "harness") != (self.paths is not None):
+            raise BadArguments("Changed paths are recorded for harness ops, and only for them.")
         rows = [
-            ("Gitspace-Format", str(FORMAT)),
+            ("Gitspace-Format", str(self.format)),
             ("Gitspace-Op", self.op_id),
             ("Gitspace-Tool", self.tool),
             ("Gitspace-Source", self.source),
@@ -171,7 +209,16 @@ class Op:
             if not SHA.fullmatch(self.rebased_from):
                 raise BadArguments(f"{self.rebased_from!r} is not a commit id.")
             rows.append(("Gitspace-Rebased-From", self.rebased_from))
+        if self.paths is not None:
+            count = len(self.paths) if self.path_count is None else self.path_count
+            rows.append(("Gitspace-Paths", canonical_json(
+                {"count": count, "paths": sorted(self.paths)[:PATHS_LISTED]})))
         return "\n".join(f"{k}: {v}" for k, v in rows)
+
+
+def tool_name_pattern(source: str) -> re.Pattern[str]:
+    """The rule a tool name follows: gitspace's own, or a harness's (source ``harness``)."""
+    return HARNESS_TOOL_NAME if source == "harness" else TOOL_NAME
 
 
 def clean_subject(text: str, limit: int = 72) -> str:
@@ -221,14 +268,22 @@ def parse_message(message: str) -> Op | None:
 
 
 def _op_from(seen: dict[str, str]) -> Op:
-    if seen["Gitspace-Format"] != str(FORMAT):
+    if seen["Gitspace-Format"] not in {str(f) for f in FORMATS}:
         raise LedgerError(f"Unsupported ledger format {seen['Gitspace-Format']!r}.")
     if not OP_ID.fullmatch(seen["Gitspace-Op"]):
         raise LedgerError(f"Malformed op id {seen['Gitspace-Op']!r}.")
-    if not TOOL_NAME.fullmatch(seen["Gitspace-Tool"]):
+    source = seen["Gitspace-Source"]
+    if source not in SOURCES:
+        raise LedgerError(f"Unknown source {source!r}.")
+    if not tool_name_pattern(source).fullmatch(seen["Gitspace-Tool"]):
         raise LedgerError(f"Malformed tool name {seen['Gitspace-Tool']!r}.")
-    if seen["Gitspace-Source"] not in SOURCES:
-        raise LedgerError(f"Unknown source {seen['Gitspace-Source']!r}.")
+    harness = source == "harness"
+    if harness != (seen["Gitspace-Format"] == str(HARNESS_FORMAT)):
+        raise LedgerError(f"An op of source {source!r} is written in format "
+                          f"{HARNESS_FORMAT if harness else FORMAT}, not {seen['Gitspace-Format']}.")
+    if harness != ("Gitspace-Paths" in seen):
+        raise LedgerError("Gitspace-Paths belongs to harness ops, and every harness op has it.")
+    paths, count = _paths(seen["Gitspace-Paths"]) if harness else (None, None)
     raw_args = seen["Gitspace-Args"]
     try:
         args = json.loads(raw_args)
@@ -260,7 +315,30 @@ def _op_from(seen: dict[str, str]) -> Op:
         redo_of=seen.get("Gitspace-Redo-Of"),
         script=seen.get("Gitspace-Script"),
         rebased_from=seen.get("Gitspace-Rebased-From"),
+        paths=paths,
+        path_count=count,
     )
+
+
+def _paths(raw: str) -> tuple[tuple[str, ...], int]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    paths = value.get("paths") if isinstance(value, dict) else None
+    count = value.get("count") if isinstance(value, dict) else None
+    if (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)
+            or not isinstance(count, int) or isinstance(count, bool) or count < len(paths)
+            or paths != sorted(paths) or len(paths) > PATHS_LISTED
+            or canonical_json(value) != raw or set(value) != {"count", "paths"}):
+        raise LedgerError("Gitspace-Paths is not a canonical {\"count\", \"paths\"} object.")
+    return tuple(paths), count
+
+
+def omit(value: str) -> dict[str, Any]:
+    """What a harness op's arguments hold in place of a long string that is no file's content."""
+    data = value.encode("utf-8", "surrogatepass")
+    return {"$omitted": sha1_hex(data), "bytes": len(data)}
 
 
 def args_summary(args: dict[str, Any], width: int = 60) -> str:
@@ -270,7 +348,7 @@ def args_summary(args: dict[str, Any], width: int = 60) -> str:
         if isinstance(value, str):
             text = " ".join(value.split())
             parts.append(f"{key}={text if len(text) <= 24 else text[:21] + '...'!r}")
-        elif isinstance(value, dict) and "$blob" in value:
+        elif isinstance(value, dict) and ("$blob" in value or "$omitted" in value):
             parts.append(f"{key}=<{value.get('bytes', '?')} bytes>")
         else:
             parts.append(f"{key}={value}")
