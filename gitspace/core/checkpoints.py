@@ -98,11 +98,13 @@ def resolve(ws: Workspace, name: str) -> str:
 
 
 def restore_plan(ws: Workspace, name: str, target_commit: str) -> object:
+    """Restore the tree of ``target_commit``; ``name`` is a checkpoint name or ``op <id>``."""
     target_tree = ws.repo.commit(target_commit).tree
+    what = name if name.startswith("op ") else f"checkpoint {name}"
 
     def plan(txn: Txn) -> Plan:
         changed = set_tree(ws, txn, target_tree)
-        return Plan(f"Restored checkpoint {name}: {changed} file(s) changed.", f"restore {name}")
+        return Plan(f"Restored {what}: {changed} file(s) changed.", f"restore {name}")
 
     return plan
 

@@ -72,6 +72,15 @@ def find_op(ws: Workspace, op_id: str) -> tuple[ledger.Op, Commit]:
                    hint="'gitspace log' lists op ids.")
 
 
+def op_commit(ws: Workspace, op_id: str) -> str:
+    """The commit that recorded op ``op_id`` on this branch (undone or not)."""
+    for op, commit in ops_newest_first(ws):
+        if op.op_id == op_id:
+            return commit.sha
+    raise NotFound(f"There is no op {op_id} on branch {ws.branch()}.",
+                   hint="'gitspace log' lists op ids.")
+
+
 def redo_target(ws: Workspace) -> tuple[ledger.Op, Commit]:
     cancelled: set[str] = set()
     for op, commit in ops_newest_first(ws):

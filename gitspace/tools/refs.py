@@ -30,17 +30,24 @@ def checkpoint(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None,
 
 @builtin(
     "restore",
-    "Return the files to a checkpoint's state. This is a new op: nothing is lost, and the path "
-    "you abandon stays in the log (undo brings it back).",
+    "Return the files to a checkpoint's state (or to their state right after an earlier op). "
+    "This is a new op: nothing is lost, and the path you abandon stays in the log (undo brings "
+    "it back).",
     {"name": "junction-1"},
-    obj(["name"], name=CHECKPOINT_NAME),
+    obj(name=CHECKPOINT_NAME, op=string("Instead of a checkpoint: an op id on this branch.")),
     mutates=True,
 )
 def restore(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = None,
             op_id: str | None = None) -> Result:
-    target = checkpoints.resolve(ws, args["name"])
-    op = ws.new_op("restore", {"name": args["name"]}, tool_use_id=tool_use_id, op_id=op_id)
-    return ws.transact(op, checkpoints.restore_plan(ws, args["name"], target))
+    if ("name" in args) == ("op" in args):
+        raise BadArguments("Pass a checkpoint name or an op id (op), one of the two.",
+                           hint="'gitspace checkpoints' lists checkpoints; 'gitspace log' op ids.")
+    if "op" in args:
+        target, label = undo.op_commit(ws, args["op"]), f"op {args['op']}"
+    else:
+        target, label = checkpoints.resolve(ws, args["name"]), args["name"]
+    op = ws.new_op("restore", dict(args), tool_use_id=tool_use_id, op_id=op_id)
+    return ws.transact(op, checkpoints.restore_plan(ws, label, target))
 
 
 @builtin(
