@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/watch.py
 	$(BIN)/python benchmarks/replay.py
 	$(BIN)/python benchmarks/ui.py
+	$(BIN)/python benchmarks/hooks.py
 
 clean:
 	rm -rf $(VENV) .cache

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 # Variables a child process (git, a constraint script) may inherit. Everything else is dropped:
 # API keys, tokens, and every GIT_* variable that could redirect git to another repository.
@@ -70,3 +71,16 @@ def pack_threshold(default: int = 1024) -> int:
 def default_author() -> str | None:
     """Who outside edits are attributed to (GITSPACE_AUTHOR), if set."""
     return os.environ.get("GITSPACE_AUTHOR") or None
+
+
+def harness_project_dir(agent: str) -> str | None:
+    """The project folder a harness runs its hooks for, when it says (Claude Code sets
+    CLAUDE_PROJECT_DIR, Gemini CLI GEMINI_PROJECT_DIR); the hook's own folder may be a subfolder
+    the agent's shell moved to."""
+    name = {"claude-code": "CLAUDE_PROJECT_DIR", "gemini-cli": "GEMINI_PROJECT_DIR"}.get(agent)
+    return (os.environ.get(name) or None) if name else None
+
+
+def home() -> Path:
+    """The user's home folder (HOME), where harnesses keep their user-wide settings."""
+    return Path(os.path.expanduser("~"))

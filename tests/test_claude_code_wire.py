@@ -116,3 +116,24 @@ def test_a_resumed_session_keeps_its_id_and_numbers_a_new_prompt(
     assert {p["session_id"] for p in payloads} == {sid}
     starts = [p["source"] for p in payloads if p["hook_event_name"] == "SessionStart"]
     assert starts == ["startup", "resume"]
+
+
+def test_claude_code_refuses_to_edit_anything_under_a_git_folder(
+        claude_code: ClaudeCode, fake_api: FakeAnthropic, tmp_path: Path) -> None:
+    # So it cannot work in an attached agent's worktree (<repo>/.git/gitspace/worktrees/NAME),
+    # whatever its permission rules say: "... which is a sensitive file".
+    nested = tmp_path / "repo" / ".git" / "gitspace" / "worktrees" / "agent"
+    nested.mkdir(parents=True)
+    sid = new_session()
+
+    def refused(body: dict[str, Any]) -> None:
+        result = tool_results(body)["toolu_w"]
+        assert result.get("is_error") is True and "sensitive file" in json.dumps(result)
+
+    fake_api.reply(tool_use("toolu_w", "Write", {"file_path": str(nested / "plan.md"),
+                                                 "content": "x"}),
+                   stop_reason="tool_use", session=sid)
+    fake_api.reply(text("done"), session=sid, check=refused)
+    claude_code.run_ok(nested, "write", session=sid)
+    fake_api.done()
+    assert not (nested / "plan.md").exists()

@@ -2,8 +2,8 @@
 
 This module is the front door: it builds the app from ``COMMANDS``, the one list of every command
 (each a function in a command module: workspace, history, agent_run, team, fleet, replay, mcp,
-ui), and holds the single error handler (``main``): expected errors (GitspaceError) print a
-sentence and a hint and exit 1; usage errors exit 2 (typer); anything else is a bug and exits
+ui, harness), and holds the single error handler (``main``): expected errors (GitspaceError) print
+a sentence and a hint and exit 1; usage errors exit 2 (typer); anything else is a bug and exits
 3; Ctrl-C exits 130. Command modules share ``common`` and never import this module.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from ..errors import GitspaceError
-from . import agent_run, common, fleet, history, mcp, replay, team, ui, workspace
+from . import agent_run, common, fleet, harness, history, mcp, replay, team, ui, workspace
 
 # Every command, in the order ``gitspace --help`` lists them.
 COMMANDS: list[tuple[str, Callable[..., Any]]] = [
@@ -51,6 +51,9 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("pull", team.pull),
     ("sync", fleet.sync),
     ("replay", replay.replay),
+    ("rewind", harness.rewind),
+    ("hook", harness.hook),
+    ("record", harness.record),
 ]
 
 app = typer.Typer(
@@ -63,6 +66,7 @@ app = typer.Typer(
 app.callback()(common.global_options)
 for _name, _command in COMMANDS:
     app.command(name=_name)(_command)
+app.add_typer(harness.hooks_app, name="hooks")  # install | uninstall | status
 
 
 def main() -> None:

@@ -109,6 +109,29 @@ def checkpoints(rows: list[Any]) -> None:
     out.print(table)
 
 
+def hooks(rows: list[dict[str, Any]]) -> None:
+    table = Table(box=None, pad_edge=False)
+    for col in ("harness", "scope", "state", "settings file"):
+        table.add_column(col)
+    for r in rows:
+        state = "installed" if r["installed"] else "partly" if r["partial"] else "-"
+        table.add_row(escape(r["harness"]), r["scope"], state, escape(r["path"]))
+    out.print(table)
+
+
+def turns(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        out.print("No turns recorded yet ('gitspace hooks install claude-code' records them).")
+        return
+    table = Table(box=None, pad_edge=False)
+    for col in ("session", "turn", "checkpoint", "commit", "time"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(escape(r["session"]), str(r["turn"]), escape(r["checkpoint"]),
+                      r["commit"][:12], _when(r["time"]))
+    out.print(table)
+
+
 def branches(rows: list[Any]) -> None:
     for b in rows:
         mark = "*" if b.current else " "

@@ -67,3 +67,26 @@ def snapshot(ws: Host) -> Result:
         txns.publish(branch, tip, commit, {}, before, known, ws.external_identity, "snapshot")
     return Result(ok=True, text=f"Committed outside changes to {len(changes)} file(s)." + note,
                   tool="snapshot", op=op_id, commit=commit, changed=sorted(changes))
+
+
+def record_paths(ws: Workspace, rels: list[str], note: str) -> str | None:
+    """Commit the outside changes of just ``rels`` as one external op; its id (None: unchanged)."""
+    txns = ws.transactions
+    with txns.lock():
+        txns.recover_locked()
+        branch, tip, tree = ws.branch(), ws.tip(), ws.tree()
+        changes: dict[str, Entry | None] = {}
+        known: dict[str, os.stat_result] = {}
+        for rel in rels:
+            stats: dict[str, os.stat_result] = {}
+            entry = entry_of(ws.repo, disk_state(ws.root / rel, stats, rel, limit=ws.max_file_bytes),
+                             write=True)
+            if entry != ws.repo.entry_at(tree, rel):
+                changes[rel] = entry
+                known.update(stats)
+        if not changes:
+            return None
+        commit, _, op_id = txns.commit_external(tip, tree, changes, note)
+        txns.publish(branch, tip, commit, {}, dict.fromkeys(changes), known,
+                     ws.external_identity, "snapshot")
+    return op_id

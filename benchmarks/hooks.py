@@ -1,0 +1,186 @@
+"""Benchmark: what ``gitspace hook claude-code`` adds to each tool call of Claude Code.
+
+Through the path users take: ``gitspace hooks install claude-code`` writes the hook command into
+``.claude/settings.json``; this script reads that command back and runs it exactly as Claude Code
+does for one tool call: ``/bin/sh -c COMMAND`` with the PreToolUse payload on stdin, the tool's
+effect, then ``/bin/sh -c COMMAND`` with the PostToolUse payload. Payloads are shaped as the real
+binary sends them (tests/test_claude_code_wire.py).
+
+Baselines, measured in the same run on the same calls: the same two hook invocations running
+``true`` (the harness's bare cost of calling any hook) and running a no-op Python that reads its
+stdin (the bare cost of any hook written in Python). The overhead of gitspace is its median per
+call minus the baseline's; the goal is well under 100 ms per tool call.
+
+Calls: ``Write`` of a new file, ``Edit`` of an existing one, and ``Bash`` creating two files, in a
+workspace of ``--files`` small files (default 1,000; 100 per folder). The machines are shared and
+noisy: compare the ratios, not the absolute numbers. Exit status is always 0 (this is a report).
+
+Hermetic: HOME points into a temporary folder, GIT_CONFIG_NOSYSTEM=1, every other GIT_* variable
+is dropped; everything lives under that folder and is removed at exit.
+
+    .venv/bin/python benchmarks/hooks.py            # ~1 minute
+    .venv/bin/python benchmarks/hooks.py --quick    # fewer calls, 100 files
+    .venv/bin/python benchmarks/hooks.py --json     # JSON on stdout (the table goes to stderr)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import hermetic, log  # noqa: E402
+
+GITSPACE = str(Path(sys.executable).parent / "gitspace")
+SESSION = "0b5e1a2c-3d4e-4f50-8a6b-7c8d9e0f1a2b"
+NOOP_PYTHON = f"{shlex.quote(sys.executable)} -c 'import sys; sys.stdin.read()'"
+
+
+def make_workspace(root: Path, files: int) -> None:
+    subprocess.run([GITSPACE, "init", str(root)], check=True, capture_output=True)
+    for i in range(files):
+        folder = root / f"d{i // 100:03}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{i:05}.txt").write_text(f"file {i}\n")
+    subprocess.run([GITSPACE, "-C", str(root), "snapshot"], check=True, capture_output=True)
+    subprocess.run([GITSPACE, "-C", str(root), "hooks", "install", "claude-code"], check=True,
+                   capture_output=True)
+
+
+def installed_command(root: Path) -> str:
+    settings = json.loads((root / ".claude" / "settings.json").read_text())
+    return str(settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"])
+
+
+def payload(root: Path, event: str, tool: str, tool_input: dict[str, Any], use_id: str) -> bytes:
+    body: dict[str, Any] = {
+        "session_id": SESSION, "transcript_path": f"/tmp/{SESSION}.jsonl", "cwd": str(root),
+        "prompt_id": "bench-prompt", "permission_mode": "acceptEdits", "hook_event_name": event,
+        "tool_name": tool, "tool_input": tool_input, "tool_use_id": use_id}
+    if event == "PostToolUse":
+        body["tool_response"] = {"stdout": "", "stderr": "", "interrupted": False}
+    return json.dumps(body).encode()
+
+
+def hook(command: str, root: Path, data: bytes) -> None:
+    proc = subprocess.run(["/bin/sh", "-c", command], input=data, cwd=root, capture_output=True,
+                          env=None)
+    if proc.returncode != 0 or proc.stderr:
+        raise SystemExit(f"the hook failed: {proc.stderr.decode(errors='replace')}")
+
+
+def one_call(command: str, root: Path, kind: str, n: int) -> float:
+    """Seconds the harness spends in hooks for one tool call (Pre + Post), effect excluded."""
+    use_id = f"toolu_bench_{kind}_{n}"
+    target = root / "work" / f"{kind}-{n}.txt"
+    effect: Callable[[], None]
+    if kind == "Write":
+        tool_input: dict[str, Any] = {"file_path": str(target), "content": f"new {n}\n"}
+
+        def effect() -> None:
+            target.parent.mkdir(exist_ok=True)
+            target.write_text(f"new {n}\n")
+    elif kind == "Edit":
+        existing = root / "d000" / f"f{n % 100:05}.txt"
+        old = existing.read_text()
+        tool_input = {"file_path": str(existing), "old_string": old, "new_string": old + "x",
+                      "replace_all": False}
+
+        def effect() -> None:
+            existing.write_text(old + "x")
+    else:
+        tool_input = {"command": f"echo a > work/b{n}-1 && echo b > work/b{n}-2"}
+
+        def effect() -> None:
+            (root / "work").mkdir(exist_ok=True)
+            (root / "work" / f"b{n}-1").write_text("a\n")
+            (root / "work" / f"b{n}-2").write_text("b\n")
+    pre = payload(root, "PreToolUse", kind, tool_input, use_id)
+    post = payload(root, "PostToolUse", kind, tool_input, use_id)
+    t0 = time.perf_counter()
+    hook(command, root, pre)
+    t1 = time.perf_counter()
+    effect()
+    t2 = time.perf_counter()
+    hook(command, root, post)
+    t3 = time.perf_counter()
+    return (t1 - t0) + (t3 - t2)
+
+
+def measure(root: Path, calls: int) -> dict[str, dict[str, float]]:
+    commands = {"gitspace": installed_command(root), "true": "true", "python no-op": NOOP_PYTHON}
+    # The baselines' tool effects land in a plain folder of their own, not in the workspace.
+    plain = root.parent / "plain"
+    (plain / "d000").mkdir(parents=True)
+    for i in range(100):
+        (plain / "d000" / f"f{i:05}.txt").write_text(f"file {i}\n")
+    places = {"gitspace": root, "true": plain, "python no-op": plain}
+    results: dict[str, dict[str, list[float]]] = {c: {} for c in commands}
+    for kind in ("Write", "Edit", "Bash"):
+        for n in range(calls):
+            # Interleaved, so that the machine's load drifts over all three alike.
+            for name, command in commands.items():
+                results[name].setdefault(kind, []).append(
+                    one_call(command, places[name], kind, n * 3 + list(commands).index(name)))
+    return {name: {kind: statistics.median(v) * 1000 for kind, v in by_kind.items()}
+            | {"all": statistics.median([x for v in by_kind.values() for x in v]) * 1000}
+            for name, by_kind in results.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", type=int, default=1000)
+    parser.add_argument("--calls", type=int, default=15, help="calls per tool kind")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.files, args.calls = 100, 5
+    tmp = Path(tempfile.mkdtemp(prefix="gitspace-bench-hooks-"))
+    try:
+        hermetic(tmp, GITSPACE_PACK_THRESHOLD="0")
+        root = tmp / "ws"
+        log(f"workspace of {args.files} files, {args.calls} calls per tool kind ...")
+        make_workspace(root, args.files)
+        medians = measure(root, args.calls)
+        ops = subprocess.run(["git", "-C", str(root), "log", "--format=%(trailers:key="
+                              "Gitspace-Source,valueonly)"], capture_output=True, text=True)
+        recorded = ops.stdout.split().count("harness")
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain"],
+                                capture_output=True, text=True).stdout
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    overhead = {base: {k: medians["gitspace"][k] - medians[base][k] for k in medians[base]}
+                for base in ("true", "python no-op")}
+    report = {"files": args.files, "calls_per_kind": args.calls, "median_ms": medians,
+              "overhead_ms": overhead, "ops_recorded": recorded,
+              "ops_expected": 3 * args.calls, "status_clean": status == ""}
+    log(f"{'per tool call (Pre + Post hook), median ms':<44} {'Write':>8} {'Edit':>8} "
+        f"{'Bash':>8} {'all':>8}")
+    for name, row in medians.items():
+        log(f"{name:<44} " + " ".join(f"{row[k]:8.1f}" for k in ("Write", "Edit", "Bash", "all")))
+    for base, row in overhead.items():
+        log(f"{'gitspace overhead over ' + base:<44} "
+            + " ".join(f"{row[k]:8.1f}" for k in ("Write", "Edit", "Bash", "all")))
+    worst = overhead["python no-op"]["all"]
+    log(f"overhead over a no-op Python hook: {worst:.1f} ms per call "
+        f"({'pass' if worst < 100 else 'FAIL'}: goal well under 100 ms); "
+        f"ops recorded {recorded}/{3 * args.calls} "
+        f"({'pass' if recorded == 3 * args.calls else 'FAIL'}); "
+        f"git status {'clean (pass)' if report['status_clean'] else 'NOT clean (FAIL)'}")
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Commands for other agent harnesses: hooks install/uninstall/status, hook, record, rewind."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .. import config
+from .common import JsonOpt, echo, emit_json, open_workspace, render, show_result, state
+
+hooks_app = typer.Typer(help="Record the tool calls of Claude Code, Codex, Gemini CLI or Cursor.",
+                        no_args_is_help=True)
+
+Scope = Annotated[str, typer.Option(help="project (.claude/settings.json, committed), local "
+                                         "(.claude/settings.local.json) or user (every project).")]
+
+
+def _program() -> str:
+    """How the harness should start gitspace: this very installation, by absolute path."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "gitspace" and os.access(argv0, os.X_OK):
+        return shlex.quote(str(argv0.absolute()))
+    return f"{shlex.quote(sys.executable)} -m gitspace"
+
+
+def _start() -> Path:
+    from ..team.attach import route
+
+    return Path(route(state.directory, state.agent))
+
+
+@hooks_app.command("install")
+def hooks_install(
+    name: Annotated[str, typer.Argument(help="claude-code, codex, gemini-cli or cursor.")],
+    scope: Scope = "project",
+    commit_transcript: Annotated[bool, typer.Option(
+        help="At each turn's end, also commit the session transcript (it may hold sensitive "
+             "text).")] = False,
+) -> None:
+    """Make every tool call of the harness an op here (merged into its settings file)."""
+    from ..harness import install
+
+    wired = install.install(name, scope, _start(), config.home(), _program(), commit_transcript)
+    verb = "Installed" if wired.changed else "Already installed:"
+    echo(f"{verb} gitspace's {wired.spec.title} hooks in {wired.path}"
+               + (f" (recorded as op {wired.op})." if wired.op else "."))
+
+
+@hooks_app.command("uninstall")
+def hooks_uninstall(name: str, scope: Scope = "project") -> None:
+    """Remove gitspace's hooks from the harness's settings (other hooks stay)."""
+    from ..harness import install
+
+    wired = install.uninstall(name, scope, _start(), config.home())
+    echo(f"Removed gitspace's {wired.spec.title} hooks from {wired.path}."
+               if wired.changed else f"gitspace's {wired.spec.title} hooks are not in {wired.path}.")
+
+
+@hooks_app.command("status")
+def hooks_status(as_json: JsonOpt = False) -> None:
+    """Which harnesses have gitspace's hooks, in which settings files."""
+    from ..harness import install
+
+    rows = install.status(_start(), config.home())
+    data = [{"harness": spec.name, "scope": scope, "path": str(found.path),
+             "installed": found.complete, "partial": not found.complete and any(found.events.values()),
+             "command": found.command} for spec, scope, found in rows]
+    emit_json(data) if as_json else render().hooks(data)
+
+
+def hook(
+    name: Annotated[str, typer.Argument(help="claude-code, codex, gemini-cli or cursor.")],
+    quiet_outside: Annotated[bool, typer.Option(help="Say nothing outside a workspace.")] = False,
+    commit_transcript: Annotated[bool, typer.Option(help="Commit the transcript at turn end.")] = False,
+) -> None:
+    """What a harness's hooks run: reads one hook payload on stdin, records the call. Always
+    exits 0 (a failure is reported on stderr and caught up by the next call)."""
+    from ..harness.hook import main
+
+    flags = ["--quiet-outside"] * quiet_outside + ["--commit-transcript"] * commit_transcript
+    raise typer.Exit(main(["hook", name, *flags]))
+
+
+def record() -> None:
+    """Record one tool call of any harness, described by a JSON object on stdin: tool, args,
+    agent, session, tool_use_id, paths (the files it wrote; omit for a shell command), cwd,
+    phase (before | after | failed; default after)."""
+    from ..harness.hook import main
+
+    raise typer.Exit(main(["record"]))
+
+
+def rewind(
+    which: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="A turn number (of the latest session), a checkpoint name, or an op id.")] = None,
+    session: Annotated[Optional[str], typer.Option(help="The session (id or its start).")] = None,  # noqa: UP045
+    as_json: JsonOpt = False,
+) -> None:
+    """Restore the files to the end of an earlier turn (or right after an op), as a new op.
+    Without an argument, list the turns."""
+    from ..harness import rewind as rewinding
+
+    with open_workspace() as ws:
+        if which is None:
+            marks = rewinding.turns(ws)
+            data = [{"turn": t.number, "session": t.prefix, "checkpoint": t.name,
+                     "commit": t.commit, "time": t.time, "message": t.message} for t in marks]
+            emit_json(data) if as_json else render().turns(data)
+            return
+        show_result(rewinding.rewind(ws, which, session), as_json)

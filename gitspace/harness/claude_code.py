@@ -1,0 +1,59 @@
+"""Claude Code's hooks, as the real binary sends them (see tests/test_claude_code_wire.py).
+
+Every payload carries ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``; tool
+events add ``tool_name``, ``tool_input`` and ``tool_use_id`` (PostToolUse adds ``tool_response``,
+PostToolUseFailure ``error``); turn events carry ``prompt_id`` (UserPromptSubmit also ``prompt``).
+Used here: the event name, session, cwd, transcript path, prompt id, tool name, tool input and
+tool-use id. ``tool_response`` and the prompt text are never stored. Claude Code runs hooks with
+``CLAUDE_PROJECT_DIR`` set to the project root, which is where gitspace looks for the workspace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .events import Call, Event, file_paths, ignored, mapping, text
+from .spec import HookSpec
+
+AGENT = "claude-code"
+# Tools that change files and name them in their input, and the input key that names the file.
+PATH_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path",
+              "NotebookEdit": "notebook_path"}
+SHELL_TOOLS = ("Bash",)
+MATCHER = "|".join([*PATH_TOOLS, *SHELL_TOOLS])
+TOOL_EVENTS = {"PreToolUse": "before", "PostToolUse": "after", "PostToolUseFailure": "failed"}
+
+SPEC = HookSpec(
+    name=AGENT, title="Claude Code", style="matchers",
+    events=(("PreToolUse", MATCHER), ("PostToolUse", MATCHER), ("PostToolUseFailure", MATCHER),
+            ("UserPromptSubmit", None), ("Stop", None)),
+    files=(("project", ".claude/settings.json"), ("local", ".claude/settings.local.json"),
+           ("user", "~/.claude/settings.json")),
+)
+
+
+def event(payload: Mapping[str, Any]) -> Event:
+    name = text(payload, "hook_event_name")
+    common: dict[str, Any] = {
+        "agent": AGENT, "cwd": text(payload, "cwd"), "session": text(payload, "session_id"),
+        "transcript": text(payload, "transcript_path"), "prompt_id": text(payload, "prompt_id"),
+    }
+    if name in TOOL_EVENTS:
+        tool, tool_input = text(payload, "tool_name"), mapping(payload, "tool_input")
+        if tool not in PATH_TOOLS and tool not in SHELL_TOOLS:
+            return ignored(AGENT, f"{tool} does not change files.", payload)
+        if tool_input is None:
+            return ignored(AGENT, f"The {name} payload for {tool} has no tool_input object.", payload)
+        paths = file_paths(tool_input, PATH_TOOLS[tool]) if tool in PATH_TOOLS else None
+        if tool in PATH_TOOLS and paths is None:
+            return ignored(AGENT, f"The {tool} call names no file ({PATH_TOOLS[tool]}).", payload)
+        kind = TOOL_EVENTS[name]
+        call = Call(tool, tool_input, paths, text(payload, "tool_use_id"),
+                    text(payload, "error") if kind == "failed" else None)
+        return Event(kind, call=call, **common)
+    if name == "UserPromptSubmit":
+        return Event("prompt", **common)
+    if name == "Stop":
+        return Event("stop", **common)
+    return ignored(AGENT, f"gitspace does not use the {name} event.", payload)

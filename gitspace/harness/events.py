@@ -1,0 +1,94 @@
+"""What a harness hook reports, in one shape for every harness: an ``Event`` about one ``Call``.
+
+Invariant: adapters (one module per harness) only translate a payload into an Event; they never
+touch the workspace. Anything an adapter cannot read is an ``ignored`` Event with a reason, never
+an exception: a hook must not break the harness that runs it.
+
+Kinds:
+- ``before``: a tool call is about to run (PreToolUse / BeforeTool / beforeShellExecution);
+- ``after``: it finished (PostToolUse / AfterTool / afterFileEdit / afterShellExecution);
+- ``failed``: it failed (PostToolUseFailure, an AfterTool carrying an error): a failed call is
+  recorded only when it still changed files;
+- ``prompt``: a person's message starts a turn; ``stop``: the turn ended;
+- ``ignored``: nothing to do (a read-only tool, an event gitspace does not use, a bad payload).
+
+A ``Call`` names the files it writes (``paths``, absolute as the harness gives them) when its input
+says so (Write, Edit, ...); ``paths is None`` means the call may change anything (a shell command),
+so its effect is whatever changed while it ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import GitspaceError
+
+KINDS = ("before", "after", "failed", "prompt", "stop", "ignored")
+
+
+@dataclass(frozen=True)
+class Call:
+    tool: str
+    args: dict[str, Any]
+    paths: tuple[str, ...] | None
+    use_id: str | None = None
+    error: str | None = None  # why a failed call failed, as the harness says it
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    agent: str
+    cwd: str | None = None
+    session: str | None = None
+    call: Call | None = None
+    prompt_id: str | None = None
+    transcript: str | None = None
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def ignored(agent: str, note: str, payload: Mapping[str, Any] | None = None) -> Event:
+    cwd = text(payload, "cwd") if payload is not None else None
+    return Event("ignored", agent, cwd=cwd, note=note)
+
+
+def text(payload: Mapping[str, Any] | None, key: str) -> str | None:
+    """``payload[key]`` when it is a non-empty string, else None."""
+    value = payload.get(key) if payload is not None else None
+    return value if isinstance(value, str) and value else None
+
+
+def mapping(payload: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    value = payload.get(key)
+    return value if isinstance(value, dict) else None
+
+
+def file_paths(tool_input: Mapping[str, Any], *keys: str) -> tuple[str, ...] | None:
+    """The file paths a tool's input names under ``keys`` (the first present), or None."""
+    for key in keys:
+        value = tool_input.get(key)
+        if isinstance(value, str) and value:
+            return (value,)
+    return None
+
+
+class PayloadRefused(GitspaceError):
+    """A hook payload that gitspace will not act on (another folder, bad fields)."""
+
+
+@dataclass
+class Options:
+    quiet_outside: bool = False  # installed for every project (user scope): say nothing elsewhere
+    commit_transcript: bool = False
+    lock_timeout: float = 10.0
+    max_file_bytes: int = 1 << 20
+
+
+@dataclass
+class Outcome:
+    ops: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    checkpoint: str | None = None

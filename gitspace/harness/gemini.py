@@ -1,0 +1,61 @@
+"""Gemini CLI's hooks (``.gemini/settings.json``, the same layout as Claude Code's settings).
+
+Its hooks reference documents, for every event, ``session_id``, ``transcript_path``, ``cwd``,
+``hook_event_name`` and ``timestamp``; BeforeTool adds ``tool_name`` and ``tool_input``; AfterTool
+adds ``tool_response`` (``llmContent``, ``returnDisplay``, and ``error`` when the tool failed);
+BeforeAgent adds ``prompt``; AfterAgent ends the turn. Gemini CLI gives no tool-use id, so its
+ops carry none. Tools recorded: ``write_file`` and ``replace`` (the file is ``file_path``) and
+``run_shell_command`` (its effect is whatever changed while it ran). Used here: event name,
+session, cwd, transcript path, tool name, tool input, and whether ``tool_response.error`` is set.
+Hooks must print only JSON on stdout, so the hook prints ``{}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .events import Call, Event, file_paths, ignored, mapping, text
+from .spec import HookSpec
+
+AGENT = "gemini-cli"
+PATH_TOOLS = {"write_file": "file_path", "replace": "file_path"}
+SHELL_TOOLS = ("run_shell_command",)
+MATCHER = "^(" + "|".join([*PATH_TOOLS, *SHELL_TOOLS]) + ")$"
+
+SPEC = HookSpec(
+    name=AGENT, title="Gemini CLI", style="matchers",
+    events=(("BeforeTool", MATCHER), ("AfterTool", MATCHER), ("BeforeAgent", None),
+            ("AfterAgent", None)),
+    files=(("project", ".gemini/settings.json"), ("user", "~/.gemini/settings.json")),
+    stdout="{}",
+)
+
+
+def event(payload: Mapping[str, Any]) -> Event:
+    name = text(payload, "hook_event_name")
+    common: dict[str, Any] = {
+        "agent": AGENT, "cwd": text(payload, "cwd"), "session": text(payload, "session_id"),
+        "transcript": text(payload, "transcript_path"),
+    }
+    if name in ("BeforeTool", "AfterTool"):
+        tool, tool_input = text(payload, "tool_name"), mapping(payload, "tool_input")
+        if tool not in PATH_TOOLS and tool not in SHELL_TOOLS:
+            return ignored(AGENT, f"{tool} does not change files.", payload)
+        if tool_input is None:
+            return ignored(AGENT, f"The {name} payload for {tool} has no tool_input object.", payload)
+        paths = file_paths(tool_input, PATH_TOOLS[tool]) if tool in PATH_TOOLS else None
+        if tool in PATH_TOOLS and paths is None:
+            return ignored(AGENT, f"The {tool} call names no file.", payload)
+        kind, error = "before", None
+        if name == "AfterTool":
+            response = mapping(payload, "tool_response") or {}
+            failure = response.get("error")
+            error = str(failure) if failure else None
+            kind = "failed" if error else "after"
+        return Event(kind, call=Call(tool, tool_input, paths, None, error), **common)
+    if name == "BeforeAgent":
+        return Event("prompt", **common)
+    if name == "AfterAgent":
+        return Event("stop", **common)
+    return ignored(AGENT, f"gitspace does not use the {name} event.", payload)

@@ -1,0 +1,126 @@
+"""``gitspace hook NAME`` and ``gitspace record``: the commands a harness runs, kept fast and safe.
+
+Invariants:
+- ``gitspace hook NAME`` never blocks or breaks the harness: it reads one JSON payload on stdin,
+  and whatever happens (bad JSON, a payload for another folder, a locked or broken workspace, a
+  bug) it exits 0, saying why on stderr; a failure marks the worktree so the next hook call
+  records what was left as an outside edit. ``gitspace record`` is a command for people and
+  scripts: bad input exits 1 with a sentence, as every other command does.
+- The import path is small: this module and what ``record`` needs, never typer, rich or the CLI,
+  and GitPython only when an object must be read from a pack (see ``storage.gitrepo``).
+- At most ``MAX_PAYLOAD`` bytes are read; a larger payload is refused, not parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+MAX_PAYLOAD = 64 << 20
+ADAPTERS = {"claude-code": "claude_code", "codex": "codex", "gemini-cli": "gemini",
+            "cursor": "cursor"}
+USAGE = ("usage: gitspace hook {" + ",".join(ADAPTERS) + "} [--quiet-outside] "
+         "[--commit-transcript] < payload.json\n       gitspace record < call.json")
+
+
+def adapter(name: str) -> ModuleType:
+    from importlib import import_module
+
+    if name not in ADAPTERS:
+        from ..errors import BadArguments
+
+        raise BadArguments(f"gitspace has no hook for {name!r}.",
+                           hint="Known harnesses: " + ", ".join(ADAPTERS) + ".")
+    return import_module(f".{ADAPTERS[name]}", __package__)
+
+
+def main(argv: list[str], stdin: Any = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Run ``hook NAME ...`` or ``record`` (``argv`` starts with the command); the exit code."""
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    out, err = stdout or sys.stdout, stderr or sys.stderr
+    command, rest = (argv[0] if argv else ""), argv[1:]
+    flags = {a for a in rest if a.startswith("--")}
+    names = [a for a in rest if not a.startswith("--")]
+    known = {"--quiet-outside", "--commit-transcript"}
+    if command not in ("hook", "record") or (command == "hook" and len(names) != 1) \
+            or (command == "record" and names) or flags - known:
+        err.write(USAGE + "\n")
+        return 2
+    hook = command == "hook"
+    name = names[0] if hook else "generic"
+    try:
+        spec_stdout = adapter(name).SPEC.stdout if hook else ""
+    except Exception as e:  # noqa: BLE001  (an unknown harness: say so, never break it)
+        err.write(f"gitspace: {e}\n")
+        return 0 if hook else 2
+    code = _run(name, hook, flags, stdin, err)
+    if spec_stdout:
+        out.write(spec_stdout + "\n")
+    return code
+
+
+def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int:
+    from .. import config
+    from ..errors import GitspaceError
+    from .events import Options, PayloadRefused
+
+    start = Path(os.getcwd())
+    try:
+        raw = stdin.read(MAX_PAYLOAD + 1)
+        if len(raw) > MAX_PAYLOAD:
+            raise PayloadRefused(f"The payload is over {MAX_PAYLOAD >> 20} MiB; it was not "
+                                        "read.", hint="Nothing was recorded for this call.")
+        try:
+            payload = json.loads(raw)
+        except ValueError as e:
+            raise PayloadRefused(f"The payload is not JSON ({e}).",
+                                        hint="Send one JSON object on stdin.") from None
+        if not isinstance(payload, dict):
+            raise PayloadRefused("The payload is not a JSON object.",
+                                        hint="Send one JSON object on stdin.")
+        module = adapter(name) if hook else __import__(
+            f"{__package__}.generic", fromlist=["event"])
+        event = module.event(payload)
+        if not hook and event.kind == "ignored":
+            raise PayloadRefused(event.note, hint="See 'gitspace record --help'.")
+        project = config.harness_project_dir(event.agent)
+        start = Path(project or event.cwd or start)
+        options = Options(quiet_outside="--quiet-outside" in flags,
+                          commit_transcript="--commit-transcript" in flags,
+                          max_file_bytes=config.max_file_bytes())
+        outcome = None
+        if event.kind == "before":  # the fast path, when the checkout is plainly a workspace
+            from .prepare import handle as prepare
+
+            outcome = prepare(event, start, options)
+        if outcome is None:
+            from . import record
+
+            outcome = record.handle(event, start, options)
+        for note in outcome.notes:
+            err.write(f"gitspace: {note}\n")
+        return 0
+    except GitspaceError as e:
+        err.write(f"gitspace: {e}\n" + ("gitspace: nothing was lost: the next call records what "
+                                         "this one could not.\n" if hook else ""))
+        _note_failure(start, str(e))
+        return 0 if hook else 1
+    except Exception as e:  # noqa: BLE001  (a hook must never break its harness)
+        err.write(f"gitspace: unexpected {type(e).__name__}: {e}. This is a bug in gitspace; the "
+                  "next call records what this one could not.\n")
+        try:
+            _note_failure(start, f"{type(e).__name__}: {e}")
+        except Exception:  # noqa: BLE001
+            pass
+        return 0 if hook else 3
+
+
+def _note_failure(start: Path, reason: str) -> None:
+    from .record import note_failure
+
+    note_failure(start, reason)

@@ -1,0 +1,414 @@
+"""Recording another harness's tool calls as ops: one op per call that changed files.
+
+Invariants:
+- A call's op is an ordinary op (one commit on the branch, ref/index moved by the same
+  ``Transactions.publish``), of source ``harness``: tool and input as the harness gave them,
+  agent = the harness, its session and tool-use id, and the paths it changed
+  (``Gitspace-Paths``). A call that changed nothing records nothing, failed or not; a failed
+  call that still changed files (a shell command that wrote, then exited 1) is recorded and says
+  it failed.
+- Outside edits are never folded into a call's op. A file tool's before hook keeps what its
+  files held (``state.Running.before``, blobs written then); at its after hook a difference from
+  the branch is committed first as its own ``external`` op. A shell command's before hook
+  commits every pending outside change first; its op is then what changed while it ran. Changes
+  by people between calls become external ops at the next shell command, turn start or turn end.
+- Concurrency: every commit happens under the workspace lock, and the branch moves by
+  compare-and-swap, so concurrent hook calls (parallel calls, subagents, several sessions) never
+  lose an op. A shell command never claims a file that a running file tool announced; shell
+  commands that overlap in time cannot be told apart, so the first to finish records what both
+  changed so far and says so in its message.
+- Failure: any error leaves the workspace as it was (the op transaction's guarantees) and marks
+  the worktree ``missed``; the next hook call commits whatever was left pending as an external op
+  before anything else, so nothing is lost and nothing is counted twice.
+- The transcript is never read, except with ``commit_transcript`` (the user's opt-in), and then
+  only the file Claude Code names for this very session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..core import owner
+from ..core.transaction import COMMITTER, disk_state, entry_of
+from ..core.workspace import Workspace
+from ..errors import FileRefused, GitspaceError, NotAWorkspace
+from ..storage import ledger
+from ..storage.gitrepo import Entry, GitRepo
+from . import state
+from .events import Call, Event, Options, Outcome
+from .prepare import announce, check_cwd, relative, running
+
+TITLES = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI",
+          "cursor": "Cursor"}
+ARG_LIMIT = 4096  # longer strings are elided (ledger format 2)
+ARGS_CAP = 64 * 1024  # a whole input beyond this is recorded as its hash and size only
+PATH_KEYS = ("file_path", "notebook_path", "path")
+
+
+def handle(event: Event, start: Path, options: Options) -> Outcome:
+    """Apply one hook event to the workspace containing ``start``."""
+    if event.kind == "ignored":
+        return Outcome()
+    try:
+        repo = GitRepo.locate(start)
+    except NotAWorkspace:
+        if options.quiet_outside:
+            return Outcome()
+        raise
+    try:
+        if not owner.owns(repo):
+            if options.quiet_outside:
+                return Outcome()
+            raise owner.refuse(repo, "record the tool calls of " + title(event.agent))
+        check_cwd(repo.root, event)
+        if event.kind == "before" and event.call is not None:
+            announce(repo.root, repo.gitdir, repo.commondir, event, options)
+            return Outcome()
+        ws = Workspace(repo, agent=event.agent, session=_token(event.session),
+                       max_file_bytes=options.max_file_bytes)
+        try:
+            return Recorder(ws, event, options).run()
+        except BaseException as e:
+            state.mark_missed(repo.gitdir, f"{type(e).__name__}: {e}")
+            raise
+    finally:
+        repo.close()
+
+
+def note_failure(start: Path, reason: str) -> None:
+    """A hook call failed before it could record anything: have the next one catch up."""
+    try:
+        repo = GitRepo.locate(start)
+    except GitspaceError:
+        return
+    try:
+        if owner.owns(repo):
+            state.mark_missed(repo.gitdir, reason)
+    finally:
+        repo.close()
+
+
+def title(agent: str) -> str:
+    return TITLES.get(agent, agent)
+
+
+def _token(value: str | None) -> str | None:
+    return value if value is not None and ledger.TOKEN.fullmatch(value) else None
+
+
+class Recorder:
+    """One full hook call under the workspace lock: external ops first, then the call's op."""
+
+    def __init__(self, ws: Workspace, event: Event, options: Options) -> None:
+        self.ws, self.repo, self.event, self.options = ws, ws.repo, event, options
+        self.gitdir = ws.repo.gitdir
+        self.outcome = Outcome()
+        self.touched: dict[str, None] = {}
+        self.stats: dict[str, os.stat_result] = {}
+        self.writes: dict[str, tuple[bytes, int] | None] = {}
+
+    # -- the call ----------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        txns = self.ws.transactions
+        with txns.lock(self.options.lock_timeout):
+            txns.recover_locked()
+            self.branch = self.ws.branch()
+            self.tip = self.parent = self.ws.tip()
+            self.tree = self.repo.commit(self.tip).tree
+            key = running(self.event, self.event.call).key if self.event.call else None
+            self.others = [r for r in state.running(self.gitdir) if r.key != key]
+            self.busy = {rel for r in self.others for rel in r.before}
+            kind, call = self.event.kind, self.event.call
+            if kind in ("prompt", "stop"):
+                self._turn_edge()
+            elif call is not None and call.paths is None:
+                self._after_shell(call, key)
+            elif call is not None:
+                self._after_file_call(call, key)
+            self._publish()
+        if kind == "stop":
+            self._checkpoint()
+        return self.outcome
+
+    def _after_shell(self, call: Call, key: str | None) -> None:
+        announced = state.retire(self.gitdir, key) if key else None
+        if announced is not None and announced.before:
+            self._separate(call, announced)
+        changes, skipped = self._pending()
+        state.clear_missed(self.gitdir)  # everything pending is recorded now (or running)
+        if changes:
+            overlap = [r for r in self.others if r.shell]
+            note = ("Other commands ran at the same time ("
+                    + ", ".join(f"{r.tool} {r.use_id or ''}".strip() for r in overlap)
+                    + "); what they changed while this one ran is recorded here too."
+                    ) if overlap else ""
+            self._call_op(call, changes, note)
+        self._skipped(skipped)
+
+    def _after_file_call(self, call: Call, key: str | None) -> None:
+        assert call.paths is not None
+        mine: list[str] = []
+        for given in call.paths:
+            rel = relative(self.repo.root, self.event.cwd, given)
+            if rel is None:
+                self.outcome.notes.append(f"{given} is outside the workspace (or a path gitspace "
+                                          "does not record); it was not recorded.")
+            else:
+                mine.append(rel)
+        announced = state.retire(self.gitdir, key) if key else None
+        self._catch_up(exclude=set(mine))
+        if announced is not None:
+            self._separate(call, announced, only=set(mine))
+        changes: dict[str, Entry | None] = {}
+        for rel in mine:
+            try:
+                entry = entry_of(self.repo, disk_state(self.repo.root / rel, self.stats, rel,
+                                                       limit=self.ws.max_file_bytes), write=True)
+            except FileRefused as e:
+                self.outcome.notes.append(str(e))
+                continue
+            if entry != self.repo.entry_at(self.tree, rel):
+                changes[rel] = entry
+        if changes:
+            self._call_op(call, changes, "")
+
+    def _separate(self, call: Call, announced: state.Running,
+                  only: set[str] | None = None) -> None:
+        """Commit what the call's files held before it ran, where that differs from the branch,
+        as an outside edit of its own (files a running file tool announced are not ours)."""
+        outside: dict[str, Entry | None] = {}
+        for rel, (sha, mode) in announced.before.items():
+            if (only is not None and rel not in only) or rel in self.busy or rel in self.touched:
+                continue
+            pre = Entry(mode, sha) if sha else None
+            if (pre is None or self.repo.has_object(pre.sha)) \
+                    and pre != self.repo.entry_at(self.tree, rel):
+                outside[rel] = pre
+        if outside:
+            self._external(outside, " ".join(f"Outside changes found before {call.tool} "
+                                             f"{call.use_id or ''}".split()) + ".")
+
+    def _turn_edge(self) -> None:
+        event = self.event
+        known = state.turn(self.gitdir, event.agent, event.session)
+        if event.kind == "prompt" and event.session:
+            first = 1 + len(turn_checkpoints(self.ws, event.agent, event.session))
+            known = state.begin_turn(self.gitdir, event.agent, event.session, event.prompt_id,
+                                     event.transcript, first)
+        number = f" {known.number}" if known else ""
+        when = "began" if event.kind == "prompt" else "ended"
+        if not any(r.shell for r in self.others):
+            self._outside(set(), f"Outside changes found when turn{number} of "
+                                 f"{title(event.agent)} session {event.session} {when}.")
+        if event.kind == "stop" and self.options.commit_transcript:
+            self._transcript()
+
+    # -- pieces ------------------------------------------------------------------------------
+
+    def _pending(self, exclude: frozenset[str] | set[str] = frozenset(),
+                 ) -> tuple[dict[str, Entry | None], list[str]]:
+        """Every pending change not announced by a running file tool (nor in ``exclude``)."""
+        from ..core.snapshot import pending_changes
+
+        found, skipped = pending_changes(self.ws, write=True)
+        changes = {}
+        for rel, (entry, st) in found.items():
+            if rel in self.busy or rel in exclude or rel in self.touched:
+                continue
+            if entry != self.repo.entry_at(self.tree, rel):
+                changes[rel] = entry
+                if st is not None:
+                    self.stats[rel] = st
+        return changes, skipped
+
+    def _outside(self, exclude: set[str], note: str) -> None:
+        """Commit every pending outside change (minus ``exclude``) as one external op."""
+        changes, skipped = self._pending(exclude)
+        if changes:
+            self._external(changes, note)
+        self._skipped(skipped)
+        state.clear_missed(self.gitdir)
+
+    def _catch_up(self, exclude: set[str]) -> None:
+        """After a failed hook call: record what it left pending before this call's op."""
+        reason = state.missed(self.gitdir)
+        if reason is not None:
+            self._outside(exclude, f"Changes an earlier hook call could not record ({reason}).")
+
+    def _skipped(self, skipped: list[str]) -> None:
+        if skipped:
+            self.outcome.notes.append("Not recorded (over the size cap; add them to .gitignore): "
+                                      + "; ".join(skipped))
+
+    def _external(self, changes: dict[str, Entry | None], note: str) -> None:
+        commit, tree, op_id = self.ws.transactions.commit_external(
+            self.parent, self.tree, changes, note)
+        self._advance(commit, tree, op_id, changes)
+
+    def _call_op(self, call: Call, changes: dict[str, Entry | None], note: str) -> None:
+        event = self.event
+        op = ledger.Op(op_id=ledger.new_op_id(), tool=call.tool,
+                       args=recorded_args(self.repo, event.cwd, call, changes),
+                       source="harness", agent=self.ws.agent, session=self.ws.session,
+                       tool_use_id=_token(call.use_id), paths=tuple(sorted(changes)),
+                       path_count=len(changes))
+        body = [self._where()]
+        if call.error or event.kind == "failed":
+            body.append(f"The call failed ({call.error or 'no reason given'}); these are the "
+                        "changes it left.")
+        if note:
+            body.append(note)
+        self._commit(op, changes, subject(call, changes), "\n".join(body), self.ws.author)
+
+    def _where(self) -> str:
+        event = self.event
+        known = state.turn(self.gitdir, event.agent, event.session)
+        turn = f", turn {known.number} (prompt {known.prompt_id})" if known and known.prompt_id \
+            else f", turn {known.number}" if known else ""
+        return f"{title(event.agent)} session {event.session or '(none given)'}{turn}."
+
+    def _commit(self, op: ledger.Op, changes: dict[str, Entry | None], subject_line: str,
+                body: str, ident: Any) -> None:
+        tree = self.repo.update_tree(self.tree, changes)
+        message = ledger.encode_message(op, subject_line, body)
+        commit = self.repo.write_commit(tree, [self.parent], message, ident, COMMITTER)
+        self._advance(commit, tree, op.op_id, changes)
+
+    def _advance(self, commit: str, tree: str, op_id: str,
+                 changes: dict[str, Entry | None]) -> None:
+        self.parent, self.tree = commit, tree
+        self.touched.update(dict.fromkeys(changes))
+        self.outcome.ops.append(op_id)
+
+    def _publish(self) -> None:
+        if self.parent == self.tip:
+            return
+        before: dict[str, tuple[bytes, int] | None] = dict.fromkeys(self.touched)
+        known = {rel: st for rel, st in self.stats.items() if rel not in self.writes}
+        self.ws.transactions.publish(self.branch, self.tip, self.parent, self.writes, before,
+                                     known, self.ws.author, "harness")
+        self.repo.maybe_pack()
+
+    # -- turns -------------------------------------------------------------------------------
+
+    def _transcript(self) -> None:
+        event = self.event
+        path = Path(event.transcript) if event.transcript else None
+        if path is None or not event.session or path.name != f"{event.session}.jsonl":
+            self.outcome.notes.append("No transcript of this session was named, so none was "
+                                      "committed.")
+            return
+        try:
+            entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+                       if line.strip()]
+        except (OSError, ValueError) as e:
+            self.outcome.notes.append(f"The transcript {path} could not be read ({e}); it was not "
+                                      "committed.")
+            return
+        rel = f"transcripts/{_name(event.agent)}-{_name(event.session)}.json"
+        data = json.dumps({"harness": event.agent, "session": event.session, "entries": entries},
+                          ensure_ascii=False, indent=1).encode() + b"\n"
+        if len(data) > self.ws.max_file_bytes:
+            self.outcome.notes.append(f"The transcript is {len(data):,} bytes, over the "
+                                      f"{self.ws.max_file_bytes:,}-byte cap; it was not committed.")
+            return
+        entry = entry_of(self.repo, (data, 0o100644), write=True)
+        if entry == self.repo.entry_at(self.tree, rel):
+            return
+        op = ledger.Op(op_id=ledger.new_op_id(), tool="transcript",
+                       args={"path": rel, "session": event.session}, source="transcript",
+                       agent=self.ws.agent, session=self.ws.session)
+        self.writes[rel] = (data, 0o100644)
+        self._commit(op, {rel: entry}, f"transcript {event.session}",
+                     f"The conversation of {title(event.agent)} session {event.session}, "
+                     "committed on request (--commit-transcript).", self.ws.author)
+
+    def _checkpoint(self) -> None:
+        from ..core import checkpoints
+
+        event = self.event
+        known = state.turn(self.gitdir, event.agent, event.session)
+        if known is None and event.session:
+            first = 1 + len(turn_checkpoints(self.ws, event.agent, event.session))
+            known = state.begin_turn(self.gitdir, event.agent, event.session, event.prompt_id,
+                                     event.transcript, first)
+        number = known.number if known else 1
+        base = turn_name(event.agent, event.session, number)
+        name, k = base, 1
+        while self.repo.read_ref(checkpoints.PREFIX + name) is not None:
+            k += 1
+            name = f"{base}.{k}"
+        transcript = (f" Transcript (not committed): {event.transcript}." if event.transcript
+                      and not self.options.commit_transcript else "")
+        prompt = f" (prompt {known.prompt_id})" if known and known.prompt_id else ""
+        message = (f"{title(event.agent)} session {event.session or '(none given)'}, turn "
+                   f"{number}{prompt} ended.{transcript}")
+        self.outcome.checkpoint = checkpoints.create(self.ws, name, message).name
+
+
+# -- names, subjects, args ---------------------------------------------------------------------
+
+
+def _name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "-", text)[:40].strip(".-") or "x"
+
+
+def turn_name(agent: str, session: str | None, number: int) -> str:
+    """The checkpoint a turn ends at: ``<agent>-<first 8 of the session>-turn-<n>``."""
+    middle = f"-{_name(session)[:8]}" if session else ""
+    return f"{_name(agent)}{middle}-turn-{number}"
+
+
+TURN = re.compile(r"(?P<prefix>.+)-turn-(?P<number>\d+)(?:\.\d+)?")
+
+
+def turn_checkpoints(ws: Workspace, agent: str, session: str) -> list[Any]:
+    """The turn checkpoints of one session (``checkpoints.Checkpoint``s)."""
+    from ..core import checkpoints
+
+    prefix = turn_name(agent, session, 0)[: -len("-turn-0")]
+    return [c for c in checkpoints.listing(ws)
+            if (m := TURN.fullmatch(c.name)) and m.group("prefix") == prefix]
+
+
+def subject(call: Call, changes: dict[str, Entry | None]) -> str:
+    command = call.args.get("command")
+    if call.paths is None and isinstance(command, str):
+        return f"{call.tool}: {command}"
+    first = sorted(changes)[0]
+    more = f" and {len(changes) - 1} more" if len(changes) > 1 else ""
+    return f"{call.tool} {first}{more}"
+
+
+def recorded_args(repo: GitRepo, cwd: str | None, call: Call,
+                  changes: dict[str, Entry | None]) -> dict[str, Any]:
+    """The call's input as the ledger keeps it: workspace paths made relative, long strings
+    elided to the blob that holds them or to their hash (ledger format 2)."""
+    blobs = {e.sha for e in changes.values() if e is not None}
+
+    def keep(value: Any, key: str | None = None) -> Any:
+        if isinstance(value, str):
+            if key in PATH_KEYS and os.path.isabs(value):
+                rel = relative(repo.root, cwd, value)
+                return rel if rel is not None else value
+            if len(value) <= ARG_LIMIT:
+                return value
+            data = value.encode("utf-8", "surrogatepass")
+            sha = repo.hash_object("blob", data)
+            return ({"$blob": sha, "bytes": len(data)} if sha in blobs else ledger.omit(value))
+        if isinstance(value, dict):
+            return {str(k): keep(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [keep(v) for v in value]
+        return value
+
+    args = keep(call.args)
+    size = len(ledger.canonical_json(args))
+    if size > ARGS_CAP:
+        return {"input": ledger.omit(ledger.canonical_json(call.args))}
+    return args

@@ -1,0 +1,195 @@
+"""Writing gitspace's hook into a harness's own settings file, next to whatever else is there.
+
+Invariants:
+- Merge, never clobber: only hook entries whose command runs ``gitspace hook NAME`` are ever
+  added, changed or removed; every other key, event, matcher and hook of the user's stays as it
+  was, in its place. Installing twice changes nothing the second time.
+- A settings file that is not valid JSON, or whose ``hooks`` is not shaped as the harness
+  documents, is refused with the file named and nothing written.
+- The file is replaced atomically (tmp file + rename, keeping its permission bits), so a crash
+  leaves the old settings or the new ones, never half of either.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import GitspaceError
+from .spec import HookSpec
+
+TIMEOUT = 30  # seconds the harness waits for the hook; it gives up on the lock well before
+
+
+@dataclass(frozen=True)
+class Installed:
+    path: Path
+    events: dict[str, bool]  # each event gitspace wants: is its hook there?
+    command: str | None  # the command found (None: not installed)
+
+    @property
+    def complete(self) -> bool:
+        return all(self.events.values())
+
+
+def hook_command(program: str, name: str, *, quiet_outside: bool = False,
+                 commit_transcript: bool = False) -> str:
+    """The shell command a harness runs: ``PROGRAM hook NAME [flags]``."""
+    flags = (["--quiet-outside"] if quiet_outside else []) + (
+        ["--commit-transcript"] if commit_transcript else [])
+    return " ".join([program, "hook", shlex.quote(name), *flags])
+
+
+def is_ours(command: object, name: str) -> bool:
+    """Does this hook command run ``gitspace hook NAME``?"""
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    for i, word in enumerate(words[:-1]):
+        if word == "hook" and words[i + 1] == name and any(
+                w == "gitspace" or w.endswith("/gitspace") for w in words[:i]):
+            return True
+    return False
+
+
+def load(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as e:
+        raise GitspaceError(f"{path} cannot be read: {e}.", hint="Fix or move the file, then "
+                            "run the command again. Nothing was changed.") from None
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError as e:
+        raise GitspaceError(f"{path} is not valid JSON ({e}), so gitspace will not edit it.",
+                            hint="Fix the file (or move it away), then run the command again. "
+                                 "Nothing was changed.") from None
+    if not isinstance(data, dict):
+        raise GitspaceError(f"{path} does not hold a JSON object, so gitspace will not edit it.",
+                            hint="Fix the file, then run the command again. Nothing was changed.")
+    return data
+
+
+def _hooks(data: dict[str, Any], path: Path, spec: HookSpec) -> dict[str, Any]:
+    hooks = data.get("hooks", {})
+    bad = not isinstance(hooks, dict) or any(not isinstance(v, list) for v in hooks.values())
+    if not bad and spec.style == "matchers":
+        bad = any(not isinstance(group, dict) or not isinstance(group.get("hooks", []), list)
+                  for groups in hooks.values() for group in groups)
+    if bad:
+        raise GitspaceError(f"The 'hooks' in {path} are not shaped as {spec.title} documents "
+                            "them, so gitspace will not edit them.",
+                            hint="Fix that part of the file, then run the command again. "
+                                 "Nothing was changed.")
+    return hooks
+
+
+def _entries(groups: list[Any], spec: HookSpec) -> list[dict[str, Any]]:
+    """The hook entries (objects with a command) of one event's list."""
+    if spec.style == "flat":
+        return [g for g in groups if isinstance(g, dict)]
+    return [h for g in groups for h in g.get("hooks", []) if isinstance(h, dict)]
+
+
+def status(path: Path, spec: HookSpec) -> Installed:
+    hooks = _hooks(load(path), path, spec)
+    found: str | None = None
+    events = {}
+    for event, _ in spec.events:
+        ours = [h["command"] for h in _entries(hooks.get(event, []), spec)
+                if is_ours(h.get("command"), spec.name)]
+        events[event] = bool(ours)
+        found = found or (ours[0] if ours else None)
+    return Installed(path, events, found)
+
+
+def install(path: Path, spec: HookSpec, command: str) -> bool:
+    """Add (or update) gitspace's hook for every event of ``spec``. True if the file changed."""
+    data = load(path)
+    hooks = _hooks(data, path, spec)
+    before = json.dumps(data, sort_keys=True)
+    for event, matcher in spec.events:
+        groups = hooks.setdefault(event, [])
+        mine = [h for h in _entries(groups, spec) if is_ours(h.get("command"), spec.name)]
+        for entry in mine:
+            entry["command"] = command
+        if mine:
+            continue
+        entry = {"command": command} if spec.style == "flat" else {
+            "type": "command", "command": command, "timeout": TIMEOUT}
+        if spec.style == "flat":
+            groups.append(entry)
+        else:
+            groups.append({**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
+    if spec.style == "flat":
+        data.setdefault("version", 1)
+    data["hooks"] = hooks
+    if json.dumps(data, sort_keys=True) == before:
+        return False
+    _write(path, data)
+    return True
+
+
+def uninstall(path: Path, spec: HookSpec) -> int:
+    """Remove every gitspace hook entry of ``spec``'s harness; the number removed."""
+    if not path.exists():
+        return 0
+    data = load(path)
+    hooks = _hooks(data, path, spec)
+    removed = 0
+    for event in list(hooks):
+        groups = hooks[event]
+        if spec.style == "flat":
+            kept = [g for g in groups if not (isinstance(g, dict) and is_ours(g.get("command"),
+                                                                              spec.name))]
+        else:
+            kept = []
+            for group in groups:
+                inner = group.get("hooks", [])
+                rest = [h for h in inner if not (isinstance(h, dict)
+                                                 and is_ours(h.get("command"), spec.name))]
+                if len(rest) == len(inner):
+                    kept.append(group)
+                elif rest:
+                    kept.append({**group, "hooks": rest})
+        removed += len(_entries(groups, spec)) - len(_entries(kept, spec))
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if removed:
+        if hooks:
+            data["hooks"] = hooks
+        else:
+            data.pop("hooks", None)
+        _write(path, data)
+    return removed
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=".gitspace-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

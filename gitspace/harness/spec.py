@@ -1,0 +1,35 @@
+"""How a harness is wired: where its hook settings live and which of its events gitspace hears.
+
+Invariant: this is data only. ``settings`` writes it into the harness's own configuration file;
+each adapter module turns the payloads those events deliver into ``events.Event``s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    name: str  # what ``gitspace hooks install NAME`` and ``gitspace hook NAME`` take
+    title: str  # how people call the harness
+    style: str  # "matchers": {"hooks": {EVENT: [{"matcher", "hooks": [{type, command}]}]}}
+    #             (Claude Code, Codex, Gemini CLI); "flat": {"version": 1, "hooks": {EVENT:
+    #             [{"command"}]}} (Cursor)
+    events: tuple[tuple[str, str | None], ...]  # (event, tool matcher or None)
+    files: tuple[tuple[str, str], ...]  # (scope, settings path: relative to the project, or ~/...)
+    stdout: str = ""  # what the hook prints on success (some harnesses parse stdout as JSON)
+
+    def path_for(self, scope: str) -> str:
+        for known, path in self.files:
+            if known == scope:
+                return path
+        scopes = ", ".join(s for s, _ in self.files)
+        from ..errors import BadArguments
+
+        raise BadArguments(f"{self.title} has no {scope!r} settings scope.",
+                           hint=f"Use --scope with one of: {scopes}.")
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return tuple(scope for scope, _ in self.files)

@@ -1,0 +1,160 @@
+"""What the hook remembers between calls, in ``<git dir>/gitspace/harness/`` of the worktree.
+
+Invariants:
+- Nothing here is a record of truth: ops live in commits. These files only help the next hook
+  call: which calls are running now (``inflight/``), that an earlier hook call failed and left
+  changes unrecorded (``missed``), and each session's turn count (``sessions/``).
+- Every file is replaced by rename, so a reader sees an old or a new version, never a torn one;
+  a file that does not parse is treated as absent.
+- An in-flight call is announced before it runs (its ``before`` hook) and retired when it is
+  recorded. Announcements older than ``STALE`` seconds are ignored: their call died unreported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..storage.loose import sha1_hex
+
+STALE = 6 * 3600.0  # a tool call still "running" after this long was never reported as done
+
+
+@dataclass(frozen=True)
+class Running:
+    """A call announced by its before hook: what its files held then, and whether it is a shell."""
+
+    key: str
+    agent: str
+    session: str | None
+    tool: str
+    use_id: str | None
+    shell: bool
+    before: dict[str, list[Any]]  # rel path -> [blob sha or None (absent), git mode]
+    started: float
+
+
+def folder(gitdir: Path) -> Path:
+    return gitdir / "gitspace" / "harness"
+
+
+def call_key(agent: str, session: str | None, use_id: str | None, tool: str,
+             args: dict[str, Any]) -> str:
+    """A file-name-safe key for one call: its tool-use id, or (without one) its tool and input."""
+    basis = use_id if use_id else tool + "\0" + json.dumps(args, sort_keys=True, default=str)
+    return sha1_hex(f"{agent}\0{session or ''}\0{basis}".encode("utf-8", "replace"))
+
+
+def _write(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+# -- calls running now -----------------------------------------------------------------------
+
+
+def announce(gitdir: Path, call: Running) -> None:
+    _write(folder(gitdir) / "inflight" / f"{call.key}.json", call.__dict__)
+
+
+def retire(gitdir: Path, key: str) -> Running | None:
+    """Forget a call; what its before hook recorded about it, if anything."""
+    path = folder(gitdir) / "inflight" / f"{key}.json"
+    found = _load_running(path)
+    path.unlink(missing_ok=True)
+    return found
+
+
+def running(gitdir: Path, now: float | None = None) -> list[Running]:
+    """Every call announced and not yet retired (stale ones are dropped)."""
+    now = time.time() if now is None else now
+    try:
+        names = os.listdir(folder(gitdir) / "inflight")
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        if name.endswith(".json") and not name.startswith("."):
+            path = folder(gitdir) / "inflight" / name
+            call = _load_running(path)
+            if call is not None and now - call.started < STALE:
+                found.append(call)
+            elif call is not None:
+                path.unlink(missing_ok=True)
+    return found
+
+
+def _load_running(path: Path) -> Running | None:
+    data = _read(path)
+    try:
+        return Running(**data) if isinstance(data, dict) else None
+    except TypeError:
+        return None
+
+
+# -- a failed hook call ----------------------------------------------------------------------
+
+
+def mark_missed(gitdir: Path, reason: str) -> None:
+    """Say that changes may be unrecorded: the next hook call records them as outside edits."""
+    _write(folder(gitdir) / "missed", {"reason": reason[:500], "time": time.time()})
+
+
+def missed(gitdir: Path) -> str | None:
+    data = _read(folder(gitdir) / "missed")
+    return str(data.get("reason", "")) if isinstance(data, dict) else None
+
+
+def clear_missed(gitdir: Path) -> None:
+    (folder(gitdir) / "missed").unlink(missing_ok=True)
+
+
+# -- turns -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Turn:
+    number: int
+    prompt_id: str | None
+    transcript: str | None
+
+
+def _session_file(gitdir: Path, agent: str, session: str) -> Path:
+    name = sha1_hex(f"{agent}\0{session}".encode())
+    return folder(gitdir) / "sessions" / f"{name}.json"
+
+
+def turn(gitdir: Path, agent: str, session: str | None) -> Turn | None:
+    if not session:
+        return None
+    data = _read(_session_file(gitdir, agent, session))
+    if not isinstance(data, dict) or not isinstance(data.get("turn"), int):
+        return None
+    return Turn(data["turn"], data.get("prompt_id"), data.get("transcript"))
+
+
+def begin_turn(gitdir: Path, agent: str, session: str, prompt_id: str | None,
+               transcript: str | None, first: int = 1) -> Turn:
+    """Count a new turn of ``session`` (numbered from ``first`` when none is known yet)."""
+    known = turn(gitdir, agent, session)
+    number = known.number + 1 if known else first
+    _write(_session_file(gitdir, agent, session),
+           {"turn": number, "prompt_id": prompt_id, "transcript": transcript})
+    return Turn(number, prompt_id, transcript)

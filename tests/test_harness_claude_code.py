@@ -1,0 +1,171 @@
+"""Claude Code's tool calls become ops: the real ``claude`` binary, its real hooks, our streaming fake.
+
+The flow the issue asks for: a Write, an Edit, a failing Edit and a Bash that creates two files,
+then a second turn; one op per call that changed files (with Claude Code's own tool-use ids and
+session id), a checkpoint per turn, ``gitspace rewind`` to turn 1, a clean ``git status``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from claude_code import ClaudeCode, new_session
+from conftest import assert_clean, files, git, ops
+from fake_anthropic import FakeAnthropic, text, tool_use
+
+import gitspace
+
+GITSPACE = str(Path(sys.executable).parent / "gitspace")
+
+
+def gs(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([GITSPACE, "-C", str(root), *args], capture_output=True, text=True)
+    assert not check or proc.returncode == 0, f"gitspace {args} failed:\n{proc.stdout}{proc.stderr}"
+    return proc
+
+
+def workspace_with_hooks(root: Path) -> Path:
+    gitspace.init(root).close()
+    out = gs(root, "hooks", "install", "claude-code")
+    assert "Installed gitspace's Claude Code hooks" in out.stdout
+    assert_clean(root)
+    return root
+
+
+def result_of(body: dict[str, Any], use_id: str) -> dict[str, Any]:
+    last = [m for m in body["messages"] if m["role"] == "user"][-1]
+    return next(b for b in last["content"] if isinstance(b, dict)
+                and b.get("type") == "tool_result" and b.get("tool_use_id") == use_id)
+
+
+def script_first_turn(fake: FakeAnthropic, root: Path, sid: str, tag: str = "") -> None:
+    a = str(root / f"a{tag}.txt")
+
+    def edit_refused(body: dict[str, Any]) -> None:
+        assert result_of(body, f"toolu_e2{tag}").get("is_error") is True
+
+    fake.reply(text("writing"), tool_use(f"toolu_w1{tag}", "Write",
+                                         {"file_path": a, "content": "one\ntwo\n"}),
+               stop_reason="tool_use", session=sid)
+    fake.reply(tool_use(f"toolu_e1{tag}", "Edit", {"file_path": a, "old_string": "two",
+                                                   "new_string": "TWO"}),
+               stop_reason="tool_use", session=sid)
+    fake.reply(tool_use(f"toolu_e2{tag}", "Edit", {"file_path": a, "old_string": "absent",
+                                                   "new_string": "x"}),
+               stop_reason="tool_use", session=sid)
+    fake.reply(tool_use(f"toolu_b1{tag}", "Bash",
+                        {"command": f"echo x > b{tag}.txt && mkdir -p d && echo y > d/c{tag}.txt"}),
+               stop_reason="tool_use", session=sid, check=edit_refused)
+    fake.reply(text("done"), session=sid)
+
+
+def script_second_turn(fake: FakeAnthropic, root: Path, sid: str, tag: str = "") -> None:
+    fake.reply(tool_use(f"toolu_e3{tag}", "Edit", {"file_path": str(root / f"a{tag}.txt"),
+                                                   "old_string": "one", "new_string": "ONE"}),
+               stop_reason="tool_use", session=sid)
+    fake.reply(text("second done"), session=sid)
+
+
+def harness_ops(root: Path) -> list[Any]:
+    return [op for op in ops(root) if op.source == "harness"]
+
+
+def test_every_tool_call_that_changed_files_is_one_op(claude_code: ClaudeCode,
+                                                      fake_api: FakeAnthropic,
+                                                      tmp_path: Path) -> None:
+    root = workspace_with_hooks(tmp_path / "ws")
+    sid = new_session()
+    script_first_turn(fake_api, root, sid)
+    claude_code.run_ok(root, "make the files", session=sid)
+    turn_one = files(root)
+    script_second_turn(fake_api, root, sid)
+    claude_code.run_ok(root, "now capitalise", session=sid, resume=True)
+    fake_api.done()
+
+    recorded = harness_ops(root)
+    assert [(op.tool, op.tool_use_id) for op in recorded] == [
+        ("Write", "toolu_w1"), ("Edit", "toolu_e1"), ("Bash", "toolu_b1"), ("Edit", "toolu_e3")]
+    assert all(op.agent == "claude-code" and op.session == sid for op in recorded)
+    write, edit, bash, edit2 = recorded
+    assert write.args == {"file_path": "a.txt", "content": "one\ntwo\n"}
+    assert edit.args == {"file_path": "a.txt", "old_string": "two", "new_string": "TWO",
+                         "replace_all": False}
+    assert bash.args["command"].startswith("echo x > b.txt")
+    assert [write.paths, edit.paths, bash.paths, edit2.paths] == [
+        ("a.txt",), ("a.txt",), ("b.txt", "d/c.txt"), ("a.txt",)]
+    assert "toolu_e2" not in {op.tool_use_id for op in ops(root)}, "the refused Edit left no op"
+    # Nothing else happened: no outside edit, and the trailers say so in plain git.
+    assert [op.source for op in ops(root)] == ["init", "external", *["harness"] * 4]
+    trailers = git(root, "log", "-1", "--format=%(trailers:key=Gitspace-Tool-Use-Id,valueonly)",
+                   "HEAD~1")
+    assert trailers.strip() == "toolu_b1"
+    assert git(root, "log", "-1", "--format=%an", "HEAD").strip() == "claude-code"
+
+    prefix = f"claude-code-{sid[:8]}"
+    tags = git(root, "tag", "--list", "gitspace/*").split()
+    assert tags == [f"gitspace/{prefix}-turn-1", f"gitspace/{prefix}-turn-2"]
+    assert git(root, "rev-parse", f"gitspace/{prefix}-turn-1^{{commit}}").strip() == \
+        git(root, "rev-parse", "HEAD~1").strip()
+    message = git(root, "tag", "-l", "--format=%(contents)", f"gitspace/{prefix}-turn-1")
+    assert f"session {sid}, turn 1 (prompt " in message
+    assert f"Transcript (not committed): {claude_code.transcripts()[0]}" in message
+    assert_clean(root)
+
+    listing = gs(root, "rewind", "--json")
+    assert [t["turn"] for t in json.loads(listing.stdout)] == [1, 2]
+    rewound = gs(root, "rewind", "1")
+    assert "Restored checkpoint" in rewound.stdout
+    assert files(root) == turn_one
+    assert ops(root)[-1].tool == "restore" and ops(root)[-1].source == "tool"
+    assert_clean(root)
+    gs(root, "rewind", write.op_id)
+    assert files(root)["a.txt"] == "one\ntwo\n" and "b.txt" not in files(root)
+    assert_clean(root)
+    gs(root, "verify")
+
+
+def test_two_sessions_at_once_lose_no_op(claude_code: ClaudeCode, fake_api: FakeAnthropic,
+                                         tmp_path: Path) -> None:
+    root = workspace_with_hooks(tmp_path / "ws")
+    sessions = {"A": new_session(), "B": new_session()}
+    for tag, sid in sessions.items():
+        script_first_turn(fake_api, root, sid, tag)
+    failures: list[BaseException] = []
+
+    def run(tag: str) -> None:
+        try:
+            claude_code.run_ok(root, "make the files", session=sessions[tag])
+        except BaseException as e:  # noqa: BLE001  (re-raised below)
+            failures.append(e)
+
+    threads = [threading.Thread(target=run, args=(tag,)) for tag in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[0]
+    fake_api.done()
+
+    recorded = harness_ops(root)
+    by_id = {op.tool_use_id: op for op in recorded}
+    for tag, sid in sessions.items():
+        for use_id in (f"toolu_w1{tag}", f"toolu_e1{tag}"):
+            assert by_id[use_id].session == sid and by_id[use_id].paths == (f"a{tag}.txt",)
+        assert f"toolu_e2{tag}" not in by_id
+    bashes = [op for op in recorded if op.tool == "Bash"]
+    claimed = sorted(p for op in bashes for p in op.paths or ())
+    # Every file the two commands wrote is in exactly one op; commands that overlapped in time
+    # share one op and say so in its message.
+    assert claimed == ["b" + "A.txt", "bB.txt", "d/cA.txt", "d/cB.txt"]
+    assert len(bashes) in (1, 2)
+    assert len(recorded) == 4 + len(bashes)
+    assert {op.source for op in ops(root)} == {"init", "external", "harness"}
+    assert_clean(root)
+    tags = git(root, "tag", "--list", "gitspace/*").split()
+    assert sorted(tags) == sorted(f"gitspace/claude-code-{sid[:8]}-turn-1"
+                                  for sid in sessions.values())

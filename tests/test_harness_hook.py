@@ -1,0 +1,323 @@
+"""``gitspace hook claude-code`` fed payloads shaped exactly as Claude Code sends them (see
+test_claude_code_wire.py), in-process through its real entry point: outside edits kept apart,
+interleaved calls, failures caught up by the next call, and hostile payloads."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import assert_clean, changed_files, files, git, ops, state
+
+import gitspace
+from gitspace.harness import hook
+from gitspace.harness import state as hook_state
+
+SID = "5c0e4b1a-2f3d-4e5f-8a9b-0c1d2e3f4a5b"
+
+
+def payload(root: Path, event: str, tool: str | None = None, tool_input: dict[str, Any] | None = None,
+            use_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "session_id": SID, "transcript_path": f"/nonexistent/{SID}.jsonl", "cwd": str(root),
+        "prompt_id": "p-1", "permission_mode": "acceptEdits", "hook_event_name": event}
+    if tool is not None:
+        body.update(tool_name=tool, tool_input=tool_input or {}, tool_use_id=use_id)
+    if event == "PostToolUse":
+        body["tool_response"] = {"stdout": "", "stderr": ""}
+    body.update(extra)
+    return body
+
+
+def run_hook(data: Any, *flags: str, raw: bytes | None = None) -> tuple[int, str]:
+    err = io.StringIO()
+    stdin = io.BytesIO(raw if raw is not None else json.dumps(data).encode())
+    code = hook.main(["hook", "claude-code", *flags], stdin=stdin, stdout=io.StringIO(), stderr=err)
+    return code, err.getvalue()
+
+
+def call(root: Path, tool: str, tool_input: dict[str, Any], use_id: str, effect: Any = None,
+         failed: str | None = None) -> str:
+    """One whole tool call as Claude Code makes it: PreToolUse, the effect, PostToolUse."""
+    code, err = run_hook(payload(root, "PreToolUse", tool, tool_input, use_id))
+    assert code == 0, err
+    if effect is not None:
+        effect()
+    if failed:
+        code, err2 = run_hook(payload(root, "PostToolUseFailure", tool, tool_input, use_id,
+                                      error=failed))
+    else:
+        code, err2 = run_hook(payload(root, "PostToolUse", tool, tool_input, use_id))
+    assert code == 0
+    return err + err2
+
+
+def write(root: Path, rel: str, content: str) -> Any:
+    def effect() -> None:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(content)
+    return effect
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    gitspace.init(tmp_path / "ws").close()
+    return tmp_path / "ws"
+
+
+def harness(root: Path) -> list[Any]:
+    return [op for op in ops(root) if op.source == "harness"]
+
+
+def test_a_persons_edit_between_calls_is_an_op_of_its_own(root: Path) -> None:
+    a = str(root / "a.txt")
+    call(root, "Write", {"file_path": a, "content": "one\n"}, "toolu_1", write(root, "a.txt", "one\n"))
+    (root / "a.txt").write_text("one\nby a person\n")  # between the two calls
+    (root / "notes.txt").write_text("a person's note\n")
+    call(root, "Edit", {"file_path": a, "old_string": "one", "new_string": "ONE"}, "toolu_2",
+         write(root, "a.txt", "ONE\nby a person\n"))
+    sources = [(op.source, op.tool) for op in ops(root)]
+    assert sources == [("init", "init"), ("harness", "Write"), ("external", "external_edit"),
+                       ("harness", "Edit")]
+    assert git(root, "show", "HEAD~1:a.txt") == "one\nby a person\n"
+    assert "-one\n+ONE" in git(root, "diff", "HEAD~1", "HEAD")
+    # The person's other file is not folded into the Edit: a shell command records it first.
+    assert changed_files(root) == ["a.txt"]
+    call(root, "Bash", {"command": "touch x"}, "toolu_3", write(root, "x", ""))
+    assert [op.tool for op in ops(root)[-2:]] == ["external_edit", "Bash"]
+    assert changed_files(root, "HEAD~1") == ["notes.txt"] and changed_files(root) == ["x"]
+    assert_clean(root)
+
+
+def test_a_failed_call_records_only_what_it_changed(root: Path) -> None:
+    call(root, "Bash", {"command": "false"}, "toolu_1", failed="Exit code 1")
+    assert harness(root) == []
+    call(root, "Bash", {"command": "echo z > z; exit 3"}, "toolu_2", write(root, "z", "z\n"),
+         failed="Exit code 3")
+    (op,) = harness(root)
+    assert op.paths == ("z",) and "The call failed (Exit code 3)" in git(root, "log", "-1",
+                                                                         "--format=%B")
+    assert_clean(root)
+
+
+def test_a_shell_command_never_claims_a_running_file_tools_file(root: Path) -> None:
+    # Parallel calls (subagents, other sessions): a Write announced before the Bash finished.
+    run_hook(payload(root, "PreToolUse", "Bash", {"command": "make"}, "toolu_b"))
+    run_hook(payload(root, "PreToolUse", "Write", {"file_path": str(root / "w"), "content": "w"},
+                     "toolu_w"))
+    (root / "w").write_text("w")
+    (root / "built").write_text("made\n")
+    run_hook(payload(root, "PostToolUse", "Bash", {"command": "make"}, "toolu_b"))
+    run_hook(payload(root, "PostToolUse", "Write", {"file_path": str(root / "w"), "content": "w"},
+                     "toolu_w"))
+    assert [(op.tool, op.paths) for op in harness(root)] == [("Bash", ("built",)),
+                                                             ("Write", ("w",))]
+    assert_clean(root)
+
+
+def test_overlapping_shell_commands_share_what_they_changed_and_say_so(root: Path) -> None:
+    run_hook(payload(root, "PreToolUse", "Bash", {"command": "a"}, "toolu_a"))
+    run_hook(payload(root, "PreToolUse", "Bash", {"command": "b"}, "toolu_b"))
+    (root / "from-a").write_text("a")
+    (root / "from-b").write_text("b")
+    run_hook(payload(root, "PostToolUse", "Bash", {"command": "b"}, "toolu_b"))
+    run_hook(payload(root, "PostToolUse", "Bash", {"command": "a"}, "toolu_a"))
+    (op,) = harness(root)
+    assert op.tool_use_id == "toolu_b" and op.paths == ("from-a", "from-b")
+    assert "Other commands ran at the same time (Bash toolu_a)" in git(root, "log", "-1",
+                                                                       "--format=%B")
+    assert_clean(root)
+
+
+@pytest.mark.parametrize("lock", ["refs/heads/main.lock", "index.lock"])
+def test_a_failure_mid_call_is_caught_up_by_the_next_call(root: Path, lock: str) -> None:
+    # A git lock left by some other process: the ref cannot move (refs/heads/main.lock), or it
+    # moved and the index cannot follow (index.lock), so the op is rolled back.
+    a, b = str(root / "a.txt"), str(root / "b.txt")
+    run_hook(payload(root, "PreToolUse", "Write", {"file_path": a, "content": "A"}, "toolu_1"))
+    (root / "a.txt").write_text("A")
+    (root / ".git" / lock).write_text("")
+    code, err = run_hook(payload(root, "PostToolUse", "Write", {"file_path": a, "content": "A"},
+                                 "toolu_1"))
+    assert code == 0 and "lock" in err and "the next call records" in err
+    assert [op.source for op in ops(root)] == ["init"]  # nothing half-recorded
+    assert hook_state.missed(root / ".git") is not None
+    (root / ".git" / lock).unlink()
+    call(root, "Write", {"file_path": b, "content": "B"}, "toolu_2", write(root, "b.txt", "B"))
+    assert [(op.source, op.tool, op.paths) for op in ops(root)[1:]] == [
+        ("external", "external_edit", None), ("harness", "Write", ("b.txt",))]
+    assert changed_files(root, "HEAD~1") == ["a.txt"], "what the failed call left, once"
+    assert hook_state.missed(root / ".git") is None
+    assert_clean(root)
+
+
+@pytest.mark.parametrize("raw", [b"", b"{not json", b"[1, 2]", b"\xff\xfe garbage", b"null"])
+def test_bad_json_never_breaks_the_harness(root: Path, raw: bytes,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(root)
+    (root / "pending.txt").write_text("made while the hook could not read its payload\n")
+    code, err = run_hook(None, raw=raw)
+    assert code == 0 and err.startswith("gitspace: The payload is not")
+    assert [op.source for op in ops(root)] == ["init"]
+    run_hook(payload(root, "Stop"))  # the next call catches up
+    assert [op.source for op in ops(root)] == ["init", "external"]
+    assert_clean(root)
+
+
+def test_a_payload_over_the_cap_is_refused_unread(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(root)
+    code, err = run_hook(None, raw=b" " * (hook.MAX_PAYLOAD + 1))
+    assert code == 0 and "over 64 MiB" in err
+    assert [op.source for op in ops(root)] == ["init"]
+
+
+def test_paths_outside_the_workspace_are_never_recorded(root: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not yours\n")
+    before = state(root)
+    for given in (str(secret), str(root / ".." / "secret.txt"), str(root / ".git" / "config"),
+                  "/etc/passwd"):
+        err = call(root, "Write", {"file_path": given, "content": "x"}, "toolu_x")
+        assert "outside the workspace" in err
+    (root / "link").symlink_to(tmp_path)
+    err = call(root, "Write", {"file_path": str(root / "link" / "secret.txt"), "content": "x"},
+               "toolu_y")
+    assert "outside the workspace" in err
+    (root / "link").unlink()
+    assert state(root) == before and harness(root) == []
+    assert "not yours" not in git(root, "log", "-p", "--all")
+
+
+def test_a_payload_for_another_folder_is_refused(root: Path, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "other"
+    gitspace.init(other).close()
+    (other / "x").write_text("pending in another workspace\n")
+    (root / "y").write_text("pending here\n")
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(root))  # the project the hook runs for
+    for cwd in (other, tmp_path):
+        hostile = payload(root, "PostToolUse", "Bash", {"command": "touch x"}, "toolu_1")
+        hostile["cwd"] = str(cwd)
+        code, err = run_hook(hostile)
+        assert code == 0 and "is not inside the workspace" in err
+    assert harness(root) == [] and [op.source for op in ops(other)] == ["init"]
+    # Inside the project (a subfolder the agent's shell moved to) is fine.
+    (root / "sub").mkdir()
+    inside = payload(root, "PostToolUse", "Bash", {"command": "touch y"}, "toolu_2")
+    inside["cwd"] = str(root / "sub")
+    assert run_hook(inside)[0] == 0
+    assert [op.paths for op in harness(root)] == [("y",)]
+
+
+def test_huge_inputs_are_elided_in_the_args(root: Path) -> None:
+    big = "line of text\n" * 20_000
+    call(root, "Write", {"file_path": str(root / "big.txt"), "content": big}, "toolu_1",
+         write(root, "big.txt", big))
+    replacement = "y" * 10_000
+    call(root, "Edit", {"file_path": str(root / "big.txt"), "old_string": "line of text\nline",
+                        "new_string": replacement}, "toolu_2",
+         write(root, "big.txt", big.replace("line of text\nline", replacement, 1)))
+    write_op, edit_op = harness(root)
+    sha = git(root, "rev-parse", "HEAD~1:big.txt").strip()
+    assert write_op.args["content"] == {"$blob": sha, "bytes": len(big)}
+    assert edit_op.args["new_string"]["bytes"] == 10_000 and "$omitted" in edit_op.args["new_string"]
+    assert len(git(root, "log", "-1", "--format=%B")) < 2000
+
+
+def test_the_turn_ends_at_a_checkpoint_and_a_person_finds_it(root: Path) -> None:
+    run_hook(payload(root, "UserPromptSubmit", prompt="do it", prompt_id="p-1"))
+    call(root, "Write", {"file_path": str(root / "a"), "content": "a"}, "toolu_1", write(root, "a", "a"))
+    run_hook(payload(root, "Stop"))
+    run_hook(payload(root, "UserPromptSubmit", prompt="more", prompt_id="p-2"))
+    (root / "between").write_text("a person, during turn 2\n")
+    run_hook(payload(root, "Stop", prompt_id="p-2"))
+    tags = git(root, "tag", "--list", "gitspace/*").split()
+    assert tags == [f"gitspace/claude-code-{SID[:8]}-turn-1", f"gitspace/claude-code-{SID[:8]}-turn-2"]
+    assert "turn 1 (prompt p-1)" in git(root, "log", "-1", "--format=%B", "HEAD~1")
+    assert [op.source for op in ops(root)][-1] == "external"
+    assert_clean(root)
+
+
+def test_the_transcript_is_committed_only_on_request(root: Path, tmp_path: Path) -> None:
+    transcript = tmp_path / "claude-home" / f"{SID}.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_text('{"type": "user", "text": "hello"}\n{"type": "assistant"}\n')
+    run_hook(payload(root, "Stop", transcript_path=str(transcript)))
+    assert "transcripts" not in {p.split("/")[0] for p in files(root)}
+    run_hook(payload(root, "Stop", transcript_path=str(transcript)), "--commit-transcript")
+    rel = f"transcripts/claude-code-{SID}.json"
+    assert json.loads(files(root)[rel])["entries"][0]["text"] == "hello"
+    assert ops(root)[-1].source == "transcript"
+    # A payload naming some other file as the transcript gets nothing committed.
+    run_hook(payload(root, "Stop", transcript_path="/etc/passwd"), "--commit-transcript")
+    assert ops(root)[-1].source == "transcript" and len([o for o in ops(root)
+                                                         if o.source == "transcript"]) == 1
+    assert_clean(root)
+
+
+def test_outside_a_workspace_the_hook_records_nothing(tmp_path: Path) -> None:
+    user = tmp_path / "user-repo"
+    user.mkdir()
+    git(user, "init", "-q")
+    (user / "f").write_text("mine\n")
+    git(user, "add", "f")
+    git(user, "commit", "-qm", "mine")
+    before = state(user)
+    code, err = run_hook(payload(user, "PostToolUse", "Bash", {"command": "x"}, "toolu_1"))
+    assert code == 0 and "not a gitspace workspace but a checkout of your own" in err
+    code, err = run_hook(payload(user, "PostToolUse", "Bash", {"command": "x"}, "toolu_1"),
+                         "--quiet-outside")
+    assert code == 0 and err == ""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert run_hook(payload(plain, "Stop"), "--quiet-outside") == (0, "")
+    assert state(user) == before and not (user / ".git" / "gitspace").exists()
+
+
+def test_in_your_own_repository_through_attach(tmp_path: Path) -> None:
+    from conftest import git as run_git
+
+    user = tmp_path / "repo"
+    user.mkdir()
+    run_git(user, "init", "-q", "-b", "main")
+    (user / "README").write_text("mine\n")
+    run_git(user, "add", "README")
+    run_git(user, "commit", "-qm", "my own commit")
+    (user / "README").write_text("mine, edited, not committed\n")
+    (user / "scratch.txt").write_text("untracked\n")
+    before = state(user)
+    from gitspace.team.attach import attach
+
+    worktree = attach(user, "claude-code").path
+    call(worktree, "Write", {"file_path": str(worktree / "plan.md"), "content": "# plan\n"},
+         "toolu_w", write(worktree, "plan.md", "# plan\n"))
+    call(worktree, "Bash", {"command": "echo built > out.txt"}, "toolu_b",
+         write(worktree, "out.txt", "built\n"))
+    recorded = [op for op in ops(worktree, "agent/claude-code") if op.source == "harness"]
+    assert [(op.tool, op.paths) for op in recorded] == [("Write", ("plan.md",)),
+                                                        ("Bash", ("out.txt",))]
+    assert state(user) == before, "your checkout, index and HEAD are untouched"
+    assert_clean(worktree)
+
+
+def test_locate_finds_what_git_finds(root: Path, tmp_path: Path) -> None:
+    from gitspace.storage.gitrepo import GitRepo
+    from gitspace.team.attach import attach
+
+    (root / "sub" / "deeper").mkdir(parents=True)
+    user = tmp_path / "user"
+    user.mkdir()
+    git(user, "init", "-q")
+    (user / "f").write_text("x")
+    git(user, "add", "f")
+    git(user, "commit", "-qm", "x")
+    worktree = attach(user, "agent").path
+    for start in (root, root / "sub" / "deeper", user, worktree):
+        fast, slow = GitRepo.locate(start), GitRepo.open(start)
+        assert (fast.root, fast.gitdir, fast.commondir) == (slow.root.resolve(),
+                                                            slow.gitdir.resolve(), slow.commondir)
+        fast.close()
+        slow.close()
