@@ -258,13 +258,18 @@ def test_the_transcript_is_committed_only_on_request(root: Path, tmp_path: Path)
     assert_clean(root)
 
 
+def users_repo(path: Path) -> Path:
+    """A plain git repository of a user's, with one commit of its own."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "README").write_text("mine\n")
+    git(path, "add", "README")
+    git(path, "commit", "-qm", "my own commit")
+    return path
+
+
 def test_outside_a_workspace_the_hook_records_nothing(tmp_path: Path) -> None:
-    user = tmp_path / "user-repo"
-    user.mkdir()
-    git(user, "init", "-q")
-    (user / "f").write_text("mine\n")
-    git(user, "add", "f")
-    git(user, "commit", "-qm", "mine")
+    user = users_repo(tmp_path / "user-repo")
     before = state(user)
     code, err = run_hook(payload(user, "PostToolUse", "Bash", {"command": "x"}, "toolu_1"))
     assert code == 0 and "not a gitspace workspace but a checkout of your own" in err
@@ -278,14 +283,7 @@ def test_outside_a_workspace_the_hook_records_nothing(tmp_path: Path) -> None:
 
 
 def test_in_your_own_repository_through_attach(tmp_path: Path) -> None:
-    from conftest import git as run_git
-
-    user = tmp_path / "repo"
-    user.mkdir()
-    run_git(user, "init", "-q", "-b", "main")
-    (user / "README").write_text("mine\n")
-    run_git(user, "add", "README")
-    run_git(user, "commit", "-qm", "my own commit")
+    user = users_repo(tmp_path / "repo")
     (user / "README").write_text("mine, edited, not committed\n")
     (user / "scratch.txt").write_text("untracked\n")
     before = state(user)
@@ -308,12 +306,7 @@ def test_locate_finds_what_git_finds(root: Path, tmp_path: Path) -> None:
     from gitspace.team.attach import attach
 
     (root / "sub" / "deeper").mkdir(parents=True)
-    user = tmp_path / "user"
-    user.mkdir()
-    git(user, "init", "-q")
-    (user / "f").write_text("x")
-    git(user, "add", "f")
-    git(user, "commit", "-qm", "x")
+    user = users_repo(tmp_path / "user")
     worktree = attach(user, "agent").path
     for start in (root, root / "sub" / "deeper", user, worktree):
         fast, slow = GitRepo.locate(start), GitRepo.open(start)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_clean, ops
 from test_harness_claude_code import gs
+from test_harness_hook import users_repo
 
 import gitspace
 from gitspace.errors import GitspaceError, NotAWorkspace
@@ -92,14 +93,7 @@ def test_user_scope_is_quiet_outside_a_workspace(tmp_path: Path) -> None:
 
 
 def test_project_hooks_are_refused_in_your_own_checkout(tmp_path: Path) -> None:
-    from conftest import git
-
-    user = tmp_path / "repo"
-    user.mkdir()
-    git(user, "init", "-q")
-    (user / "f").write_text("x")
-    git(user, "add", "f")
-    git(user, "commit", "-qm", "mine")
+    user = users_repo(tmp_path / "repo")
     with pytest.raises(NotAWorkspace, match="attach --agent"):
         install.install("claude-code", "project", user, tmp_path, PROGRAM)
     assert not (user / ".claude").exists()

@@ -11,9 +11,10 @@ tool-use id. ``tool_response`` and the prompt text are never stored. Claude Code
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from .events import Call, Event, file_paths, ignored, mapping, text
+from .events import Event, ignored, text, tool_call
 from .spec import HookSpec
 
 AGENT = "claude-code"
@@ -40,17 +41,12 @@ def event(payload: Mapping[str, Any]) -> Event:
         "transcript": text(payload, "transcript_path"), "prompt_id": text(payload, "prompt_id"),
     }
     if name in TOOL_EVENTS:
-        tool, tool_input = text(payload, "tool_name"), mapping(payload, "tool_input")
-        if tool not in PATH_TOOLS and tool not in SHELL_TOOLS:
-            return ignored(AGENT, f"{tool} does not change files.", payload)
-        if tool_input is None:
-            return ignored(AGENT, f"The {name} payload for {tool} has no tool_input object.", payload)
-        paths = file_paths(tool_input, PATH_TOOLS[tool]) if tool in PATH_TOOLS else None
-        if tool in PATH_TOOLS and paths is None:
-            return ignored(AGENT, f"The {tool} call names no file ({PATH_TOOLS[tool]}).", payload)
+        call = tool_call(AGENT, payload, PATH_TOOLS, SHELL_TOOLS)
+        if isinstance(call, Event):
+            return call
         kind = TOOL_EVENTS[name]
-        call = Call(tool, tool_input, paths, text(payload, "tool_use_id"),
-                    text(payload, "error") if kind == "failed" else None)
+        if kind == "failed":
+            call = replace(call, error=text(payload, "error"))
         return Event(kind, call=call, **common)
     if name == "UserPromptSubmit":
         return Event("prompt", **common)

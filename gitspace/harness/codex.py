@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .events import Call, Event, ignored, mapping, text
+from .events import Event, ignored, text, tool_call
 from .spec import HookSpec
 
 AGENT = "codex"
@@ -39,13 +39,8 @@ def event(payload: Mapping[str, Any]) -> Event:
         "transcript": text(payload, "transcript_path"), "prompt_id": text(payload, "turn_id"),
     }
     if name in TOOL_EVENTS:
-        tool, tool_input = text(payload, "tool_name"), mapping(payload, "tool_input")
-        if tool not in TOOLS:
-            return ignored(AGENT, f"{tool} is not a tool gitspace records for Codex.", payload)
-        if tool_input is None:
-            return ignored(AGENT, f"The {name} payload for {tool} has no tool_input object.", payload)
-        call = Call(tool, tool_input, None, text(payload, "tool_use_id"))
-        return Event(TOOL_EVENTS[name], call=call, **common)
+        call = tool_call(AGENT, payload, {}, TOOLS)
+        return call if isinstance(call, Event) else Event(TOOL_EVENTS[name], call=call, **common)
     if name == "UserPromptSubmit":
         return Event("prompt", **common)
     if name == "Stop":

@@ -66,6 +66,21 @@ def mapping(payload: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def tool_call(agent: str, payload: Mapping[str, Any], path_tools: Mapping[str, str],
+              shell_tools: tuple[str, ...]) -> Call | Event:
+    """The Call a tool event's ``tool_name``/``tool_input`` describe, for a tool that names its
+    file in ``path_tools[tool]`` or is a shell (``shell_tools``); an ignored Event otherwise."""
+    tool, tool_input = text(payload, "tool_name"), mapping(payload, "tool_input")
+    if tool is None or (tool not in path_tools and tool not in shell_tools):
+        return ignored(agent, f"{tool} does not change files.", payload)
+    if tool_input is None:
+        return ignored(agent, f"The payload for {tool} has no tool_input object.", payload)
+    paths = file_paths(tool_input, path_tools[tool]) if tool in path_tools else None
+    if tool in path_tools and paths is None:
+        return ignored(agent, f"The {tool} call names no file ({path_tools[tool]}).", payload)
+    return Call(tool, tool_input, paths, text(payload, "tool_use_id"))
+
+
 def file_paths(tool_input: Mapping[str, Any], *keys: str) -> tuple[str, ...] | None:
     """The file paths a tool's input names under ``keys`` (the first present), or None."""
     for key in keys:

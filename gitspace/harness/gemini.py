@@ -13,9 +13,10 @@ Hooks must print only JSON on stdout, so the hook prints ``{}``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from .events import Call, Event, file_paths, ignored, mapping, text
+from .events import Event, ignored, mapping, text, tool_call
 from .spec import HookSpec
 
 AGENT = "gemini-cli"
@@ -39,21 +40,15 @@ def event(payload: Mapping[str, Any]) -> Event:
         "transcript": text(payload, "transcript_path"),
     }
     if name in ("BeforeTool", "AfterTool"):
-        tool, tool_input = text(payload, "tool_name"), mapping(payload, "tool_input")
-        if tool not in PATH_TOOLS and tool not in SHELL_TOOLS:
-            return ignored(AGENT, f"{tool} does not change files.", payload)
-        if tool_input is None:
-            return ignored(AGENT, f"The {name} payload for {tool} has no tool_input object.", payload)
-        paths = file_paths(tool_input, PATH_TOOLS[tool]) if tool in PATH_TOOLS else None
-        if tool in PATH_TOOLS and paths is None:
-            return ignored(AGENT, f"The {tool} call names no file.", payload)
-        kind, error = "before", None
+        call = tool_call(AGENT, payload, PATH_TOOLS, SHELL_TOOLS)
+        if isinstance(call, Event):
+            return call
+        kind = "before"
         if name == "AfterTool":
-            response = mapping(payload, "tool_response") or {}
-            failure = response.get("error")
-            error = str(failure) if failure else None
-            kind = "failed" if error else "after"
-        return Event(kind, call=Call(tool, tool_input, paths, None, error), **common)
+            failure = (mapping(payload, "tool_response") or {}).get("error")
+            call = replace(call, error=str(failure) if failure else None)
+            kind = "failed" if failure else "after"
+        return Event(kind, call=call, **common)
     if name == "BeforeAgent":
         return Event("prompt", **common)
     if name == "AfterAgent":
