@@ -78,8 +78,7 @@ def hook(
     quiet_outside: Annotated[bool, typer.Option(help="Say nothing outside a workspace.")] = False,
     commit_transcript: Annotated[bool, typer.Option(help="Commit the transcript at turn end.")] = False,
 ) -> None:
-    """What a harness's hooks run: reads one hook payload on stdin, records the call. Always
-    exits 0 (a failure is reported on stderr and caught up by the next call)."""
+    """What a harness's hooks run: one hook payload on stdin becomes ops (always exits 0)."""
     from ..harness.hook import main
 
     flags = ["--quiet-outside"] * quiet_outside + ["--commit-transcript"] * commit_transcript
