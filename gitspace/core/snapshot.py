@@ -69,7 +69,7 @@ def snapshot(ws: Host) -> Result:
                   tool="snapshot", op=op_id, commit=commit, changed=sorted(changes))
 
 
-def record_paths(ws: Workspace, rels: list[str], note: str) -> str | None:
+def record_paths(ws: Host, rels: list[str], note: str) -> str | None:
     """Commit the outside changes of just ``rels`` as one external op; its id (None: unchanged)."""
     txns = ws.transactions
     with txns.lock():

@@ -107,3 +107,14 @@ class Outcome:
     ops: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     checkpoint: str | None = None
+
+
+class RecordingOnly:
+    """The tools of a workspace opened by a hook: none. It records what the harness's own tools
+    did; it never runs a gitspace tool (which would also mean importing them all)."""
+
+    def run(self, ws: Any, name: str, args: dict[str, Any], *, tool_use_id: str | None,
+            op_id: str | None) -> Any:
+        from ..errors import UnknownTool
+
+        raise UnknownTool(f"A hook's workspace runs no tools (asked for {name!r}).")

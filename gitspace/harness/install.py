@@ -21,6 +21,7 @@ from ..core.workspace import Workspace
 from ..errors import BadArguments
 from ..storage.gitrepo import GitRepo
 from . import claude_code, codex, cursor, gemini, settings
+from .events import RecordingOnly
 from .spec import HookSpec
 
 # Every harness gitspace can wire, in one place.
@@ -103,5 +104,5 @@ def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Instal
 def _record(repo: GitRepo, path: Path) -> str | None:
     """Commit the settings file just written as an outside edit (by whoever ran the command)."""
     rel = path.relative_to(repo.root).as_posix()
-    with Workspace(repo) as ws:
+    with Workspace(repo, tools=RecordingOnly()) as ws:
         return record_paths(ws, [rel], f"Written by 'gitspace hooks' ({rel}).")

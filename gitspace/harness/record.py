@@ -39,7 +39,7 @@ from ..errors import FileRefused, GitspaceError, NotAWorkspace
 from ..storage import ledger
 from ..storage.gitrepo import Entry, GitRepo
 from . import state
-from .events import Call, Event, Options, Outcome
+from .events import Call, Event, Options, Outcome, RecordingOnly
 from .prepare import announce, check_cwd, relative, running
 
 TITLES = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI",
@@ -68,8 +68,8 @@ def handle(event: Event, start: Path, options: Options) -> Outcome:
         if event.kind == "before" and event.call is not None:
             announce(repo.root, repo.gitdir, repo.commondir, event, options)
             return Outcome()
-        ws = Workspace(repo, agent=event.agent, session=_token(event.session),
-                       max_file_bytes=options.max_file_bytes)
+        ws = Workspace(repo, tools=RecordingOnly(), agent=event.agent,
+                       session=_token(event.session), max_file_bytes=options.max_file_bytes)
         try:
             return Recorder(ws, event, options).run()
         except BaseException as e:
