@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import assert_clean, git, ops
@@ -46,11 +47,52 @@ def test_without_a_key_or_policy_run_says_what_to_do(sample: Path) -> None:
     assert not (sample / ".gitspace").exists()
 
 
-def test_task_and_resume_are_exclusive(sample: Path) -> None:
-    both = gs(sample, "run", "x", "--resume", "01M8MXY7BAHW5R7V17BQJ4ZKPR")
-    assert both.returncode == 1 and "(not both)" in both.stderr
-    missing = gs(sample, "run", "--resume", "01M8MXY7BAHW5R7V17BQJ4ZKPR")
-    assert missing.returncode == 1 and "no saved session" in missing.stderr
+def test_run_needs_a_task_or_a_session(sample: Path) -> None:
+    neither = gs(sample, "run")
+    assert neither.returncode == 1 and "Give a TASK, or --resume SESSION" in neither.stderr
+    for args in (["--resume", "01M8MXY7BAHW5R7V17BQJ4ZKPR"],
+                 ["next message", "--resume", "01M8MXY7BAHW5R7V17BQJ4ZKPR"]):
+        missing = gs(sample, "run", *args)
+        assert missing.returncode == 1 and "no saved session" in missing.stderr
+
+
+def test_a_finished_session_continues_with_a_next_message(sample: Path,
+                                                          fake_api: FakeAnthropic) -> None:
+    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.base_url}
+
+    def whole_history(body: dict[str, Any]) -> None:
+        said = [m["content"] if isinstance(m["content"], str) else
+                " ".join(b.get("text", "") for b in m["content"] if isinstance(b, dict))
+                for m in body["messages"]]
+        assert said[0] == "Make a plan" and "Planned." in said and said[-1] == "Add a second step"
+        assert [m["role"] for m in body["messages"]][-2:] == ["assistant", "user"]
+
+    fake_api.reply(tool_use("toolu_1", "plan_add", {"step": "look around"}), stop_reason="tool_use")
+    fake_api.reply(text("Planned."))
+    first = gs(sample, "--agent", "claude", "run", "Make a plan", "--model", "claude-test",
+               "--json", env=env)
+    assert first.returncode == 0, first.stderr
+    sid = json.loads(first.stdout)["session"]
+    again = gs(sample, "--agent", "claude", "run", "--resume", sid, "--model", "claude-test", env=env)
+    assert again.returncode == 0 and "already finished" in again.stdout
+
+    fake_api.reply(tool_use("toolu_2", "plan_add", {"step": "then act"}), stop_reason="tool_use",
+                   check=whole_history)
+    fake_api.reply(text("Two steps now."))
+    second = gs(sample, "--agent", "claude", "run", "Add a second step", "--resume", sid,
+                "--model", "claude-test", "--json", env=env)
+    fake_api.done()
+    assert second.returncode == 0, second.stderr
+    result = json.loads(second.stdout)
+    assert result["status"] == "done" and result["session"] == sid
+    plan_ops = [op for op in ops(sample) if op.tool == "plan_add"]
+    assert [op.tool_use_id for op in plan_ops] == ["toolu_1", "toolu_2"]
+    assert {op.session for op in plan_ops} == {sid}
+    listed = json.loads(gs(sample, "sessions", "--json").stdout)
+    assert [(s["session"], s["status"]) for s in listed] == [(sid, "done")]
+    empty = gs(sample, "run", " ", "--resume", sid, "--model", "claude-test", env=env)
+    assert empty.returncode == 1 and "The next message is empty" in empty.stderr
+    assert_clean(sample)
 
 
 def test_a_policy_run_stops_at_the_limit_and_resumes(sample: Path) -> None:

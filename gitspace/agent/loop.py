@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.result import Result
 from ..core.workspace import Workspace
-from ..errors import GitspaceError
+from ..errors import BadArguments, GitspaceError
 from ..storage import ledger
 from ..tools.registry import Tool, all_tools
 from . import compaction, recovery
@@ -92,15 +92,21 @@ class Loop:
         session.save()
         return self._run(session)
 
-    def resume(self, session_id: str) -> Outcome:
+    def resume(self, session_id: str, message: str | None = None) -> Outcome:
+        """Continue a saved session where it stopped; with ``message``, continue one that ended
+        (done, or stopped at a limit) with a new message from the user: its history, compaction
+        and ops carry on as they were."""
         session = Session.load(self.ws.root, session_id)
-        if session.status == "done":
-            return Outcome("done", "This session already finished; start a new run.", session, 0)
+        if session.status == "done" and message is None:
+            return Outcome("done", "This session already finished; start a new run, or give it "
+                                   "a next message.", session, 0)
         if session.scripted != self.client.scripted or (
                 session.scripted and session.client != self.client.name):
             raise GitspaceError(
                 f"Session {session.id} was run by {session.client}, not {self.client.name}.",
                 hint="Resume it with the same --policy (or model) it started with.")
+        if message is not None:
+            add_user_message(session, message)
         self.client.load_state(session.client_state)
         session.status = "running"
         return self._run(session)
@@ -252,3 +258,23 @@ class Loop:
 def _agent_name(client: str) -> str:
     name = re.sub(r"[^A-Za-z0-9._:@+=/-]+", "-", client).strip("-._:@+=/")[:200]
     return name or "agent"
+
+
+def add_user_message(session: Session, message: str) -> None:
+    """The user's next message at the end of a session that stopped (saved at once)."""
+    if not message.strip():
+        raise BadArguments("The next message is empty.", hint="Say what the agent should do next.")
+    if session.next != CALL or session.status == "running":
+        raise GitspaceError(
+            f"Session {session.id} stopped in the middle of a step (status {session.status}), so "
+            "it cannot take a new message yet.",
+            hint=f"Finish it first with 'gitspace run --resume {session.id}', then send the "
+                 "message.")
+    last = session.messages[-1] if session.messages else None
+    if last is not None and last["role"] == "user":  # keep user/assistant turns alternating
+        content = last["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        last["content"] = [*blocks, {"type": "text", "text": message}]
+    else:
+        session.messages.append({"role": "user", "content": message})
+    session.save()

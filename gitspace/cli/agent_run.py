@@ -26,7 +26,8 @@ def demo(
 
 
 def run(
-    task: Annotated[Optional[str], typer.Argument(help="What the agent should do.")] = None,  # noqa: UP045
+    task: Annotated[Optional[str], typer.Argument(  # noqa: UP045
+        help="What the agent should do (with --resume: the session's next message).")] = None,
     policy: Annotated[Optional[str], typer.Option(help="Offline scripted policy: maze or journal.")] = None,  # noqa: UP045,E501
     model: Annotated[Optional[str], typer.Option(help="Claude model (needs ANTHROPIC_API_KEY).")] = None,  # noqa: UP045,E501
     max_steps: Annotated[int, typer.Option(min=1, help="Model calls allowed in this run.")] = 40,
@@ -39,13 +40,15 @@ def run(
         "Also record outside edits (shell tools, people) as ops while the run lasts."))] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run an agent on the workspace: Claude with an API key, else an offline scripted policy."""
+    """Run an agent on the workspace: Claude with an API key, else an offline scripted policy.
+    ``--resume SESSION "next message"`` continues a finished session with a new message."""
     from ..agent import runner
     from ..agent.loop import Loop, Options
     from ..agent.session import Session
 
-    if (task is None) == (resume is None):
-        raise BadArguments("Give a TASK, or --resume SESSION to continue one (not both).")
+    if task is None and resume is None:
+        raise BadArguments("Give a TASK, or --resume SESSION to continue one (with a TASK: the "
+                           "session's next message).")
     real = {"api_key": config.anthropic_api_key(), "base_url": config.anthropic_base_url()}
     with open_workspace() as ws:
         ws.require_owned("run an agent")  # before any model call: every write would be refused
@@ -66,7 +69,7 @@ def run(
         loop = Loop(ws, client, Options(max_steps=max_steps, budget=budget), show)
         watcher = start_watcher(ws.root, quiet=as_json) if watch_edits else None
         try:
-            outcome = loop.resume(resume) if resume else loop.start(task or "")
+            outcome = loop.resume(resume, task) if resume else loop.start(task or "")
         finally:
             if watcher is not None:
                 watcher.stop()
