@@ -132,6 +132,19 @@ def test_overlapping_shell_commands_share_what_they_changed_and_say_so(root: Pat
     assert_clean(root)
 
 
+def test_an_edit_made_before_overlapping_commands_stays_an_outside_edit(root: Path) -> None:
+    (root / "by-a-person").write_text("before any command\n")
+    run_hook(payload(root, "PreToolUse", "Bash", {"command": "a"}, "toolu_a"))
+    run_hook(payload(root, "PreToolUse", "Bash", {"command": "b"}, "toolu_b"))
+    (root / "from-b").write_text("b")
+    run_hook(payload(root, "PostToolUse", "Bash", {"command": "b"}, "toolu_b"))
+    run_hook(payload(root, "PostToolUse", "Bash", {"command": "a"}, "toolu_a"))
+    assert [(op.source, op.paths) for op in ops(root)[1:]] == [("external", None),
+                                                               ("harness", ("from-b",))]
+    assert changed_files(root, "HEAD~1") == ["by-a-person"]
+    assert_clean(root)
+
+
 @pytest.mark.parametrize("lock", ["refs/heads/main.lock", "index.lock"])
 def test_a_failure_mid_call_is_caught_up_by_the_next_call(root: Path, lock: str) -> None:
     # A git lock left by some other process: the ref cannot move (refs/heads/main.lock), or it

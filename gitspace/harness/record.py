@@ -122,7 +122,9 @@ class Recorder:
             self.tree = self.repo.commit(self.tip).tree
             key = running(self.event, self.event.call).key if self.event.call else None
             self.others = [r for r in state.running(self.gitdir) if r.key != key]
-            self.busy = {rel for r in self.others for rel in r.before}
+            # Files a running file tool is writing: never anyone else's change. (A running
+            # shell's files are what they held before it started: outside edits.)
+            self.busy = {rel for r in self.others if not r.shell for rel in r.before}
             kind, call = self.event.kind, self.event.call
             if kind in ("prompt", "stop"):
                 self._turn_edge()
@@ -137,8 +139,9 @@ class Recorder:
 
     def _after_shell(self, call: Call, key: str | None) -> None:
         announced = state.retire(self.gitdir, key) if key else None
-        if announced is not None and announced.before:
-            self._separate(call, announced)
+        for started in [announced, *(r for r in self.others if r.shell)]:
+            if started is not None and started.before:
+                self._separate(started)
         changes, skipped = self._pending()
         state.clear_missed(self.gitdir)  # everything pending is recorded now (or running)
         if changes:
@@ -163,7 +166,7 @@ class Recorder:
         announced = state.retire(self.gitdir, key) if key else None
         self._catch_up(exclude=set(mine))
         if announced is not None:
-            self._separate(call, announced, only=set(mine))
+            self._separate(announced, only=set(mine))
         changes: dict[str, Entry | None] = {}
         for rel in mine:
             try:
@@ -177,8 +180,7 @@ class Recorder:
         if changes:
             self._call_op(call, changes, "")
 
-    def _separate(self, call: Call, announced: state.Running,
-                  only: set[str] | None = None) -> None:
+    def _separate(self, announced: state.Running, only: set[str] | None = None) -> None:
         """Commit what the call's files held before it ran, where that differs from the branch,
         as an outside edit of its own (files a running file tool announced are not ours)."""
         outside: dict[str, Entry | None] = {}
@@ -190,8 +192,8 @@ class Recorder:
                     and pre != self.repo.entry_at(self.tree, rel):
                 outside[rel] = pre
         if outside:
-            self._external(outside, " ".join(f"Outside changes found before {call.tool} "
-                                             f"{call.use_id or ''}".split()) + ".")
+            self._external(outside, " ".join(f"Outside changes found before {announced.tool} "
+                                             f"{announced.use_id or ''}".split()) + ".")
 
     def _turn_edge(self) -> None:
         event = self.event
