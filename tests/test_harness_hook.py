@@ -327,3 +327,12 @@ def test_locate_finds_what_git_finds(root: Path, tmp_path: Path) -> None:
                                                             slow.gitdir.resolve(), slow.commondir)
         fast.close()
         slow.close()
+
+
+@pytest.mark.parametrize("argv", [["hook"], ["hook", "claude-code", "extra"], ["hook", "nope"],
+                                  ["hook", "claude-code", "--bogus"]])
+def test_a_misconfigured_hook_never_blocks_the_call(argv: list[str]) -> None:
+    # Claude Code reads a PreToolUse hook's exit 2 as "block this tool call".
+    err = io.StringIO()
+    assert hook.main(argv, stdin=io.BytesIO(b"{}"), stdout=io.StringIO(), stderr=err) == 0
+    assert err.getvalue().startswith(("usage:", "gitspace:"))

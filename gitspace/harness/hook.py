@@ -50,7 +50,7 @@ def main(argv: list[str], stdin: Any = None, stdout: TextIO | None = None,
     if command not in ("hook", "record") or (command == "hook" and len(names) != 1) \
             or (command == "record" and names) or flags - known:
         err.write(USAGE + "\n")
-        return 2
+        return 0 if command == "hook" else 2  # exit 2 would block a harness's tool call
     hook = command == "hook"
     name = names[0] if hook else "generic"
     try:
