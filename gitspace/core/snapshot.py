@@ -79,8 +79,8 @@ def record_paths(ws: Host, rels: list[str], note: str) -> str | None:
         known: dict[str, os.stat_result] = {}
         for rel in rels:
             stats: dict[str, os.stat_result] = {}
-            entry = entry_of(ws.repo, disk_state(ws.root / rel, stats, rel, limit=ws.max_file_bytes),
-                             write=True)
+            entry = entry_of(ws.repo, ws.transactions.files.read(rel, limit=ws.max_file_bytes,
+                                                                 stats=stats), write=True)
             if entry != ws.repo.entry_at(tree, rel):
                 changes[rel] = entry
                 known.update(stats)

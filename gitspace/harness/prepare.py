@@ -7,7 +7,7 @@ Invariants:
   is an outside edit, committed as its own op before the call's.
 - A shell command that starts while another runs keeps nothing: the other one's half-done
   changes are not outside edits (overlapping commands share what they change; see ``record``).
-- Imports stay light (standard library, ``loose``, ``disk``, ``owner``, ``paths``, ``state``):
+- Imports stay light (standard library, ``loose``, ``worktree``, ``owner``, ``paths``, ``state``):
   this runs before every file-changing tool call.
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core import owner, paths
-from ..core.disk import disk_state
 from ..errors import FileRefused, PathRefused
 from ..storage import loose
+from ..storage.worktree import WorkTree
 from . import state
 from .events import Call, Event, Options, Outcome, PayloadRefused
 
@@ -82,9 +82,10 @@ def announce(root: Path, gitdir: Path, commondir: Path, event: Event, options: O
 
         rels = GitRepo(root, gitdir, commondir).status_paths()
     before: dict[str, list[Any]] = {}
+    files = WorkTree(root)
     for rel in rels:
         try:
-            found = disk_state(root / rel, limit=options.max_file_bytes)
+            found = files.read(rel, limit=options.max_file_bytes)
         except (FileRefused, OSError):
             continue  # too large or unreadable: its whole change will be the call's
         if found is None:

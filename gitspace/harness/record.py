@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core import owner
-from ..core.transaction import COMMITTER, disk_state, entry_of
+from ..core.transaction import COMMITTER, entry_of
 from ..core.workspace import Workspace
-from ..errors import FileRefused, GitspaceError, NotAWorkspace
+from ..errors import FileRefused, GitspaceError, NotAWorkspace, PathRefused
 from ..storage import ledger
 from ..storage.gitrepo import Entry, GitRepo
 from . import state
@@ -170,9 +170,9 @@ class Recorder:
         changes: dict[str, Entry | None] = {}
         for rel in mine:
             try:
-                entry = entry_of(self.repo, disk_state(self.repo.root / rel, self.stats, rel,
-                                                       limit=self.ws.max_file_bytes), write=True)
-            except FileRefused as e:
+                entry = entry_of(self.repo, self.ws.transactions.files.read(
+                    rel, limit=self.ws.max_file_bytes, stats=self.stats), write=True)
+            except (FileRefused, PathRefused) as e:
                 self.outcome.notes.append(str(e))
                 continue
             if entry != self.repo.entry_at(self.tree, rel):
