@@ -9,7 +9,9 @@ binary sends them (tests/test_claude_code_wire.py).
 Baselines, measured in the same run on the same calls: the same two hook invocations running
 ``true`` (the harness's bare cost of calling any hook) and running a no-op Python that reads its
 stdin (the bare cost of any hook written in Python). The overhead of gitspace is its median per
-call minus the baseline's; the goal is well under 100 ms per tool call.
+call minus the baseline's; the goal is well under 100 ms per tool call. Wall time and the CPU time
+of the hook processes (user + system, from getrusage) are both reported: on a loaded machine the
+wall time grows with everyone else's work, the CPU time much less.
 
 Calls: ``Write`` of a new file, ``Edit`` of an existing one, and ``Bash`` creating two files, in a
 workspace of ``--files`` small files (default 1,000; 100 per folder). The machines are shared and
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shlex
 import shutil
 import statistics
@@ -79,8 +82,14 @@ def hook(command: str, root: Path, data: bytes) -> None:
         raise SystemExit(f"the hook failed: {proc.stderr.decode(errors='replace')}")
 
 
-def one_call(command: str, root: Path, kind: str, n: int) -> float:
-    """Seconds the harness spends in hooks for one tool call (Pre + Post), effect excluded."""
+def cpu_seconds() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def one_call(command: str, root: Path, kind: str, n: int) -> tuple[float, float]:
+    """(wall, CPU) seconds the harness spends in hooks for one tool call (Pre + Post), the tool's
+    own effect excluded."""
     use_id = f"toolu_bench_{kind}_{n}"
     target = root / "work" / f"{kind}-{n}.txt"
     effect: Callable[[], None]
@@ -107,17 +116,17 @@ def one_call(command: str, root: Path, kind: str, n: int) -> float:
             (root / "work" / f"b{n}-2").write_text("b\n")
     pre = payload(root, "PreToolUse", kind, tool_input, use_id)
     post = payload(root, "PostToolUse", kind, tool_input, use_id)
-    t0 = time.perf_counter()
+    c0, t0 = cpu_seconds(), time.perf_counter()
     hook(command, root, pre)
     t1 = time.perf_counter()
     effect()
     t2 = time.perf_counter()
     hook(command, root, post)
-    t3 = time.perf_counter()
-    return (t1 - t0) + (t3 - t2)
+    c1, t3 = cpu_seconds(), time.perf_counter()
+    return (t1 - t0) + (t3 - t2), c1 - c0
 
 
-def measure(root: Path, calls: int) -> dict[str, dict[str, float]]:
+def measure(root: Path, calls: int) -> dict[str, dict[str, dict[str, float]]]:
     commands = {"gitspace": installed_command(root), "true": "true", "python no-op": NOOP_PYTHON}
     # The baselines' tool effects land in a plain folder of their own, not in the workspace.
     plain = root.parent / "plain"
@@ -125,16 +134,19 @@ def measure(root: Path, calls: int) -> dict[str, dict[str, float]]:
     for i in range(100):
         (plain / "d000" / f"f{i:05}.txt").write_text(f"file {i}\n")
     places = {"gitspace": root, "true": plain, "python no-op": plain}
-    results: dict[str, dict[str, list[float]]] = {c: {} for c in commands}
+    results: dict[str, dict[str, dict[str, list[float]]]] = {
+        clock: {c: {} for c in commands} for clock in ("wall", "cpu")}
     for kind in ("Write", "Edit", "Bash"):
         for n in range(calls):
             # Interleaved, so that the machine's load drifts over all three alike.
             for name, command in commands.items():
-                results[name].setdefault(kind, []).append(
-                    one_call(command, places[name], kind, n * 3 + list(commands).index(name)))
-    return {name: {kind: statistics.median(v) * 1000 for kind, v in by_kind.items()}
-            | {"all": statistics.median([x for v in by_kind.values() for x in v]) * 1000}
-            for name, by_kind in results.items()}
+                wall, cpu = one_call(command, places[name], kind, n * 3 + list(commands).index(name))
+                results["wall"][name].setdefault(kind, []).append(wall)
+                results["cpu"][name].setdefault(kind, []).append(cpu)
+    return {clock: {name: {kind: statistics.median(v) * 1000 for kind, v in by_kind.items()}
+                    | {"all": statistics.median([x for v in by_kind.values() for x in v]) * 1000}
+                    for name, by_kind in by_name.items()}
+            for clock, by_name in results.items()}
 
 
 def main() -> None:
@@ -160,22 +172,27 @@ def main() -> None:
                                 capture_output=True, text=True).stdout
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    overhead = {base: {k: medians["gitspace"][k] - medians[base][k] for k in medians[base]}
-                for base in ("true", "python no-op")}
+    overhead = {clock: {base: {k: medians[clock]["gitspace"][k] - medians[clock][base][k]
+                               for k in medians[clock][base]} for base in ("true", "python no-op")}
+                for clock in medians}
     report = {"files": args.files, "calls_per_kind": args.calls, "median_ms": medians,
               "overhead_ms": overhead, "ops_recorded": recorded,
               "ops_expected": 3 * args.calls, "status_clean": status == ""}
-    log(f"{'per tool call (Pre + Post hook), median ms':<44} {'Write':>8} {'Edit':>8} "
-        f"{'Bash':>8} {'all':>8}")
-    for name, row in medians.items():
-        log(f"{name:<44} " + " ".join(f"{row[k]:8.1f}" for k in ("Write", "Edit", "Bash", "all")))
-    for base, row in overhead.items():
-        log(f"{'gitspace overhead over ' + base:<44} "
-            + " ".join(f"{row[k]:8.1f}" for k in ("Write", "Edit", "Bash", "all")))
-    worst = overhead["python no-op"]["all"]
-    log(f"overhead over a no-op Python hook: {worst:.1f} ms per call "
-        f"({'pass' if worst < 100 else 'FAIL'}: goal well under 100 ms); "
-        f"ops recorded {recorded}/{3 * args.calls} "
+    for clock in ("wall", "cpu"):
+        log(f"{clock + ' ms per tool call (Pre + Post hook), median':<44} {'Write':>8} "
+            f"{'Edit':>8} {'Bash':>8} {'all':>8}")
+        for name, row in medians[clock].items():
+            log(f"  {name:<42} " + " ".join(f"{row[k]:8.1f}" for k in ("Write", "Edit", "Bash",
+                                                                          "all")))
+        for base, row in overhead[clock].items():
+            log(f"  {'gitspace overhead over ' + base:<42} "
+                + " ".join(f"{row[k]:8.1f}" for k in ("Write", "Edit", "Bash", "all")))
+    for clock in ("wall", "cpu"):
+        over = overhead[clock]["python no-op"]["all"]
+        ratio = medians[clock]["gitspace"]["all"] / medians[clock]["python no-op"]["all"]
+        log(f"{clock}: overhead over a no-op Python hook {over:.1f} ms per call, gitspace / no-op "
+            f"= {ratio:.2f}x ({'pass' if over < 100 else 'FAIL'}: goal well under 100 ms)")
+    log(f"ops recorded {recorded}/{3 * args.calls} "
         f"({'pass' if recorded == 3 * args.calls else 'FAIL'}); "
         f"git status {'clean (pass)' if report['status_clean'] else 'NOT clean (FAIL)'}")
     if args.json:
