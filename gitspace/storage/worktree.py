@@ -264,14 +264,21 @@ class WorkTree:
             if state is None:
                 self._delete(root, parts)
                 return None
-            chain = self._make_folders(root, parts, rel)
-            try:
-                return self._write_at(chain, parts[-1], rel, *state)
-            except BaseException:
-                chain.prune(only_made=True)
-                raise
-            finally:
-                chain.close()
+            for _ in range(_RETRIES):
+                try:
+                    chain = self._make_folders(root, parts, rel)
+                except FileNotFoundError:
+                    continue  # a folder on the way was removed meanwhile: walk again
+                try:
+                    return self._write_at(chain, parts[-1], rel, *state)
+                except FileNotFoundError:
+                    chain.prune(only_made=True)  # the folder held was removed: walk again
+                except BaseException:
+                    chain.prune(only_made=True)
+                    raise
+                finally:
+                    chain.close()
+            raise _kept_changing(rel)
 
     def _delete(self, root: int, parts: list[str]) -> None:
         chain = self._find(root, parts)
@@ -323,8 +330,7 @@ class WorkTree:
                         chain.push(name, fd, made=True)
                         break
                 else:
-                    raise ToolFailed(f"A folder of {rel} kept changing while gitspace wrote it.",
-                                     hint="Stop the process changing it, then try again.")
+                    raise _kept_changing(rel)
         except BaseException:
             chain.prune(only_made=True)
             chain.close()
@@ -444,6 +450,11 @@ def _unlink_quietly(folder: int, name: str) -> None:
         os.unlink(name, dir_fd=folder)
     except FileNotFoundError:
         pass
+
+
+def _kept_changing(rel: str) -> ToolFailed:
+    return ToolFailed(f"A folder of {rel} kept changing while gitspace wrote it.",
+                      hint="Stop the process changing it, then try again.")
 
 
 def _special(rel: str, mode: int) -> FileRefused:
