@@ -3,6 +3,7 @@ are errors that verify reports, and elided args stay recoverable from the reposi
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +239,61 @@ def test_large_create_args_are_elided_to_a_blob_that_survives_gc_and_clone(
         assert [o.op_id for o in ops(clone)] == [o.op_id for o in ops(root)]
     assert verify(ws).ok
     assert_clean(root)
+
+
+# -- format versions --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bumped(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Format 2 as a future gitspace could add it: one more source and one more key (what a
+    harness op might need), written from now on. Format 1 stays readable."""
+    from gitspace.storage import ledger
+
+    v1 = ledger.FORMATS[1]
+    v2 = dataclasses.replace(v1, keys=(*v1.keys, "Gitspace-Harness"),
+                             sources=(*v1.sources, "hook"))
+    monkeypatch.setitem(ledger.FORMATS, 2, v2)
+    monkeypatch.setattr(ledger, "FORMAT", 2)
+    return ledger
+
+
+def test_old_history_still_reads_after_a_format_bump(ws: gitspace.Workspace, bumped: Any) -> None:
+    from gitspace.core import lookup
+    from gitspace.replay.engine import replay
+
+    root = ws.root
+    bumped.FORMAT = 1  # (the fixture's bump, undone until the old history is written)
+    call_ok(ws, "create", {"path": "a.md", "file_text": "one\n"})
+    ws.call("checkpoint", {"name": "old"}, op_id=new_op_id())
+    call_ok(ws, "str_replace", {"path": "a.md", "old_str": "one", "new_str": "two"})
+    old = ops(root)
+    bumped.FORMAT = 2
+    call_ok(ws, "append", {"path": "b.md", "text": "three\n"})
+    assert "Gitspace-Format: 2\n" in message_of(root)
+    assert "Gitspace-Format: 1\n" in message_of(root, "HEAD~1")
+    assert [op.format for op in ops(root)] == [1, 1, 1, 2]
+    report = verify(ws)
+    assert report.ok and report.ops == 4, report.problems
+    assert lookup.find_op(ws, old[-1].op_id).op == old[-1]  # type: ignore[union-attr]
+    undone = ws.call("undo", {"op": old[-1].op_id[-8:]})  # a v2 op undoing a v1 op
+    assert undone.ok and (root / "a.md").read_text() == "one\n"
+    assert replay(ws, head(root)).ok  # old ops re-run and compare in the format they were written
+    assert_clean(root)
+
+
+def test_a_parsed_op_is_written_back_in_its_own_format(bumped: Any) -> None:
+    op = Op(op_id=new_op_id(), tool="create", args={"path": "a"}, format=1)
+    assert "Gitspace-Format: 1\n" in encode_message(op, "create a")
+    fresh = parse_message(encode_message(Op(op_id=new_op_id(), tool="create", args={}), "c"))
+    assert fresh is not None and fresh.format == 2
+    hook = Op(op_id=new_op_id(), tool="create", args={}, source="hook")
+    assert parse_message(encode_message(hook, "hook")) == hook  # new in 2
+    with pytest.raises(BadArguments):  # format 1 never had it
+        encode_message(dataclasses.replace(hook, format=1), "hook")
+    three = encode_message(op, "x").replace("Gitspace-Format: 1", "Gitspace-Format: 3")
+    with pytest.raises(LedgerError, match="Unsupported ledger format '3'"):
+        parse_message(three)
+    harness_in_v1 = encode_message(op, "x").replace("Gitspace-Args", "Gitspace-Harness: x\nGitspace-Args")
+    with pytest.raises(LedgerError, match="Unknown or malformed trailer"):
+        parse_message(harness_in_v1)  # a key is only as valid as the version that has it

@@ -22,6 +22,8 @@ def replay(
     Replay runs the constraint scripts recorded in the branch with your privileges: replay only
     branches you would run code from, or pass --no-scripts.
     """
+    from ..core import lookup
+    from ..errors import GitspaceError
     from ..replay.engine import BadRange
     from ..replay.engine import replay as run_replay
     from ..replay.onto import replay_onto
@@ -29,10 +31,10 @@ def replay(
 
     with open_workspace() as ws:
         def rev(name: str, hint: str) -> str:
-            sha = ws.repo.resolve(name)
-            if sha is None:
-                raise typer.BadParameter(f"{name!r} is not a branch or revision here.", param_hint=hint)
-            return sha
+            try:
+                return lookup.resolve(ws, name).commit
+            except GitspaceError as e:
+                raise typer.BadParameter(e.message, param_hint=hint) from None
 
         tip = rev(branch or ws.repo.head_branch() or "HEAD", "BRANCH")
         base = rev(start, "--from") if start else None

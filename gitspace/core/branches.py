@@ -50,22 +50,9 @@ def create(ws: Workspace, name: str, start: str, op_id: str | None = None) -> Br
     if ws.repo.read_ref(f"refs/heads/{name}") is not None:
         raise GitspaceError(f"A branch named {name!r} already exists.",
                             hint="Switch to it with the switch tool, or pick another name.")
-    note = f" (op {ledger.check_token('op id', op_id)})" if op_id else ""
     ws.transactions.create_ref(f"refs/heads/{name}", start, ws.author,
-                               f"gitspace: branch {name}{note}")
+                               ledger.branch_note(name, op_id))
     return Branch(name, start, False)
-
-
-def op_of(ws: Workspace, name: str) -> str | None:
-    """The op id a branch was created under, from the first entry of its reflog (None if none)."""
-    log = ws.repo.commondir / "logs" / "refs" / "heads" / name
-    try:
-        with open(log, encoding="utf-8", errors="replace") as f:
-            first = f.readline()
-    except OSError:
-        return None
-    found = re.search(r"\tgitspace: branch \S+ \(op (\S+)\)$", first.rstrip("\n"))
-    return found.group(1) if found else None
 
 
 def switch(ws: Workspace, name: str) -> int:

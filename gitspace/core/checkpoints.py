@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import BadArguments, GitspaceError, NotFound
+from ..errors import BadArguments, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
 from .transaction import Plan, Txn
 from .workspace import Workspace
@@ -48,38 +48,31 @@ def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None
         )
     agent = ws.agent or "human"
     text = " ".join(message.split())[:500]
-    body = f"{text or 'checkpoint ' + name}\n\nGitspace-Checkpoint: {name}\n" \
-           f"Gitspace-Branch: {branch}\nGitspace-Agent: {agent}\n"
-    if op_id:
-        body += f"Gitspace-Op: {ledger.check_token('op id', op_id)}\n"
+    body = ledger.checkpoint_message(text, name, branch, agent, op_id)
     tagger = ws.author
     tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
     ws.transactions.create_ref(PREFIX + name, tag, tagger, f"checkpoint {name}")
     return Checkpoint(name, tip, branch, agent, ws.repo.commit(tip).time, text)
 
 
-def op_of(ws: Workspace, name: str) -> str | None:
-    """The op id a checkpoint was created under (None for one made outside an agent run)."""
-    sha = ws.repo.read_ref(PREFIX + name)
-    if sha is None:
-        return None
-    kind, data = ws.repo.read_object(sha)
-    found = re.search(r"^Gitspace-Op: (\S+)$", data.decode("utf-8", "replace"), re.M)
-    return found.group(1) if kind == "tag" and found else None
-
-
 def listing(ws: Workspace) -> list[Checkpoint]:
     out = []
     for ref, _, commit, when, message in ws.repo.tags(PREFIX.rstrip("/")):
-        fields = dict(
-            line.split(": ", 1) for line in message.splitlines() if line.startswith("Gitspace-")
-        )
+        note = _note(message)
         out.append(Checkpoint(
             name=ref[len(PREFIX):], commit=commit,
-            branch=fields.get("Gitspace-Branch", "?"), agent=fields.get("Gitspace-Agent", "?"),
+            branch=note.branch if note else "?", agent=note.agent if note else "?",
             time=when, message=message.split("\n\n", 1)[0].strip(),
         ))
     return sorted(out, key=lambda c: (c.time, c.name))
+
+
+def _note(message: str) -> ledger.CheckpointNote | None:
+    """A tag's checkpoint record; a tag someone wrote by hand may have a broken one."""
+    try:
+        return ledger.parse_checkpoint(message)
+    except LedgerError:
+        return None
 
 
 def resolve(ws: Workspace, name: str) -> str:

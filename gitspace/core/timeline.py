@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger
 from ..storage.gitrepo import Commit, GitRepo
-from . import checkpoints
+from . import checkpoints, lookup
 from .workspace import Workspace
 
 
@@ -80,16 +80,9 @@ def timeline(ws: Workspace, limit: int | None = 20, rev: str | None = None) -> l
 
 
 def find(ws: Workspace, ref: str) -> Entry:
-    """An op by id (on the current branch) or any revision git understands."""
-    if ledger.OP_ID.fullmatch(ref):
-        for commit in ws.repo.log(f"refs/heads/{ws.branch()}"):
-            if f"Gitspace-Op: {ref}\n" in commit.message + "\n":
-                return _entry(ws, commit, {})
-    sha = ws.repo.resolve(ref)
-    if sha is None:
-        raise NotFound(f"{ref!r} is neither an op id on this branch nor a revision.",
-                       hint="'gitspace log' lists op ids and commits.")
-    return _entry(ws, ws.repo.commit(sha), {})
+    """What ``ref`` names (an op id or part of one, a checkpoint, a branch, any revision: see
+    ``lookup.resolve``), as a timeline entry."""
+    return _entry(ws, ws.repo.commit(lookup.resolve(ws, ref).commit), {})
 
 
 @dataclass

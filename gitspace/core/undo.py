@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from ..errors import Conflict, LedgerError, NotFound, ToolFailed
 from ..storage import ledger
 from ..storage.gitrepo import Commit, Entry
+from . import lookup
 from .transaction import Plan, Txn
 from .workspace import Workspace
 
@@ -60,7 +61,9 @@ def undo_targets(ws: Workspace, count: int) -> list[tuple[ledger.Op, Commit]]:
     return targets
 
 
-def find_op(ws: Workspace, op_id: str) -> tuple[ledger.Op, Commit]:
+def op_target(ws: Workspace, text: str) -> tuple[ledger.Op, Commit]:
+    """The op ``text`` names (its id, or a unique start or end of it), to undo on this branch."""
+    op_id = lookup.op_id(ws, text)
     reverted: set[str] = set()
     for op, commit in ops_newest_first(ws):
         reverted.update(op.undo_of)
@@ -68,8 +71,14 @@ def find_op(ws: Workspace, op_id: str) -> tuple[ledger.Op, Commit]:
             if op_id in reverted:
                 raise ToolFailed(f"Op {op_id} is already undone.")
             return op, commit
-    raise NotFound(f"There is no op {op_id} on branch {ws.branch()}.",
-                   hint="'gitspace log' lists op ids.")
+    found = lookup.find_op(ws, op_id)
+    if found is not None and found.where in ("checkpoint", "branch"):
+        raise ToolFailed(f"Op {op_id} created {found.where} {found.name}; it changed no files, so "
+                         "there is nothing to undo.")
+    raise NotFound(f"There is no op {op_id} on branch {ws.branch()}"
+                   + (": it was recorded on another branch." if found else "."),
+                   hint="'gitspace log' lists the ops of this branch; undo an op on its own "
+                   "branch ('gitspace switch BRANCH').")
 
 
 def op_commit(ws: Workspace, op_id: str) -> str:

@@ -208,9 +208,12 @@ def _recorded_as_written(sc: Scratch, commit: Commit, op: ledger.Op, new: Commit
     if identity(new.author) != identity(commit.author):
         return diverged(sc, commit, op, f"its author is {identity(commit.author)!r}, but the "
                         f"tool commits as {identity(new.author)!r}.", new.tree)
-    if compare and new.message != commit.message:
+    # An op recorded by an older gitspace is compared with what the tool writes, in that format.
+    written = new.message if op.format in (None, replayed.format) else ledger.in_format(
+        new.message, replayed, op.format)
+    if compare and written != commit.message:
         lines = difflib.unified_diff(_text(commit.message).splitlines(),
-                                     _text(new.message).splitlines(), "recorded message",
+                                     _text(written).splitlines(), "recorded message",
                                      "replayed message", lineterm="")
         return diverged(sc, commit, op, "its message differs from the one the tool writes: a "
                         "subject or body line the tool did not write.", diff=list(lines))

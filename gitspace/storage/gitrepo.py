@@ -464,14 +464,18 @@ class GitRepo:
             message=message,
         )
 
-    def log(self, rev: str, limit: int | None = None, first_parent: bool = True) -> list[Commit]:
-        """Commits reachable from ``rev``, newest first, in one git process."""
+    def log(self, rev: str, limit: int | None = None, first_parent: bool = True,
+            grep: str | None = None) -> list[Commit]:
+        """Commits reachable from ``rev`` (``--branches``: from any branch), newest first, in one
+        git process; with ``grep``, only those with a message line matching that extended regex."""
         args = ["log", "-z", "--date=format:%z",
                 "--format=%H%x1f%T%x1f%P%x1f%an <%ae> %at %ad%x1f%cn <%ce> %ct %cd%x1f%B"]
         if first_parent:
             args.append("--first-parent")
         if limit is not None:
             args.append(f"-n{limit}")
+        if grep is not None:
+            args += ["-E", f"--grep={grep}"]
         out = self.git(*args, rev, "--")
         commits = []
         for record in out.decode(errors="surrogateescape").split("\0"):
@@ -632,6 +636,18 @@ class GitRepo:
         line = f"{old} {new} {ident.line()}\t{' '.join(message.split())[:200]}\n"
         with open(log, "a", encoding="utf-8", errors="surrogateescape") as out:
             out.write(line)
+
+    def first_reflog(self, ref: str) -> tuple[str, str] | None:
+        """(commit, message) of the oldest entry of ``ref``'s reflog (None when it has none)."""
+        base = self.gitdir if ref == "HEAD" else self.commondir
+        try:
+            with open(base / "logs" / ref, encoding="utf-8", errors="replace") as log:
+                first = log.readline()
+        except OSError:
+            return None
+        head, tab, message = first.rstrip("\n").partition("\t")
+        shas = head.split(" ", 2)
+        return (shas[1], message) if tab and len(shas) == 3 else None
 
     def write_tag(self, name: str, target: str, message: str, tagger: Identity) -> str:
         """An annotated tag object (the ref is the caller's to set)."""

@@ -66,6 +66,26 @@ format 2 reads format 1 unchanged.
   100 of them, sorted. For a file tool they are the files it wrote; for a shell command they are
   what changed while it ran.
 
+Format versions
+---------------
+``FORMATS`` holds every version this gitspace reads: which op sources are written in it, what a
+tool name looks like in it, and which keys it may hold (all keys keep the order of ``_KEYS``).
+An op is written in ``FORMAT`` unless its source needs another (``version_for``: a harness op is
+written in 2). A change to the block is a new version: append any new key to ``_KEYS``, add
+``FORMATS[n]`` (copy the last and change what changes), make it ``FORMAT`` if every op should be
+written in it, and document it above. Never change or drop an old version, so old history still
+reads. An ``Op`` read back remembers its version (``Op.format``) and is written back in it.
+
+Checkpoint tags and branch reflogs
+----------------------------------
+A checkpoint is an annotated tag whose message is one line of text and, as its last paragraph,
+``Gitspace-Checkpoint: <name>``, ``Gitspace-Branch: <branch>``, ``Gitspace-Agent: <agent>`` and,
+when a tool call made it, ``Gitspace-Op: <op id>`` (``checkpoint_message``/``parse_checkpoint``).
+A branch a tool call created carries its op in the first line of its reflog:
+``gitspace: branch <name> (op <op id>)`` (``branch_note``/``parse_branch_note``). The tag's
+block is read by the same trailer reader as an op commit's; nothing outside this module parses
+either.
+
 Why nothing agent-supplied can forge or break a trailer: args are JSON-escaped into one ASCII line;
 every other value is validated against the token pattern before it is written; the subject is
 stripped of control characters and line breaks; only the final paragraph is parsed, and it must
@@ -76,6 +96,7 @@ malformed, and ``verify`` reports it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -87,10 +108,6 @@ from typing import Any
 from ..errors import BadArguments, LedgerError
 from .loose import sha1_hex
 
-FORMAT = 1  # what every op that needs nothing newer is written as
-HARNESS_FORMAT = 2  # ops of source "harness" (see "Format 2" above)
-FORMATS = (FORMAT, HARNESS_FORMAT)  # what this reader accepts
-SOURCES = ("tool", "external", "init", "transcript", "harness")
 PATHS_LISTED = 100  # Gitspace-Paths lists the first 100 changed paths
 RESULT = "Result:"
 RESULT_CAP = 4000
@@ -132,6 +149,36 @@ _KEYS = (
     "Gitspace-Paths",
 )
 _REQUIRED = ("Gitspace-Format", "Gitspace-Op", "Gitspace-Tool", "Gitspace-Source", "Gitspace-Args")
+
+
+@dataclass(frozen=True)
+class Format:
+    """One version of the trailer block."""
+
+    sources: tuple[str, ...]  # the op sources written in it
+    tool_name: re.Pattern[str]  # what a tool name looks like in it
+    keys: frozenset[str]  # the keys it may hold
+
+
+FORMATS: dict[int, Format] = {
+    1: Format(("tool", "external", "init", "transcript"), TOOL_NAME,
+              frozenset(_KEYS) - {"Gitspace-Paths"}),
+    2: Format(("harness",), HARNESS_TOOL_NAME, frozenset(_KEYS)),  # see "Format 2" above
+}
+FORMAT = 1  # what an op is written in unless its source needs another
+SOURCES = tuple(dict.fromkeys(s for f in FORMATS.values() for s in f.sources))
+
+
+def version_for(source: str) -> int:
+    """The version an op of ``source`` is written in."""
+    if source in FORMATS[FORMAT].sources:
+        return FORMAT
+    for version in sorted(FORMATS):
+        if source in FORMATS[version].sources:
+            return version
+    raise BadArguments(f"The op source {source!r} is not one of {SOURCES}.")
+
+
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
@@ -173,20 +220,21 @@ class Op:
     rebased_from: str | None = None
     paths: tuple[str, ...] | None = None  # a harness op's changed paths (the first 100, sorted)
     path_count: int | None = None  # how many paths it changed (Gitspace-Paths count)
-
-    @property
-    def format(self) -> int:
-        return HARNESS_FORMAT if self.source == "harness" else FORMAT
+    # The version it was read in (None: made here, written as ``version_for(source)``). Not part
+    # of what the op means, so not compared.
+    format: int | None = field(default=None, compare=False)
 
     def trailers(self) -> str:
-        if not tool_name_pattern(self.source).fullmatch(self.tool):
+        version = version_for(self.source) if self.format is None else self.format
+        spec = FORMATS[version]
+        if self.source not in spec.sources:
+            raise BadArguments(f"The op source {self.source!r} is not one of {spec.sources}.")
+        if not spec.tool_name.fullmatch(self.tool):
             raise BadArguments(f"The tool name {self.tool!r} is not valid.")
-        if self.source not in SOURCES:
-            raise BadArguments(f"The op source {self.source!r} is not one of {SOURCES}.")
         if (self.source == "harness") != (self.paths is not None):
             raise BadArguments("Changed paths are recorded for harness ops, and only for them.")
         rows = [
-            ("Gitspace-Format", str(self.format)),
+            ("Gitspace-Format", str(version)),
             ("Gitspace-Op", self.op_id),
             ("Gitspace-Tool", self.tool),
             ("Gitspace-Source", self.source),
@@ -216,11 +264,6 @@ class Op:
         return "\n".join(f"{k}: {v}" for k, v in rows)
 
 
-def tool_name_pattern(source: str) -> re.Pattern[str]:
-    """The rule a tool name follows: gitspace's own, or a harness's (source ``harness``)."""
-    return HARNESS_TOOL_NAME if source == "harness" else TOOL_NAME
-
-
 def clean_subject(text: str, limit: int = 72) -> str:
     """One printable line: control and format characters dropped, whitespace folded."""
     kept = "".join(
@@ -241,26 +284,38 @@ def encode_message(op: Op, subject: str, body: str = "") -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def parse_message(message: str) -> Op | None:
-    """The op a commit message records; None if it is not an op; LedgerError if malformed."""
+def trailer_block(message: str, first: str, keys: tuple[str, ...]) -> dict[str, str] | None:
+    """The trailer block of ``message``: its last paragraph, when the message has another before
+    it and the block's first line is key ``first``, as {key: value}; None otherwise. Every line
+    must be ``key: value`` with a key of ``keys`` (once each, in that order), or LedgerError.
+
+    The one reader of trailers: op commits, checkpoint tags and anything added later use it."""
     paragraphs = [p for p in re.split(r"\n\s*\n", message.strip("\n")) if p.strip()]
     if len(paragraphs) < 2:
         return None
     block = paragraphs[-1].strip("\n").split("\n")
-    if not block[0].startswith("Gitspace-Format:"):
+    if not block[0].startswith(f"{first}:"):
         return None
     seen: dict[str, str] = {}
     order = []
     for line in block:
         key, sep, value = line.partition(": ")
-        if not sep or key not in _KEYS:
+        if not sep or key not in keys:
             raise LedgerError(f"Unknown or malformed trailer line {line[:80]!r}.")
         if key in seen:
             raise LedgerError(f"Trailer {key} appears twice.")
         seen[key] = value
-        order.append(_KEYS.index(key))
+        order.append(keys.index(key))
     if order != sorted(order):
         raise LedgerError("Trailers are out of order.")
+    return seen
+
+
+def parse_message(message: str) -> Op | None:
+    """The op a commit message records; None if it is not an op; LedgerError if malformed."""
+    seen = trailer_block(message, "Gitspace-Format", _KEYS)
+    if seen is None:
+        return None
     missing = [k for k in _REQUIRED if k not in seen]
     if missing:
         raise LedgerError(f"Missing trailer(s): {', '.join(missing)}.")
@@ -268,21 +323,27 @@ def parse_message(message: str) -> Op | None:
 
 
 def _op_from(seen: dict[str, str]) -> Op:
-    if seen["Gitspace-Format"] not in {str(f) for f in FORMATS}:
-        raise LedgerError(f"Unsupported ledger format {seen['Gitspace-Format']!r}.")
+    declared = seen["Gitspace-Format"]
+    version = int(declared) if declared.isdigit() and str(int(declared)) == declared else None
+    spec = FORMATS.get(version) if version is not None else None
+    if version is None or spec is None:
+        raise LedgerError(f"Unsupported ledger format {declared!r}.")
     if not OP_ID.fullmatch(seen["Gitspace-Op"]):
         raise LedgerError(f"Malformed op id {seen['Gitspace-Op']!r}.")
     source = seen["Gitspace-Source"]
     if source not in SOURCES:
         raise LedgerError(f"Unknown source {source!r}.")
-    if not tool_name_pattern(source).fullmatch(seen["Gitspace-Tool"]):
+    if source not in spec.sources:
+        raise LedgerError(f"An op of source {source!r} is written in format "
+                          f"{version_for(source)}, not {declared}.")
+    if not spec.tool_name.fullmatch(seen["Gitspace-Tool"]):
         raise LedgerError(f"Malformed tool name {seen['Gitspace-Tool']!r}.")
     harness = source == "harness"
-    if harness != (seen["Gitspace-Format"] == str(HARNESS_FORMAT)):
-        raise LedgerError(f"An op of source {source!r} is written in format "
-                          f"{HARNESS_FORMAT if harness else FORMAT}, not {seen['Gitspace-Format']}.")
     if harness != ("Gitspace-Paths" in seen):
         raise LedgerError("Gitspace-Paths belongs to harness ops, and every harness op has it.")
+    foreign = [k for k in seen if k not in spec.keys]
+    if foreign:
+        raise LedgerError(f"Trailer {foreign[0]} is not part of ledger format {version}.")
     paths, count = _paths(seen["Gitspace-Paths"]) if harness else (None, None)
     raw_args = seen["Gitspace-Args"]
     try:
@@ -317,7 +378,14 @@ def _op_from(seen: dict[str, str]) -> Op:
         rebased_from=seen.get("Gitspace-Rebased-From"),
         paths=paths,
         path_count=count,
+        format=version,
     )
+
+
+def in_format(message: str, op: Op, version: int) -> str:
+    """``message`` (which records ``op``) with its trailer block written in format ``version``."""
+    head = message[:message.rindex("\n\nGitspace-Format: ")]
+    return f"{head}\n\n{dataclasses.replace(op, format=version).trailers()}\n"
 
 
 def _paths(raw: str) -> tuple[tuple[str, ...], int]:
@@ -333,6 +401,53 @@ def _paths(raw: str) -> tuple[tuple[str, ...], int]:
             or canonical_json(value) != raw or set(value) != {"count", "paths"}):
         raise LedgerError("Gitspace-Paths is not a canonical {\"count\", \"paths\"} object.")
     return tuple(paths), count
+
+
+# -- checkpoint tags and branch reflogs -------------------------------------------------------
+
+_CHECKPOINT_KEYS = ("Gitspace-Checkpoint", "Gitspace-Branch", "Gitspace-Agent", "Gitspace-Op")
+_BRANCH_NOTE = re.compile(r"gitspace: branch (\S+) \(op (\S+)\)")
+
+
+@dataclass(frozen=True)
+class CheckpointNote:
+    """What a checkpoint tag's message records."""
+
+    name: str
+    branch: str
+    agent: str
+    op_id: str | None
+    text: str
+
+
+def checkpoint_message(text: str, name: str, branch: str, agent: str, op_id: str | None) -> str:
+    """A checkpoint tag's message; ``text`` is folded onto one line."""
+    line = " ".join(text.split())[:500] or f"checkpoint {name}"
+    rows = [("Gitspace-Checkpoint", name), ("Gitspace-Branch", branch), ("Gitspace-Agent", agent)]
+    if op_id:
+        rows.append(("Gitspace-Op", check_token("op id", op_id)))
+    return line + "\n\n" + "".join(f"{k}: {v}\n" for k, v in rows)
+
+
+def parse_checkpoint(message: str) -> CheckpointNote | None:
+    """The record of a checkpoint tag's message (None if it has none; LedgerError if broken)."""
+    seen = trailer_block(message, "Gitspace-Checkpoint", _CHECKPOINT_KEYS)
+    if seen is None:
+        return None
+    return CheckpointNote(seen["Gitspace-Checkpoint"], seen.get("Gitspace-Branch", "?"),
+                          seen.get("Gitspace-Agent", "?"), seen.get("Gitspace-Op"),
+                          message.split("\n\n", 1)[0].strip())
+
+
+def branch_note(name: str, op_id: str | None) -> str:
+    """The reflog message of a branch gitspace creates."""
+    return f"gitspace: branch {name}" + (f" (op {check_token('op id', op_id)})" if op_id else "")
+
+
+def parse_branch_note(message: str) -> str | None:
+    """The op id a reflog message records, if it is the note of a branch a tool call created."""
+    found = _BRANCH_NOTE.fullmatch(message)
+    return found.group(2) if found else None
 
 
 def omit(value: str) -> dict[str, Any]:

@@ -63,7 +63,7 @@ def undo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
               op_id: str | None = None) -> Result:
     if "op" in args and "count" in args:
         raise BadArguments("Pass either count or op, not both.")
-    targets = ([undo.find_op(ws, args["op"])] if "op" in args
+    targets = ([undo.op_target(ws, args["op"])] if "op" in args
                else undo.undo_targets(ws, args.get("count", 1)))
     op = ws.new_op("undo", args, tool_use_id=tool_use_id, op_id=op_id,
                    undo_of=tuple(o.op_id for o, _ in targets))

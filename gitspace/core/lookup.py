@@ -1,0 +1,188 @@
+"""Finding an op, or whatever a person typed, wherever the ledger records it: the one finder.
+
+An op is recorded in one of three places: the commit it made (on any branch), the tag of the
+checkpoint a ``checkpoint`` call created (its ``Gitspace-Op``), or the first reflog entry of the
+branch a ``branch`` call created. ``find_op`` looks in all three. ``resolve`` turns what a person
+types into a commit: a full op id, a unique prefix or suffix of one (``gitspace log`` shows the
+last eight characters), a checkpoint name, a branch, or any git revision; ``op_id`` accepts only
+op ids and their parts.
+
+Invariants: nothing here writes. An op id counts only where the ledger parses it (git's ``--grep``
+narrows the search, the trailer parser decides), so a quoted trailer in a result or a body never
+matches. Commits on the current branch come before those on other branches. Text that could name
+two things is refused with every candidate listed; a miss is NotFound with a hint, never git's
+own "bad revision".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import BadArguments, LedgerError, NotFound
+from ..storage import ledger
+from . import branches, checkpoints
+from .workspace import Workspace
+
+MIN_PART = 4  # the fewest characters of an op id a person may type
+_PART = re.compile(rf"[0-9A-HJKMNP-TV-Z]{{{MIN_PART},25}}")  # Crockford base32, as op ids are
+_HEX = re.compile(r"[0-9a-fA-F]{4,40}")  # what git may read as an abbreviated object id
+HINT = ("'gitspace log' lists ops (the last 8 characters of an op id are enough), "
+        "'gitspace checkpoints' and 'gitspace branches' the names.")
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where something was found: always a commit, and the op when it is one."""
+
+    commit: str
+    op_id: str | None = None
+    where: str = "revision"  # commit (an op's own commit), checkpoint, branch or revision
+    name: str | None = None  # the checkpoint or branch, when found there
+    op: ledger.Op | None = None  # the op record, when ``commit`` is the op's commit
+
+    def describe(self) -> str:
+        what = f"op {self.op_id}" if self.op_id else f"commit {self.commit[:12]}"
+        if self.where == "checkpoint":
+            return f"{what} (checkpoint {self.name})"
+        if self.where == "branch":
+            return f"{what} (created branch {self.name})"
+        return what if self.op_id else f"{what} (a revision)"
+
+
+def find_op(ws: Workspace, op_id: str) -> Found | None:
+    """Where op ``op_id`` is recorded, preferring the current branch; None when nowhere."""
+    if not ledger.OP_ID.fullmatch(op_id):
+        return None
+    found = _search(ws, re.escape(op_id), op_id.__eq__, stop_at_first=True)
+    return found[0] if found else None
+
+
+def op_id(ws: Workspace, text: str) -> str:
+    """The op id ``text`` is, or is the unique prefix or suffix of (on any branch)."""
+    if ledger.OP_ID.fullmatch(text):
+        if find_op(ws, text) is None:
+            raise NotFound(f"There is no op {text} on any branch.", hint=HINT)
+        return text
+    ids = sorted({f.op_id for f in _parts(ws, text) if f.op_id})
+    if not ids:
+        raise NotFound(f"{text!r} is not an op id, nor the start or end of one, on any branch.",
+                       hint=HINT)
+    if len(ids) > 1:
+        raise _ambiguous(text, [f"op {i}" for i in ids])
+    return ids[0]
+
+
+def resolve(ws: Workspace, text: str) -> Found:
+    """The commit ``text`` names: an op id (or a unique part of one), a checkpoint, a branch or
+    any git revision."""
+    repo = ws.repo
+    if not _typeable(text):
+        raise NotFound(f"{text[:80]!r} names nothing: it is empty, too long or holds control "
+                       "characters.", hint=HINT)
+    if ledger.OP_ID.fullmatch(text):
+        found = find_op(ws, text)
+        if found is None:
+            raise NotFound(f"There is no op {text} on any branch.", hint=HINT)
+        return found
+    if _valid(checkpoints.check_name, text):
+        target = repo.resolve(checkpoints.PREFIX + text)
+        if target is not None:
+            return Found(target, where="checkpoint", name=text)
+    tip = repo.read_ref(f"refs/heads/{text}") if _valid(branches.check_name, text) else None
+    if tip is not None:
+        return Found(tip, where="branch", name=text)
+    revision = repo.resolve(text)
+    if revision is not None and not _HEX.fullmatch(text):
+        return Found(revision)  # a ref or an expression (HEAD~2, v1.0): never an op id
+    candidates = _distinct(_parts(ws, text))
+    if revision is not None and all(f.commit != revision for f in candidates):
+        candidates.append(Found(revision))
+    if not candidates:
+        raise NotFound(f"{text!r} is not a branch or revision here, nor a checkpoint or an op.",
+                       hint=HINT)
+    if len(candidates) > 1:
+        raise _ambiguous(text, [f.describe() for f in candidates])
+    return candidates[0]
+
+
+def _parts(ws: Workspace, text: str) -> list[Found]:
+    """Every recorded op whose id starts or ends with ``text`` (case ignored)."""
+    part = text.upper()
+    if not _PART.fullmatch(part):
+        return []
+    return _search(ws, f"({part}[0-9A-Z]*|[0-9A-Z]*{part})",
+                   lambda found: found.startswith(part) or found.endswith(part))
+
+
+def _search(ws: Workspace, pattern: str, accept: Callable[[str], bool], *,
+            stop_at_first: bool = False) -> list[Found]:
+    """Ops whose id matches ``pattern`` (an extended regex) and ``accept``: their commits on the
+    current branch, then on other branches, then checkpoints, then created branches."""
+    repo = ws.repo
+    found: list[Found] = []
+    seen: set[str] = set()
+    for rev in ("HEAD", "--branches"):
+        for commit in repo.log(rev, first_parent=False, grep=f"^Gitspace-Op: {pattern}$"):
+            if commit.sha in seen:
+                continue
+            seen.add(commit.sha)
+            op = _parsed(commit.message)
+            if op is not None and accept(op.op_id):
+                found.append(Found(commit.sha, op.op_id, "commit", op=op))
+        if found and stop_at_first:
+            return found
+    for ref, _, target, _, message in repo.tags(checkpoints.PREFIX.rstrip("/")):
+        note = _checkpoint(message)
+        if note is not None and note.op_id is not None and accept(note.op_id):
+            found.append(Found(target, note.op_id, "checkpoint", ref[len(checkpoints.PREFIX):]))
+    for ref, _, _ in repo.refs("refs/heads"):
+        first = repo.first_reflog(ref)
+        recorded = ledger.parse_branch_note(first[1]) if first else None
+        if first is not None and recorded is not None and accept(recorded):
+            found.append(Found(first[0], recorded, "branch", ref[len("refs/heads/"):]))
+    return found
+
+
+def _typeable(text: str) -> bool:
+    """Could a person have typed ``text`` as a name? (Git gets nothing else to parse.)"""
+    return 0 < len(text) <= 1000 and text.isprintable()
+
+
+def _valid(check: Callable[[str], str], name: str) -> bool:
+    """Is ``name`` one ``check`` accepts (so it is safe to look up as a ref)?"""
+    try:
+        check(name)
+    except BadArguments:
+        return False
+    return True
+
+
+def _distinct(found: list[Found]) -> list[Found]:
+    """One entry per op id (the first, so the current branch's copy of an op wins)."""
+    out: dict[str, Found] = {}
+    for f in found:
+        out.setdefault(f.op_id or f.commit, f)
+    return list(out.values())
+
+
+def _parsed(message: str) -> ledger.Op | None:
+    try:
+        return ledger.parse_message(message)
+    except LedgerError:
+        return None  # a malformed block records no op (verify reports it)
+
+
+def _checkpoint(message: str) -> ledger.CheckpointNote | None:
+    try:
+        return ledger.parse_checkpoint(message)
+    except LedgerError:
+        return None
+
+
+def _ambiguous(text: str, candidates: list[str]) -> BadArguments:
+    shown = "; ".join(candidates[:10]) + (f"; and {len(candidates) - 10} more"
+                                          if len(candidates) > 10 else "")
+    return BadArguments(f"{text!r} could name {len(candidates)} things: {shown}.",
+                        hint="Type more characters of the op id, or the whole of it.")
