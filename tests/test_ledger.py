@@ -275,7 +275,7 @@ def test_old_history_still_reads_after_a_format_bump(ws: gitspace.Workspace, bum
     assert [op.format for op in ops(root)] == [1, 1, 1, 2]
     report = verify(ws)
     assert report.ok and report.ops == 4, report.problems
-    assert lookup.find_op(ws, old[-1].op_id).op == old[-1]  # type: ignore[union-attr]
+    assert lookup.find_op(ws.repo, old[-1].op_id).op == old[-1]  # type: ignore[union-attr]
     undone = ws.call("undo", {"op": old[-1].op_id[-8:]})  # a v2 op undoing a v1 op
     assert undone.ok and (root / "a.md").read_text() == "one\n"
     assert replay(ws, head(root)).ok  # old ops re-run and compare in the format they were written

@@ -39,18 +39,18 @@ def history(ws: gitspace.Workspace) -> gitspace.Workspace:
 def test_an_op_is_found_wherever_it_is_recorded(history: gitspace.Workspace) -> None:
     ws = history
     main_ops, side_ops = op_ids(ws.root, "main"), op_ids(ws.root, "side")
-    mine = lookup.find_op(ws, main_ops[-1])
+    mine = lookup.find_op(ws.repo, main_ops[-1])
     assert mine is not None and mine.where == "commit" and mine.commit == head(ws.root, "main")
     assert mine.op is not None and mine.op.tool == "str_replace"
-    other = lookup.find_op(ws, side_ops[-1])  # on another branch: op lookups search them all
+    other = lookup.find_op(ws.repo, side_ops[-1])  # on another branch: op lookups search them all
     assert other is not None and other.commit == head(ws.root, "side")
-    cp = lookup.find_op(ws, "01JCHECKP0NTCHECKP0NTCHECK")
+    cp = lookup.find_op(ws.repo, "01JCHECKP0NTCHECKP0NTCHECK")
     assert cp is not None and (cp.where, cp.name) == ("checkpoint", "cp1")
     assert cp.commit == head(ws.root, "main~1")
-    br = lookup.find_op(ws, "01JBRANCH0000000000000000A")
+    br = lookup.find_op(ws.repo, "01JBRANCH0000000000000000A")
     assert br is not None and (br.where, br.name, br.commit) == ("branch", "side", head(ws.root))
-    assert lookup.find_op(ws, "01JN0THNGN0THNGN0THNGN0THN") is None
-    assert lookup.find_op(ws, "not an op id") is None
+    assert lookup.find_op(ws.repo, "01JN0THNGN0THNGN0THNGN0THN") is None
+    assert lookup.find_op(ws.repo, "not an op id") is None
 
 
 def test_what_people_type_resolves(history: gitspace.Workspace) -> None:
@@ -58,16 +58,16 @@ def test_what_people_type_resolves(history: gitspace.Workspace) -> None:
     last = op_ids(ws.root, "main")[-1]
     tip = head(ws.root, "main")
     for text in (last, last[-8:], last[-8:].lower(), last[:-2], last[:-2].lower()):
-        found = lookup.resolve(ws, text)
+        found = lookup.resolve(ws.repo, text)
         assert (found.op_id, found.commit) == (last, tip), text
-    assert lookup.resolve(ws, "cp1").commit == head(ws.root, "main~1")  # a bare checkpoint name
-    assert lookup.resolve(ws, "side").commit == head(ws.root, "side")
-    assert lookup.resolve(ws, "HEAD~1").commit == head(ws.root, "HEAD~1")
-    assert lookup.resolve(ws, tip).commit == tip
-    assert lookup.resolve(ws, tip[:10]).commit == tip  # an abbreviated commit id
-    assert lookup.resolve(ws, "01JCHECKP0NTCHECKP0NTCHECK").where == "checkpoint"
+    assert lookup.resolve(ws.repo, "cp1").commit == head(ws.root, "main~1")  # a bare checkpoint name
+    assert lookup.resolve(ws.repo, "side").commit == head(ws.root, "side")
+    assert lookup.resolve(ws.repo, "HEAD~1").commit == head(ws.root, "HEAD~1")
+    assert lookup.resolve(ws.repo, tip).commit == tip
+    assert lookup.resolve(ws.repo, tip[:10]).commit == tip  # an abbreviated commit id
+    assert lookup.resolve(ws.repo, "01JCHECKP0NTCHECKP0NTCHECK").where == "checkpoint"
     side_op = op_ids(ws.root, "side")[-1]
-    assert lookup.resolve(ws, side_op[-8:]).commit == head(ws.root, "side")
+    assert lookup.resolve(ws.repo, side_op[-8:]).commit == head(ws.root, "side")
     assert timeline.find(ws, last[-8:]).commit == tip  # what gitspace show uses
 
 
@@ -77,18 +77,18 @@ def test_an_ambiguous_part_lists_the_candidates(history: gitspace.Workspace) -> 
     shared = common_prefix(first, second)
     assert len(shared) >= lookup.MIN_PART  # ops made within seconds share their time prefix
     with pytest.raises(BadArguments) as refused:
-        lookup.resolve(ws, shared)
+        lookup.resolve(ws.repo, shared)
     assert first in refused.value.message and second in refused.value.message
     assert refused.value.hint and "more characters" in refused.value.hint
     with pytest.raises(BadArguments):
-        lookup.op_id(ws, shared)
+        lookup.op_id(ws.repo, shared)
 
 
 def test_a_miss_is_not_found_with_a_hint(history: gitspace.Workspace) -> None:
     for text in ("nope", "zzzzzzzz", "01JN0THNGN0THNGN0THNGN0THN", "HEAD~99", "-all", "--all",
                  "../../HEAD", "refs/../../config", "a" * 10_000, "ab.*", "\n", "", "cp1\x00"):
         with pytest.raises(NotFound) as missed:
-            lookup.resolve(history, text)
+            lookup.resolve(history.repo, text)
         assert missed.value.hint and "gitspace log" in missed.value.hint, text
         assert "fatal" not in str(missed.value), text
 
@@ -103,9 +103,9 @@ def test_quoted_trailers_never_match(history: gitspace.Workspace) -> None:
         f"plain commit\n\nGitspace-Op: {victim}\n\nnot a trailer block")
     git(ws.root, "commit", "--allow-empty", "-qm",
         f"forged\n\nGitspace-Format: 1\nGitspace-Op: {victim}")  # malformed: no tool, no args
-    assert lookup.find_op(ws, victim) is None
+    assert lookup.find_op(ws.repo, victim) is None
     with pytest.raises(NotFound):
-        lookup.resolve(ws, victim[-8:])
+        lookup.resolve(ws.repo, victim[-8:])
 
 
 def test_the_current_branch_wins_when_an_op_is_on_two(history: gitspace.Workspace) -> None:
@@ -114,10 +114,10 @@ def test_the_current_branch_wins_when_an_op_is_on_two(history: gitspace.Workspac
     copied = op_ids(ws.root, "side")[-1]
     git(ws.root, "cherry-pick", "--allow-empty", "side")  # main gets a copy of side's op
     assert message_of(ws.root) == message_of(ws.root, "side")
-    assert lookup.resolve(ws, copied[-8:]).commit == head(ws.root, "main")
-    assert lookup.find_op(ws, copied).commit == head(ws.root, "main")  # type: ignore[union-attr]
+    assert lookup.resolve(ws.repo, copied[-8:]).commit == head(ws.root, "main")
+    assert lookup.find_op(ws.repo, copied).commit == head(ws.root, "main")  # type: ignore[union-attr]
     call_ok(ws, "switch", {"name": "side"})
-    assert lookup.resolve(ws, copied[-8:]).commit == head(ws.root, "side")
+    assert lookup.resolve(ws.repo, copied[-8:]).commit == head(ws.root, "side")
 
 
 def test_undo_by_part_and_the_refusals(history: gitspace.Workspace) -> None:

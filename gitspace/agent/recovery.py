@@ -17,7 +17,7 @@ from ..storage import ledger
 
 def recorded(ws: Workspace, tool: str, args: dict[str, Any], op_id: str) -> str | None:
     """The result text of op ``op_id`` if the ledger holds it, else None."""
-    found = lookup.find_op(ws, op_id)
+    found = lookup.find_op(ws.repo, op_id)
     if found is None:
         return None
     if found.where == "checkpoint":

@@ -32,7 +32,7 @@ def replay(
     with open_workspace() as ws:
         def rev(name: str, hint: str) -> str:
             try:
-                return lookup.resolve(ws, name).commit
+                return lookup.resolve(ws.repo, name).commit
             except GitspaceError as e:
                 raise typer.BadParameter(e.message, param_hint=hint) from None
 

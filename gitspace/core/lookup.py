@@ -7,11 +7,12 @@ types into a commit: a full op id, a unique prefix or suffix of one (``gitspace 
 last eight characters), a checkpoint name, a branch, or any git revision; ``op_id`` accepts only
 op ids and their parts.
 
-Invariants: nothing here writes. An op id counts only where the ledger parses it (git's ``--grep``
-narrows the search, the trailer parser decides), so a quoted trailer in a result or a body never
-matches. Commits on the current branch come before those on other branches. Text that could name
-two things is refused with every candidate listed; a miss is NotFound with a hint, never git's
-own "bad revision".
+Invariants: nothing here writes, and it reads through a ``GitRepo`` alone (no workspace is
+opened, so readers beside writers, like the web view, use it too). An op id counts only where
+the ledger parses it (git's ``--grep`` narrows the search, the trailer parser decides), so a
+quoted trailer in a result or a body never matches. Commits on the current branch come before
+those on other branches. Text that could name two things is refused with every candidate
+listed; a miss is NotFound with a hint, never git's own "bad revision".
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger
+from ..storage.gitrepo import GitRepo
 from . import branches, checkpoints
-from .workspace import Workspace
 
 MIN_PART = 4  # the fewest characters of an op id a person may type
 _PART = re.compile(rf"[0-9A-HJKMNP-TV-Z]{{{MIN_PART},25}}")  # Crockford base32, as op ids are
@@ -51,21 +52,21 @@ class Found:
         return what if self.op_id else f"{what} (a revision)"
 
 
-def find_op(ws: Workspace, op_id: str) -> Found | None:
+def find_op(repo: GitRepo, op_id: str) -> Found | None:
     """Where op ``op_id`` is recorded, preferring the current branch; None when nowhere."""
     if not ledger.OP_ID.fullmatch(op_id):
         return None
-    found = _search(ws, re.escape(op_id), op_id.__eq__, stop_at_first=True)
+    found = _search(repo, re.escape(op_id), op_id.__eq__, stop_at_first=True)
     return found[0] if found else None
 
 
-def op_id(ws: Workspace, text: str) -> str:
+def op_id(repo: GitRepo, text: str) -> str:
     """The op id ``text`` is, or is the unique prefix or suffix of (on any branch)."""
     if ledger.OP_ID.fullmatch(text):
-        if find_op(ws, text) is None:
+        if find_op(repo, text) is None:
             raise NotFound(f"There is no op {text} on any branch.", hint=HINT)
         return text
-    ids = sorted({f.op_id for f in _parts(ws, text) if f.op_id})
+    ids = sorted({f.op_id for f in _parts(repo, text) if f.op_id})
     if not ids:
         raise NotFound(f"{text!r} is not an op id, nor the start or end of one, on any branch.",
                        hint=HINT)
@@ -74,15 +75,14 @@ def op_id(ws: Workspace, text: str) -> str:
     return ids[0]
 
 
-def resolve(ws: Workspace, text: str) -> Found:
+def resolve(repo: GitRepo, text: str) -> Found:
     """The commit ``text`` names: an op id (or a unique part of one), a checkpoint, a branch or
     any git revision."""
-    repo = ws.repo
     if not _typeable(text):
         raise NotFound(f"{text[:80]!r} names nothing: it is empty, too long or holds control "
                        "characters.", hint=HINT)
     if ledger.OP_ID.fullmatch(text):
-        found = find_op(ws, text)
+        found = find_op(repo, text)
         if found is None:
             raise NotFound(f"There is no op {text} on any branch.", hint=HINT)
         return found
@@ -96,7 +96,7 @@ def resolve(ws: Workspace, text: str) -> Found:
     revision = repo.resolve(text)
     if revision is not None and not _HEX.fullmatch(text):
         return Found(revision)  # a ref or an expression (HEAD~2, v1.0): never an op id
-    candidates = _distinct(_parts(ws, text))
+    candidates = _distinct(_parts(repo, text))
     if revision is not None and all(f.commit != revision for f in candidates):
         candidates.append(Found(revision))
     if not candidates:
@@ -107,20 +107,19 @@ def resolve(ws: Workspace, text: str) -> Found:
     return candidates[0]
 
 
-def _parts(ws: Workspace, text: str) -> list[Found]:
+def _parts(repo: GitRepo, text: str) -> list[Found]:
     """Every recorded op whose id starts or ends with ``text`` (case ignored)."""
     part = text.upper()
     if not _PART.fullmatch(part):
         return []
-    return _search(ws, f"({part}[0-9A-Z]*|[0-9A-Z]*{part})",
+    return _search(repo, f"({part}[0-9A-Z]*|[0-9A-Z]*{part})",
                    lambda found: found.startswith(part) or found.endswith(part))
 
 
-def _search(ws: Workspace, pattern: str, accept: Callable[[str], bool], *,
+def _search(repo: GitRepo, pattern: str, accept: Callable[[str], bool], *,
             stop_at_first: bool = False) -> list[Found]:
     """Ops whose id matches ``pattern`` (an extended regex) and ``accept``: their commits on the
     current branch, then on other branches, then checkpoints, then created branches."""
-    repo = ws.repo
     found: list[Found] = []
     seen: set[str] = set()
     for rev in ("HEAD", "--branches"):

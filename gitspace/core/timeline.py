@@ -82,7 +82,7 @@ def timeline(ws: Workspace, limit: int | None = 20, rev: str | None = None) -> l
 def find(ws: Workspace, ref: str) -> Entry:
     """What ``ref`` names (an op id or part of one, a checkpoint, a branch, any revision: see
     ``lookup.resolve``), as a timeline entry."""
-    return _entry(ws, ws.repo.commit(lookup.resolve(ws, ref).commit), {})
+    return _entry(ws, ws.repo.commit(lookup.resolve(ws.repo, ref).commit), {})
 
 
 @dataclass
@@ -133,8 +133,9 @@ def verify(ws: Workspace, rev: str | None = None) -> Report:
 
 PAGE = 50
 SOURCES = ("tool", "script", "external", "init", "transcript", "commit")
-_TRAILER_FILTERS = (("agent", "Gitspace-Agent"), ("session", "Gitspace-Session"),
-                    ("tool", "Gitspace-Tool"))
+# filter -> (trailer key git can pre-filter on, the Op field it is)
+_TRAILER_FILTERS = (("agent", "Gitspace-Agent", "agent"), ("session", "Gitspace-Session", "session"),
+                    ("tool", "Gitspace-Tool", "tool"))
 
 
 def source_of(op: ledger.Op | None) -> str:
@@ -170,15 +171,15 @@ class Filters:
     def active(self) -> bool:
         return any((self.agent, self.session, self.tool, self.source, self.path, self.text))
 
-    def _exact(self) -> list[tuple[str, str]]:
-        return [(key, getattr(self, name)) for name, key in _TRAILER_FILTERS
+    def _exact(self) -> list[tuple[str, str, str]]:
+        return [(key, attr, getattr(self, name)) for name, key, attr in _TRAILER_FILTERS
                 if getattr(self, name)]
 
     def greps(self) -> list[str]:
         """Extended regexes git's --grep can pre-filter on: each matches a superset of what
         ``accepts`` keeps (checked exactly afterwards, so a Result paragraph that quotes a trailer
         line is no false match)."""
-        patterns = [f"^{key}: {_ere(value)}$" for key, value in self._exact()]
+        patterns = [f"^{key}: {_ere(value)}$" for key, _, value in self._exact()]
         if self.source == "script":
             patterns.append("^Gitspace-Script: ")
         elif self.source in ("tool", "external", "init", "transcript"):
@@ -187,16 +188,18 @@ class Filters:
             patterns.append(_ere(self.text))  # run with -i: still a superset
         return patterns
 
-    def accepts(self, subject: str, trailers: dict[str, str]) -> bool:
-        for key, value in self._exact():
-            if trailers.get(key) != value:
+    def accepts(self, subject: str, op: ledger.Op | None) -> bool:
+        """Does a commit with this subject and op (None: no op, or a malformed one) match?"""
+        for _, attr, value in self._exact():
+            if op is None or getattr(op, attr) != value:
                 return False
-        if self.source is not None and self.source != _source_from(trailers):
+        if self.source is not None and self.source != source_of(op):
             return False
         if self.text:
             needle = self.text.casefold()
-            raw = trailers.get("Gitspace-Args", "")
-            return any(needle in hay.casefold() for hay in (subject, raw, _decoded(raw)))
+            args = [] if op is None else [ledger.canonical_json(op.args),
+                                          json.dumps(op.args, ensure_ascii=False)]
+            return any(needle in hay.casefold() for hay in (subject, *args))
         return True
 
 
@@ -281,31 +284,24 @@ def entries_of(repo: GitRepo, shas: list[str]) -> list[Entry]:
 
 
 def locate(repo: GitRepo, ref: str) -> str:
-    """The commit ``ref`` names: an op id (on any branch), a checkpoint name, a branch, a tag, or
-    any revision git understands."""
-    ref = ref.strip()
-    if ledger.OP_ID.fullmatch(ref):
-        sha = find_trailer(repo, "Gitspace-Op", ref)
-        if sha:
-            return sha
-    if checkpoints.NAME.fullmatch(ref):
-        sha = repo.resolve(f"{checkpoints.PREFIX}{ref}")
-        if sha:
-            return sha
-    sha = repo.resolve(ref) if ref else None
-    if sha is None:
-        raise NotFound(f"{ref!r} is neither an op id, a checkpoint, a branch nor a commit here.",
-                       hint="The timeline lists op ids and commits; 'gitspace log' does too.")
-    return sha
+    """The commit ``ref`` names (see ``lookup.resolve``: an op id or a unique part of one, a
+    checkpoint, a branch, any revision)."""
+    return lookup.resolve(repo, ref.strip()).commit
+
+
+_OP_FIELDS = {"Gitspace-Op": "op_id", "Gitspace-Tool-Use-Id": "tool_use_id",
+              "Gitspace-Agent": "agent", "Gitspace-Session": "session", "Gitspace-Tool": "tool"}
 
 
 def find_trailer(repo: GitRepo, key: str, value: str) -> str | None:
-    """The newest commit on any ref whose trailer ``key`` is exactly ``value`` (op ids and
-    tool-use ids are unique, so this finds the op)."""
-    if not ledger.TOKEN.fullmatch(value):
+    """The newest commit on any ref whose op's trailer ``key`` is exactly ``value`` (tool-use ids
+    are unique, so this finds the op; for op ids, ``lookup.find_op`` looks in tags and reflogs
+    too)."""
+    attr = _OP_FIELDS.get(key)
+    if attr is None or not ledger.TOKEN.fullmatch(value):
         return None
     for brief in briefs(repo, ["--all", "-E", f"--grep=^{key}: {_ere(value)}$", "--"]):
-        if brief.trailers.get(key) == value:
+        if brief.op is not None and getattr(brief.op, attr) == value:
             return brief.commit
     return None
 
@@ -344,7 +340,7 @@ def _candidates(repo: GitRepo, revs: list[str], filters: Filters, first_parent: 
         args += ["-E", "-i", "--all-match", *(f"--grep={g}" for g in greps)]
     paths = [filters.path.strip("/") or "."] if filters.path else []
     return [b.commit for b in briefs(repo, [*args, *revs, "--", *paths])
-            if filters.accepts(b.subject, b.trailers)]
+            if filters.accepts(b.subject, b.op)]
 
 
 @dataclass(frozen=True)
@@ -356,18 +352,7 @@ class Brief:
     time: int
     author: str
     subject: str
-    trailers: dict[str, str]
-
-    @property
-    def op(self) -> ledger.Op | None:
-        """The op its trailers record (None for a commit that is no op, or a malformed one)."""
-        if "Gitspace-Format" not in self.trailers:
-            return None
-        block = "\n".join(f"{k}: {v}" for k, v in self.trailers.items())
-        try:
-            return ledger.parse_message(f"{self.subject or 'op'}\n\n{block}\n")
-        except LedgerError:
-            return None
+    op: ledger.Op | None  # None for a commit that is no op, or a malformed one
 
 
 def briefs(repo: GitRepo, log_args: list[str]) -> list[Brief]:
@@ -378,8 +363,16 @@ def briefs(repo: GitRepo, log_args: list[str]) -> list[Brief]:
     out = repo.read_git("--literal-pathspecs", "log", f"--format={token}{fmt}", *log_args)
     parts = out.decode("utf-8", "replace").split(token)
     return [Brief(parts[i], tuple(parts[i + 1].split()), int(parts[i + 2] or 0), parts[i + 3],
-                  parts[i + 4], _trailers(parts[i + 5]))
+                  parts[i + 4], _op_of(parts[i + 4], parts[i + 5]))
             for i in range(1, len(parts) - 5, 6)]
+
+
+def _op_of(subject: str, trailers: str) -> ledger.Op | None:
+    """The op in the trailer lines git printed for a commit, read by the ledger's own parser."""
+    try:
+        return ledger.parse_message(f"{subject or 'op'}\n\n{trailers}")
+    except LedgerError:
+        return None
 
 
 def _entries(repo: GitRepo, log_args: list[str], marks: dict[str, list[str]]) -> list[Entry]:
@@ -402,29 +395,6 @@ def _entries(repo: GitRepo, log_args: list[str], marks: dict[str, list[str]]) ->
                            [n for n in names.split("\0") if n], marks.get(sha, []), problem,
                            tuple(parents.split()), message))
     return found
-
-
-def _trailers(block: str) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for line in block.splitlines():
-        key, sep, value = line.partition(": ")
-        if sep:
-            found.setdefault(key, value)
-    return found
-
-
-def _source_from(trailers: dict[str, str]) -> str:
-    if "Gitspace-Format" not in trailers:
-        return "commit"
-    return "script" if "Gitspace-Script" in trailers else trailers.get("Gitspace-Source", "commit")
-
-
-def _decoded(raw_args: str) -> str:
-    """The args as people read them (canonical JSON escapes every non-ASCII character)."""
-    try:
-        return json.dumps(json.loads(raw_args), ensure_ascii=False)
-    except ValueError:
-        return raw_args
 
 
 def _verbatim_in_json(text: str) -> bool:

@@ -63,7 +63,7 @@ def undo_targets(ws: Workspace, count: int) -> list[tuple[ledger.Op, Commit]]:
 
 def op_target(ws: Workspace, text: str) -> tuple[ledger.Op, Commit]:
     """The op ``text`` names (its id, or a unique start or end of it), to undo on this branch."""
-    op_id = lookup.op_id(ws, text)
+    op_id = lookup.op_id(ws.repo, text)
     reverted: set[str] = set()
     for op, commit in ops_newest_first(ws):
         reverted.update(op.undo_of)
@@ -71,7 +71,7 @@ def op_target(ws: Workspace, text: str) -> tuple[ledger.Op, Commit]:
             if op_id in reverted:
                 raise ToolFailed(f"Op {op_id} is already undone.")
             return op, commit
-    found = lookup.find_op(ws, op_id)
+    found = lookup.find_op(ws.repo, op_id)
     if found is not None and found.where in ("checkpoint", "branch"):
         raise ToolFailed(f"Op {op_id} created {found.where} {found.name}; it changed no files, so "
                          "there is nothing to undo.")
