@@ -49,9 +49,6 @@ FILE_PREFIX = "gitspace://file/"
 FILE_TEMPLATE = FILE_PREFIX + "{path}"
 LOG_LIMIT = 100
 FALLBACK_AGENT = "mcp-client"
-# Calling these again with the same arguments changes nothing more (a repeat says "unchanged" or is
-# refused without effect); read-only tools are idempotent too.
-IDEMPOTENT = frozenset({"create", "delete", "restore", "switch"})
 BUG_TEXT = ("gitspace failed unexpectedly (a bug) and changed nothing it had not committed; "
             "the server's log on stderr has the details.")
 
@@ -83,11 +80,10 @@ def agent_name(client: str | None, default: str | None = None) -> str:
 def tool_annotations(tool: Tool) -> ToolAnnotations:
     from mcp.types import ToolAnnotations
 
-    read_only = not tool.mutates
     return ToolAnnotations(
-        read_only_hint=read_only,
+        read_only_hint=not tool.mutates,
         destructive_hint=tool.destructive,
-        idempotent_hint=read_only or tool.name in IDEMPOTENT,
+        idempotent_hint=tool.idempotent,
         open_world_hint=False,  # a tool only ever sees this workspace
     )
 

@@ -294,6 +294,21 @@ def test_a_malformed_trailer_block_diverges(ws: Workspace) -> None:
     assert d is not None and d.op_id is None and "malformed" in d.reason
 
 
+def test_a_commit_claiming_a_ref_moving_tool_diverges_unrun(ws: Workspace) -> None:
+    """branch, switch and checkpoint move refs and never commit: a commit that says it is such a
+    call is refused from what the tool says of itself (Tool.moves_refs), before anything runs."""
+    from gitspace.storage.ledger import Op, encode_message, new_op_id
+
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    forged = Op(op_id=new_op_id(), tool="branch", args={"name": "sneaky", "switch": False},
+                agent="tester")
+    tip = commit_tree(ws.root, tree_of(ws.root, "HEAD"), head(ws.root),
+                      msg=encode_message(forged, "branch sneaky"), by="tester <tester@gitspace>")
+    d = replayed(ws, tip).divergence
+    assert d is not None and d.op_id == forged.op_id and "moves refs" in d.reason
+    assert "sneaky" not in git(ws.root, "branch", "--list")
+
+
 def test_a_merge_must_be_gits_own_merge_of_its_parents(ws: Workspace) -> None:
     call_ok(ws, "create", {"path": "notes.md", "file_text": "notes\n"})
     call_ok(ws, "branch", {"name": "agent"})

@@ -13,6 +13,7 @@ from gitspace.core import attempts, browse, diffs, timeline
 from gitspace.core.timeline import Filters
 from gitspace.errors import BadArguments, NotFound
 from gitspace.storage.gitrepo import GitRepo
+from gitspace.tools.builtins import restoring
 
 
 @pytest.fixture
@@ -140,7 +141,7 @@ def test_attempts_show_dead_ends_restores_and_undo_links(ws: gitspace.Workspace,
     rows = timeline.briefs(repo, ["main", "--"])
     marks = {name: commit for commit, names in timeline.checkpoint_marks(repo).items()
              for name in names}
-    drawn = attempts.layout(rows, marks, {ws.tip(): ["main"]})
+    drawn = attempts.layout(rows, marks, {ws.tip(): ["main"]}, restoring())
     kinds = [ln.kind for ln in drawn.links]
     assert kinds.count("restore") == 1 and kinds.count("undo") == 1 and kinds.count("redo") == 1
     restore = next(ln for ln in drawn.links if ln.kind == "restore")

@@ -24,8 +24,9 @@ from ..core.result import Result
 from ..core.workspace import Workspace
 from ..errors import BadArguments, GitspaceError
 from ..storage import ledger
+from ..tools.recovery import from_ledger
 from ..tools.registry import Tool, all_tools
-from . import compaction, recovery
+from . import compaction
 from .clients import ModelError
 from .definitions import system_blocks, tool_definitions
 from .model import DONE, Block, ModelClient, Reply, tool_result_block
@@ -235,12 +236,14 @@ class Loop:
         if not isinstance(args, dict):
             return self._result(s, use, Result(False, "The tool input must be a JSON object.", name))
         op_id = s.pending.get(use_id)
+        tool = self._tools.get(name)
         if op_id:
-            text = recovery.recorded(self.ws, name, args, op_id)
+            # The tool knows how to find its own effect (a script gone since is looked up as any op).
+            text = (tool.recover if tool else from_ledger)(self.ws, args, op_id)
             if text is not None:
                 s.stats.recovered += 1
                 return self._result(s, use, Result(True, text, name, op=op_id), recovered=True)
-        elif name in self._tools and self._tools[name].mutates:
+        elif tool is not None and tool.mutates:
             op_id = s.pending[use_id] = ledger.new_op_id()
             s.save()
         result = self.ws.call(name, args, tool_use_id=use_id, op_id=op_id)

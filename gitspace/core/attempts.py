@@ -14,8 +14,10 @@ outside the rows given is kept with ``target=None``, so a window of a long histo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..storage import ledger
 from .timeline import Brief
 
 MAX_LANES = 24  # past this, lanes are reused (the longest-finished first)
@@ -47,9 +49,11 @@ class Layout:
     lanes: int
 
 
-def layout(rows: list[Brief], checkpoints: dict[str, str], tips: dict[str, list[str]]) -> Layout:
+def layout(rows: list[Brief], checkpoints: dict[str, str], tips: dict[str, list[str]],
+           restores: Mapping[str, str]) -> Layout:
     """``rows`` newest first (git log order); ``checkpoints`` name -> commit; ``tips`` commit ->
-    the branch names pointing at it."""
+    the branch names pointing at it; ``restores`` tool -> the argument naming the checkpoint its
+    op brings back (``tools.builtins.restoring()``)."""
     nodes = [Node(b, i) for i, b in enumerate(rows)]
     at = {n.brief.commit: n for n in nodes}
     by_op = {}
@@ -61,23 +65,35 @@ def layout(rows: list[Brief], checkpoints: dict[str, str], tips: dict[str, list[
     for name, commit in checkpoints.items():
         if commit in at:
             at[commit].checkpoints.append(name)
-    links = _links(nodes, at, by_op, checkpoints)
-    lanes = _place(nodes, at, checkpoints)
-    _mark_dead_ends_and_way_out(nodes, at, checkpoints)
+    known = Restores(checkpoints, restores)
+    links = _links(nodes, at, by_op, known)
+    lanes = _place(nodes, at, known)
+    _mark_dead_ends_and_way_out(nodes, at, known)
     return Layout(nodes, links, lanes)
 
 
-def restored(brief: Brief, checkpoints: dict[str, str]) -> str | None:
-    """The commit a restore op went back to (None if it is no restore, or the tag is gone)."""
-    op = brief.op
-    if op is None or op.tool != "restore":
-        return None
-    name = op.args.get("name")
-    return checkpoints.get(name) if isinstance(name, str) else None
+@dataclass(frozen=True)
+class Restores:
+    """Which ops are restores and where each went back to. ``args``: tool -> the argument naming
+    the checkpoint its op brings back (``tools.builtins.restoring()``, read from the tools)."""
+
+    checkpoints: dict[str, str]  # name -> commit
+    args: Mapping[str, str]
+
+    def name(self, op: ledger.Op | None) -> str | None:
+        """The checkpoint ``op`` brought back, if it is a restore."""
+        arg = self.args.get(op.tool) if op is not None else None
+        name = op.args.get(arg) if op is not None and arg is not None else None
+        return name if isinstance(name, str) else None
+
+    def back(self, brief: Brief) -> str | None:
+        """The commit a restore op went back to (None if it is no restore, or the tag is gone)."""
+        name = self.name(brief.op)
+        return self.checkpoints.get(name) if name is not None else None
 
 
 def _links(nodes: list[Node], at: dict[str, Node], by_op: dict[str, Node],
-           checkpoints: dict[str, str]) -> list[Link]:
+           restores: Restores) -> list[Link]:
     links = []
 
     def row(node: Node | None) -> int | None:
@@ -90,10 +106,10 @@ def _links(nodes: list[Node], at: dict[str, Node], by_op: dict[str, Node],
         op = b.op
         if op is None:
             continue
-        back = restored(b, checkpoints)
-        if op.tool == "restore":
-            name = str(op.args.get("name", "?"))
-            links.append(Link("restore", n.row, row(at.get(back or "")), name))
+        back = restores.back(b)
+        restore = restores.name(op)
+        if restore is not None:
+            links.append(Link("restore", n.row, row(at.get(back or "")), restore))
         for undone in op.undo_of:
             links.append(Link("undo", n.row, row(by_op.get(undone)), undone))
         if op.redo_of:
@@ -101,18 +117,18 @@ def _links(nodes: list[Node], at: dict[str, Node], by_op: dict[str, Node],
     return links
 
 
-def _place(nodes: list[Node], at: dict[str, Node], checkpoints: dict[str, str]) -> int:
+def _place(nodes: list[Node], at: dict[str, Node], restores: Restores) -> int:
     """Lanes, oldest first: a commit continues its first parent's lane when it is that lane's
     newest commit so far; a restore, a fork or a root opens a lane."""
     ends: dict[int, int] = {}  # lane -> row of its newest commit so far
     head_of: dict[int, str] = {}  # lane -> commit at its end
     for n in reversed(nodes):
         parent = at.get(n.brief.parents[0]) if n.brief.parents else None
-        starts_attempt = restored(n.brief, checkpoints) is not None
+        starts_attempt = restores.back(n.brief) is not None
         if parent is not None and not starts_attempt and head_of.get(parent.lane) == parent.brief.commit:
             lane = parent.lane
         else:
-            back = at.get(restored(n.brief, checkpoints) or "")
+            back = at.get(restores.back(n.brief) or "")
             near = back if back is not None else parent
             lane = _free_lane(ends, -1 if near is None else near.lane)
         n.lane = lane
@@ -133,13 +149,13 @@ def _free_lane(ends: dict[int, int], near: int) -> int:
 
 
 def _mark_dead_ends_and_way_out(nodes: list[Node], at: dict[str, Node],
-                                checkpoints: dict[str, str]) -> None:
+                                restores: Restores) -> None:
     children: dict[str, int] = {}
     for n in nodes:
         for parent in n.brief.parents:
             children[parent] = children.get(parent, 0) + 1
     for n in nodes:
-        if restored(n.brief, checkpoints) is not None and n.brief.parents:
+        if restores.back(n.brief) is not None and n.brief.parents:
             left = at.get(n.brief.parents[0])
             if left is not None and children.get(left.brief.commit, 0) == 1 and not left.branches:
                 left.dead_end = True
@@ -149,13 +165,13 @@ def _mark_dead_ends_and_way_out(nodes: list[Node], at: dict[str, Node],
     if not tips:
         tips = [n for n in nodes if not children.get(n.brief.commit) and not n.dead_end]
     for n in tips:
-        _walk_way_out(n, at, checkpoints)
+        _walk_way_out(n, at, restores)
 
 
-def _walk_way_out(node: Node | None, at: dict[str, Node], checkpoints: dict[str, str]) -> None:
+def _walk_way_out(node: Node | None, at: dict[str, Node], restores: Restores) -> None:
     while node is not None and not node.way_out:
         node.way_out = True
-        back = restored(node.brief, checkpoints)
+        back = restores.back(node.brief)
         if back is not None:
             node = at.get(back)
         else:

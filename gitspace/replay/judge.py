@@ -17,6 +17,7 @@ from ..core.workspace import Workspace
 from ..errors import NotFound
 from ..storage import ledger
 from ..storage.gitrepo import EMPTY_TREE, Commit, GitRepo
+from ..tools.registry import all_tools
 from ..tools.script_header import Script
 from .scratch import Scratch
 
@@ -167,7 +168,11 @@ def reexecute(sc: Scratch, commit: Commit, op: ledger.Op, args: dict[str, Any],
               compare: bool) -> Divergence | None:
     """Re-run ``op``; with ``compare``, its tree and full message must equal the recorded ones."""
     before = sc.tip()
-    changed = script_change(sc.ws, op, script_for(sc.ws, op.tool))
+    tool = all_tools(sc.ws).get(op.tool)
+    if tool is not None and tool.moves_refs:
+        return diverged(sc, commit, op, f"it records a {op.tool} call, but {op.tool} moves refs "
+                        "and records no commit of its own, so no commit can be its op.")
+    changed = script_change(sc.ws, op, tool.script if tool else None)
     if changed:
         return diverged(sc, commit, op, changed)
     sc.ws.agent, sc.ws.session = op.agent, op.session
@@ -221,14 +226,9 @@ def _recorded_as_written(sc: Scratch, commit: Commit, op: ledger.Op, new: Commit
 
 
 def script_for(ws: Workspace, tool: str) -> Script | None:
-    """The constraint script calling ``tool`` would run now (None for a built-in tool or none).
-    Looked up once per op: discovering scripts parses every script header."""
-    from ..tools.registry import registry_of
-    from ..tools.scripts import catalog
-
-    if tool in registry_of(ws).builtins:
-        return None
-    return catalog(ws).scripts.get(tool)
+    """The constraint script calling ``tool`` would run now (None for a built-in tool or none)."""
+    found = all_tools(ws).get(tool)
+    return found.script if found else None
 
 
 def workspace_script(script: Script | None) -> bool:
@@ -247,11 +247,10 @@ def unrun_script_problem(sc: Scratch, commit: Commit, op: ledger.Op,
 
 def script_change(ws: Workspace, op: ledger.Op, script: Script | None) -> str | None:
     """Why the op's recorded ``Gitspace-Script`` is not ``script``, the one that would run now."""
-    from ..tools.registry import registry_of
-
     if op.script is None:
         return None  # a script that would run now is caught by the trailer comparison
-    if op.tool in registry_of(ws).builtins:
+    tool = all_tools(ws).get(op.tool)
+    if tool is not None and tool.script is None:
         return f"the op ran script {op.script[:12]}, but {op.tool} is now a built-in tool."
     if script is None:
         return None  # re-running it fails with "no tool named ..."

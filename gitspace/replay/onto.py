@@ -28,11 +28,14 @@ defaults to the merge base of ``tip`` and ``onto``, like ``git rebase``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..core.checkpoints import PREFIX
 from ..core.workspace import Workspace
 from ..errors import LedgerError, PathRefused
 from ..storage import ledger
 from ..storage.gitrepo import Commit, Entry, GitRepo
+from ..tools.registry import Tool, all_tools
 from .engine import BadRange, Progress, Report, branch_commits, checkpoint_tags, run
 from .judge import Divergence, diverged
 from .scratch import Scratch, check_new_branch, create_branch, open_scratch
@@ -46,7 +49,7 @@ def replay_onto(ws: Workspace, tip: str, onto: str, branch: str, base: str | Non
         base = merge_base(ws.repo, tip, onto)
     commits, start = branch_commits(ws.repo, tip, base)
     report = Report(tip, base, len(commits), start=start, onto=onto, branch=branch)
-    stop = restore_left_behind(ws.repo, commits, start)
+    stop = restore_left_behind(ws.repo, all_tools(ws), commits, start)
     with open_scratch(ws.repo, onto, ws.max_file_bytes) as sc:
         sc.set_tags(checkpoint_tags(ws.repo, [])[0])  # as they are, as a replay of the result sees them
         run(sc, commits[:stop[0]] if stop else commits, report, {}, apply_diff, compare=False,
@@ -71,9 +74,10 @@ def merge_base(repo: GitRepo, tip: str, onto: str) -> str:
     return found[0]
 
 
-def restore_left_behind(repo: GitRepo, commits: list[Commit], start: str) -> tuple[int, str] | None:
-    """The first restore of a checkpoint at one of ``commits`` or at ``start`` (its index and
-    why it stops), or None: such a tag does not move with the branch."""
+def restore_left_behind(repo: GitRepo, tools: Mapping[str, Tool], commits: list[Commit],
+                        start: str) -> tuple[int, str] | None:
+    """The first op reading a checkpoint at one of ``commits`` or at ``start`` (a restore: its
+    index and why it stops), or None: such a tag does not move with the branch."""
     moving = {c.sha for c in commits} | {start}
     tags = {ref[len(PREFIX):]: peeled for ref, _, peeled in repo.refs(PREFIX.rstrip("/"))}
     for i, commit in enumerate(commits):
@@ -81,9 +85,10 @@ def restore_left_behind(repo: GitRepo, commits: list[Commit], start: str) -> tup
             op = ledger.parse_message(commit.message)
         except LedgerError:
             return None  # the replay stops there first
-        if op is None or op.source != "tool" or op.tool != "restore":
+        tool = tools.get(op.tool) if op is not None and op.source == "tool" else None
+        if op is None or tool is None or tool.restores_checkpoint is None:
             continue
-        name = op.args.get("name")
+        name = op.args.get(tool.restores_checkpoint)
         at = tags.get(name) if isinstance(name, str) else None
         if at is None or at not in moving:
             continue

@@ -35,6 +35,13 @@ BUILTINS: dict[str, Tool] = {tool.name: tool for tool in (
 )}
 
 
+def restoring() -> dict[str, str]:
+    """Tool name -> the argument naming the checkpoint its op brings back, for readers of the
+    history that draw or follow restores (the web view, replay onto another base)."""
+    return {name: tool.restores_checkpoint for name, tool in BUILTINS.items()
+            if tool.restores_checkpoint is not None}
+
+
 def registry() -> Registry:
     """The registry of a workspace: the built-ins above and the workspace's constraint scripts."""
     return Registry(BUILTINS, scripts.script_tools)

@@ -130,6 +130,7 @@ def _listing(ws: Workspace, rel: str) -> str:
     {"path": "notes/plan.md", "file_text": "# Plan\n- explore the maze\n"},
     obj(["path", "file_text"], path=PATH, file_text=string("The complete new content.")),
     mutates=True,
+    idempotent=True,
 )
 def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     rel, _ = _target(ws, args["path"])
@@ -244,6 +245,7 @@ def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     {"path": "notes/old.md"},
     obj(["path"], path=PATH),
     mutates=True,
+    idempotent=True,
     destructive=True,
 )
 def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:

@@ -138,6 +138,7 @@ def _refuse_links(root: Path, rel: str, path: str) -> None:
     ),
     mutates=True,
     wire_type="memory_20250818",
+    reads_only=lambda args: args.get("command") == "view",
 )
 def memory(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     command = args["command"]

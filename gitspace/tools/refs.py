@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..core import branches, checkpoints, timeline, undo
+from ..core import branches, checkpoints, lookup, timeline, undo
 from ..core.result import Result
 from ..core.workspace import Workspace
 from ..errors import BadArguments
+from .recovery import from_ledger
 from .registry import builtin, integer, obj, string
 
 CHECKPOINT_NAME = string("Checkpoint name: letters, digits, '.', '_', '-'.")
@@ -21,6 +22,7 @@ CHECKPOINT_NAME = string("Checkpoint name: letters, digits, '.', '_', '-'.")
     {"name": "junction-1", "message": "before trying the east corridor"},
     obj(["name"], name=CHECKPOINT_NAME, message=string("Why you saved here.")),
     mutates=True,
+    moves_refs=True,
 )
 def checkpoint(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None, **_: Any) -> Result:
     cp = checkpoints.create(ws, args["name"], args.get("message", ""), op_id)
@@ -36,6 +38,8 @@ def checkpoint(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None,
     {"name": "junction-1"},
     obj(name=CHECKPOINT_NAME, op=string("Instead of a checkpoint: an op id on this branch.")),
     mutates=True,
+    idempotent=True,
+    restores_checkpoint="name",
 )
 def restore(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = None,
             op_id: str | None = None) -> Result:
@@ -84,6 +88,15 @@ def redo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
     return ws.transact(op, undo.redo_plan(ws, undo_op, commit))
 
 
+def _recover_branch(ws: Workspace, args: dict[str, Any], op_id: str) -> str | None:
+    """A branch this op created, switched to if the crash cut the switch that was asked for."""
+    found = lookup.find_op(ws.repo, op_id)
+    if found is not None and found.where == "branch" and found.name is not None:
+        if args.get("switch", True) and ws.repo.head_branch() != found.name:
+            branches.switch(ws, found.name)
+    return from_ledger(ws, args, op_id)
+
+
 @builtin(
     "branch",
     "Start a new branch at the current state (or at checkpoint `from`) and switch to it, to try "
@@ -94,6 +107,8 @@ def redo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
            "switch": {"type": "boolean", "description": "Switch to it (default true).",
                       "default": True}}),
     mutates=True,
+    moves_refs=True,
+    recover=_recover_branch,
 )
 def branch_tool(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None,
                 **_: Any) -> Result:
@@ -112,6 +127,8 @@ def branch_tool(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None
     {"name": "main"},
     obj(["name"], name=string("Branch name.")),
     mutates=True,
+    idempotent=True,
+    moves_refs=True,
 )
 def switch_tool(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
     changed = branches.switch(ws, args["name"])

@@ -19,21 +19,41 @@ from ..core import schema
 from ..core.result import Result
 from ..core.workspace import Workspace
 from ..errors import UnknownTool
+from .recovery import Recover, from_ledger
+from .script_header import Script
 
 
 @dataclass(frozen=True)
 class Tool:
+    """A tool and everything that depends on which tool runs: callers ask it, never its name."""
+
     name: str
     description: str
     example: dict[str, Any]
     args_schema: dict[str, Any]
-    mutates: bool
+    mutates: bool  # may change files or refs; a read-only tool never commits
     run: Callable[..., Result]
-    origin: str = "builtin"
-    destructive: bool = False
+    origin: str = "builtin"  # builtin, or where a constraint script came from
+    destructive: bool = False  # may remove files (undo brings them back)
     # A tool Anthropic defines itself (e.g. "memory_20250818"): models get {"type", "name"}
     # instead of a schema, and gitspace only supplies the backend.
     wire_type: str | None = None
+    idempotent: bool = False  # repeating a call changes nothing more (every read-only tool is)
+    moves_refs: bool = False  # makes or moves a tag, a branch or HEAD, and records no op commit
+    # A call of a mutating tool that only reads (the memory tool's view): no ownership needed.
+    reads_only: Callable[[dict[str, Any]], bool] | None = None
+    recover: Recover = from_ledger  # how a resumed agent finds a call that already ran
+    # The argument naming the checkpoint whose files the op brings back (restore: "name").
+    restores_checkpoint: str | None = None
+    script: Script | None = None  # the constraint script it runs (None: gitspace's own code)
+
+    def __post_init__(self) -> None:
+        if not self.mutates:
+            object.__setattr__(self, "idempotent", True)
+
+    def writes(self, args: dict[str, Any]) -> bool:
+        """Can this call change the workspace?"""
+        return self.mutates and not (self.reads_only is not None and self.reads_only(args))
 
     def definition(self) -> dict[str, Any]:
         """A neutral definition: what the model-facing front ends translate."""
@@ -68,16 +88,15 @@ def builtin(
     args_schema: dict[str, Any],
     *,
     mutates: bool,
-    destructive: bool = False,
-    wire_type: str | None = None,
+    **properties: Any,
 ) -> Callable[[Callable[..., Result]], Tool]:
-    """Make a built-in tool of a function ``fn(ws, args, *, tool_use_id, op_id) -> Result``.
+    """Make a built-in tool of a function ``fn(ws, args, *, tool_use_id, op_id) -> Result``;
+    ``properties`` are the other fields of ``Tool`` (destructive, idempotent, moves_refs...).
 
     Nothing is registered here: a tool is offered once it is listed in ``tools/builtins.py``."""
 
     def make(fn: Callable[..., Result]) -> Tool:
-        return Tool(name, description, example, args_schema, mutates, fn,
-                    destructive=destructive, wire_type=wire_type)
+        return Tool(name, description, example, args_schema, mutates, fn, **properties)
 
     return make
 
@@ -115,7 +134,7 @@ class Registry:
             op_id: str | None) -> Result:
         """The one way a tool runs: ownership, then the schema, then the tool."""
         tool = self.find(ws, name)
-        if tool.mutates and not _views_only(tool, args):
+        if tool.writes(args):
             ws.require_owned()
         schema.validate(tool.args_schema, args, example=tool.example)
         args = schema.apply_defaults(tool.args_schema, args)
@@ -132,8 +151,3 @@ def registry_of(ws: Workspace) -> Registry:
 def all_tools(ws: Workspace) -> dict[str, Tool]:
     """Every tool ``ws`` offers (built-ins and constraint scripts), sorted by name."""
     return registry_of(ws).all(ws)
-
-
-def _views_only(tool: Tool, args: dict[str, Any]) -> bool:
-    """A call of a mutating tool that only reads (the memory tool's ``view`` command)."""
-    return tool.name == "memory" and args.get("command") == "view"

@@ -101,7 +101,7 @@ def script_tools(ws: Workspace, reserved: set[str]) -> dict[str, Tool]:
             return run_script(ws, _script, args, **kw)
 
         tools[name] = Tool(name, script.description, script.example, script.args_schema,
-                           script.mutates, run, origin=script.origin)
+                           script.mutates, run, origin=script.origin, script=script)
     return tools
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import zlib
 
 from ..core import attempts, timeline
+from ..tools.builtins import restoring
 from .context import ALL, Context
 from .html import Html, join, link, tag, url
 from .layout import page, placeholder, short, when
@@ -35,7 +36,7 @@ def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html
     if not rows:
         body = placeholder("No commits yet.", "The graph appears with the first op.")
     else:
-        drawn = attempts.layout(rows, ctx.checkpoints(), ctx.tips())
+        drawn = attempts.layout(rows, ctx.checkpoints(), ctx.tips(), restoring())
         nav = _nav(kept, offset, older)
         body = join([_legend(drawn), nav, tag("div", svg(drawn), class_="graph-wrap"), nav])
     if fragment:
@@ -136,7 +137,7 @@ def _edge(ln: attempts.Link, by_row: dict[int, attempts.Node], height: int) -> H
             d = f"M{x1} {y1}C{x1} {y1 + ROW * 0.8} {x2} {y1 + ROW * 0.2} {x2} {y1 + ROW}L{x2} {y2}"
         cls = f"e-{ln.kind}" + (" way" if src.way_out and dst.way_out and ln.kind == "parent"
                                 else "")
-        if ln.kind == "parent" and src.brief.op is not None and src.brief.op.tool == "restore":
+        if ln.kind == "parent" and src.brief.op is not None and src.brief.op.tool in restoring():
             cls = "e-chrono"  # the restore's real parent: history goes on from the dead end
         return tag("path", d=d, class_=cls, fill="none")
     bend = LANE * (1.6 + 0.15 * abs(ln.source - ln.target) ** 0.5)

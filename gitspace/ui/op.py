@@ -14,6 +14,7 @@ from typing import Any
 from ..core import diffs, timeline
 from ..core.timeline import Entry
 from ..storage import ledger
+from ..tools.builtins import restoring
 from .context import Context
 from .diffview import files_table
 from .diffview import render as render_diff
@@ -79,8 +80,8 @@ def _facts(ctx: Context, e: Entry) -> Html:
 
 def _relations(ctx: Context, op: ledger.Op) -> list[tuple[str, Html | str]]:
     rows: list[tuple[str, Html | str]] = []
-    if op.tool == "restore":
-        name = str(op.args.get("name", ""))
+    if op.tool in restoring():
+        name = str(op.args.get(restoring()[op.tool], ""))
         target = ctx.checkpoints().get(name)
         rows.append(("restored", link(f"/op/{target}", f"checkpoint {name}", class_="rel restore")
                      if target else f"checkpoint {name} (the tag no longer exists)"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..core import timeline
 from ..core.timeline import Entry, Filters
 from ..storage.ledger import Op
+from ..tools.builtins import restoring
 from .context import ALL, Context
 from .html import Html, join, link, tag, url
 from .layout import args_line, badge, op_link, page, pager, placeholder, short, when
@@ -87,8 +88,8 @@ def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str]) -> Html:
 def _relations(op: Op, checkpoints: dict[str, str]) -> Html:
     """Links to the ops this one relates to: restore -> checkpoint, undo -> ops, redo -> undo."""
     parts = []
-    if op.tool == "restore":
-        name = str(op.args.get("name", ""))
+    if op.tool in restoring():
+        name = str(op.args.get(restoring()[op.tool], ""))
         target = checkpoints.get(name)
         parts.append(link(f"/op/{target}", f"↩ back to checkpoint {name}", class_="rel restore")
                      if target else tag("span", f"checkpoint {name} no longer exists",
