@@ -43,10 +43,12 @@ class Workspace:
         session: str | None = None,
         external_author: str = "unknown",
         max_file_bytes: int = 1 << 20,
+        pack_threshold: int = 1024,
         check_owner: bool = False,
         durable: bool = False,
     ) -> None:
         self.repo = repo
+        self.repo.pack_threshold = pack_threshold  # loose objects before a background repack
         self.tools = tools
         self.root = repo.root
         self.agent = ledger.check_token("agent name", agent) if agent else None

@@ -167,6 +167,8 @@ class GitRepo:
         self._commits: dict[str, Commit] = {}
         self._packed: tuple[float, dict[str, str]] | None = None
         self._packer: subprocess.Popen[bytes] | None = None
+        # Loose objects that start a background repack (0: never); the opener sets it from config.
+        self.pack_threshold = 1024
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -722,14 +724,15 @@ class GitRepo:
         return proc.stdout if proc.returncode == 0 else None
 
     def maybe_pack(self, threshold: int | None = None, pack_limit: int = 12) -> bool:
-        """Pack loose objects in the background once about ``threshold`` have piled up.
+        """Pack loose objects in the background once about ``threshold`` (by default
+        ``pack_threshold``) have piled up.
 
         Cheap enough for every op: it looks at two of the 256 fan-out folders (as ``git gc --auto``
         does with one) and starts at most one repack at a time per process. Once there are
         ``pack_limit`` packs they are merged geometrically, so the repository stays near its
         ``git gc`` size. True if a repack was started.
         """
-        threshold = config.pack_threshold() if threshold is None else threshold
+        threshold = self.pack_threshold if threshold is None else threshold
         if threshold <= 0 or self._packer is not None and self._packer.poll() is None:
             return False
         self._packer = None
