@@ -1,0 +1,191 @@
+"""The layers of the package, checked by parsing every import (in the manner of dulwich's
+tests/test_source.py). A failure says which rule broke and where.
+
+Every import counts: at module level, inside a function (lazy) or under ``TYPE_CHECKING``; a
+lazy import only hides a dependency, it does not remove it. An allowed exception is listed below
+with a one-line reason; an entry that no longer matches anything fails too, so the lists only
+ever shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
+
+# Lowest first. A module may import its own layer and the layers below it, never one above.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("foundation", {"errors", "config", "faults"}),
+    ("storage", {"storage"}),  # git itself: objects, refs, index, the ledger format
+    ("core", {"core"}),  # the op: workspace, transaction, undo, checkpoints, branches, lookup
+    ("tools", {"tools"}),  # what a tool is, every built-in tool, constraint scripts
+    ("api", {"api", "__init__"}),  # gitspace.open/init: a workspace wired with the tools
+    ("runtimes", {"agent", "replay", "team"}),  # what runs tools: agents, replay, many actors
+    ("front ends", {"cli", "mcp_server", "ui", "harness", "__main__"}),
+]
+
+# (importer, imported) -> why this upward import is allowed. Keep it empty if you can.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
+
+# Modules that import each other in a loop, -> why. Keep it empty if you can.
+ALLOWED_CYCLES: dict[frozenset[str], str] = {}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[1] if "." in module else "__init__"
+    for number, (_, tops) in enumerate(LAYERS):
+        if top in tops:
+            return number
+    return -1
+
+
+def _imports(module: str) -> set[str]:
+    """Every gitspace module ``module`` imports, anywhere in its source."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {_known(alias.name) for alias in node.names if alias.name.startswith("gitspace")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module and node.module.startswith("gitspace"):
+                target = node.module
+            else:
+                continue
+            for alias in node.names:  # ``from . import x`` may name a module or an attribute
+                name = f"{target}.{alias.name}"
+                found.add(name if name in MODULES else _known(target))
+    found.discard(module)
+    return found
+
+
+def _known(name: str) -> str:
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def test_every_module_has_a_layer() -> None:
+    lost = [m for m in MODULES if _layer(m) < 0]
+    assert not lost, (f"{lost} belong to no layer: add their folder to LAYERS in "
+                      "tests/test_layers.py (and to docs/architecture.md).")
+
+
+def test_lower_layers_never_import_higher_ones() -> None:
+    upward = []
+    for module, imported in GRAPH.items():
+        for target in sorted(imported):
+            if _layer(target) > _layer(module) and (module, target) not in ALLOWED_UPWARD:
+                upward.append(f"{module} ({LAYERS[_layer(module)][0]}) imports {target} "
+                              f"({LAYERS[_layer(target)][0]})")
+    assert not upward, ("A lower layer imports a higher one (lazy and TYPE_CHECKING imports "
+                        "count):\n  " + "\n  ".join(upward)
+                        + "\nPass what it needs in from above, or list it in ALLOWED_UPWARD "
+                        "with a reason.")
+    stale = [pair for pair in ALLOWED_UPWARD if pair[1] not in GRAPH.get(pair[0], set())]
+    assert not stale, f"ALLOWED_UPWARD lists imports that no longer exist: {stale}"
+
+
+def _cycles() -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for module in GRAPH:
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    cycles = [sorted(c) for c in _cycles() if c not in ALLOWED_CYCLES]
+    assert not cycles, ("These modules import each other in a loop (lazy imports count): "
+                        f"{cycles}. Move what both need into a module below them, or pass it in.")
+    stale = [c for c in ALLOWED_CYCLES if c not in _cycles()]
+    assert not stale, f"ALLOWED_CYCLES lists loops that no longer exist: {stale}"
+
+
+def test_the_core_never_imports_tools_or_runtimes() -> None:
+    """Stated on its own because it is the rule the registry seam exists for."""
+    reach = [f"{m} -> {t}" for m, ts in GRAPH.items() if m.startswith("gitspace.core")
+             for t in ts if t.split(".")[1] in ("tools", "agent", "replay", "team", "api")]
+    assert not reach, f"The core runs the tools it is given and imports none of them: {reach}"
+
+
+# Modules that may name a built-in tool in a comparison, -> why.
+NAMES_A_TOOL: dict[str, str] = {
+    "gitspace/agent/demo.py": "the demo's summary counts what its scripted agents did",
+}
+
+
+def test_behaviour_that_depends_on_the_tool_asks_the_tool() -> None:
+    """Outside tools/, nothing compares a tool's name with a built-in's (``tool == "restore"``):
+    such behaviour is a property on Tool (read-only, idempotent, moves_refs, recover...)."""
+    from gitspace.tools.builtins import BUILTINS
+
+    offenders = []
+    for module, path in MODULES.items():
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        if module.startswith(("gitspace.tools", "gitspace.agent.policies")) or rel in NAMES_A_TOOL:
+            continue  # tools define themselves; scripted policies call tools by name
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                values = [node.left, *node.comparators]
+                names = {v.value for v in values if isinstance(v, ast.Constant)}
+                for v in values:
+                    if isinstance(v, ast.Tuple | ast.Set | ast.List):
+                        names |= {e.value for e in v.elts if isinstance(e, ast.Constant)}
+                if names & set(BUILTINS) and any(_is_a_tool_name(v) for v in values):
+                    offenders.append(f"{rel}:{node.lineno}")
+    assert not offenders, ("Behaviour keyed on a tool's name outside tools/: "
+                           f"{offenders}. Give Tool a property and read it.")
+
+
+def _is_a_tool_name(node: ast.expr) -> bool:
+    """``tool``, ``name``, ``x.tool`` or ``tool.name``: an expression that holds a tool's name."""
+    if isinstance(node, ast.Name):
+        return node.id in ("tool", "tool_name", "name")
+    if isinstance(node, ast.Attribute):
+        return node.attr == "tool" or (node.attr == "name" and isinstance(node.value, ast.Name)
+                                       and node.value.id == "tool")
+    return False
