@@ -246,15 +246,13 @@ def test_large_create_args_are_elided_to_a_blob_that_survives_gc_and_clone(
 
 @pytest.fixture
 def bumped(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Format 2 as a future gitspace could add it: one more source and one more key (what a
-    harness op might need), written from now on. Format 1 stays readable."""
+    """Format 3 as a future gitspace could add it: format 1 and one more source, written for
+    every op from now on. Formats 1 and 2 stay readable."""
     from gitspace.storage import ledger
 
     v1 = ledger.FORMATS[1]
-    v2 = dataclasses.replace(v1, keys=(*v1.keys, "Gitspace-Harness"),
-                             sources=(*v1.sources, "hook"))
-    monkeypatch.setitem(ledger.FORMATS, 2, v2)
-    monkeypatch.setattr(ledger, "FORMAT", 2)
+    monkeypatch.setitem(ledger.FORMATS, 3, dataclasses.replace(v1, sources=(*v1.sources, "hook")))
+    monkeypatch.setattr(ledger, "FORMAT", 3)
     return ledger
 
 
@@ -268,11 +266,11 @@ def test_old_history_still_reads_after_a_format_bump(ws: gitspace.Workspace, bum
     ws.call("checkpoint", {"name": "old"}, op_id=new_op_id())
     call_ok(ws, "str_replace", {"path": "a.md", "old_str": "one", "new_str": "two"})
     old = ops(root)
-    bumped.FORMAT = 2
+    bumped.FORMAT = 3
     call_ok(ws, "append", {"path": "b.md", "text": "three\n"})
-    assert "Gitspace-Format: 2\n" in message_of(root)
+    assert "Gitspace-Format: 3\n" in message_of(root)
     assert "Gitspace-Format: 1\n" in message_of(root, "HEAD~1")
-    assert [op.format for op in ops(root)] == [1, 1, 1, 2]
+    assert [op.format for op in ops(root)] == [1, 1, 1, 3]
     report = verify(ws)
     assert report.ok and report.ops == 4, report.problems
     assert lookup.find_op(ws.repo, old[-1].op_id).op == old[-1]  # type: ignore[union-attr]
@@ -286,14 +284,14 @@ def test_a_parsed_op_is_written_back_in_its_own_format(bumped: Any) -> None:
     op = Op(op_id=new_op_id(), tool="create", args={"path": "a"}, format=1)
     assert "Gitspace-Format: 1\n" in encode_message(op, "create a")
     fresh = parse_message(encode_message(Op(op_id=new_op_id(), tool="create", args={}), "c"))
-    assert fresh is not None and fresh.format == 2
+    assert fresh is not None and fresh.format == 3
     hook = Op(op_id=new_op_id(), tool="create", args={}, source="hook")
-    assert parse_message(encode_message(hook, "hook")) == hook  # new in 2
+    assert parse_message(encode_message(hook, "hook")) == hook  # new in 3
     with pytest.raises(BadArguments):  # format 1 never had it
         encode_message(dataclasses.replace(hook, format=1), "hook")
-    three = encode_message(op, "x").replace("Gitspace-Format: 1", "Gitspace-Format: 3")
-    with pytest.raises(LedgerError, match="Unsupported ledger format '3'"):
-        parse_message(three)
-    harness_in_v1 = encode_message(op, "x").replace("Gitspace-Args", "Gitspace-Harness: x\nGitspace-Args")
-    with pytest.raises(LedgerError, match="Unknown or malformed trailer"):
-        parse_message(harness_in_v1)  # a key is only as valid as the version that has it
+    in_one = encode_message(hook, "x").replace("Gitspace-Format: 3", "Gitspace-Format: 1")
+    with pytest.raises(LedgerError, match="written in format 3, not 1"):
+        parse_message(in_one)
+    four = encode_message(op, "x").replace("Gitspace-Format: 1", "Gitspace-Format: 4")
+    with pytest.raises(LedgerError, match="Unsupported ledger format '4'"):
+        parse_message(four)

@@ -331,7 +331,7 @@ def _op_from(seen: dict[str, str]) -> Op:
     if not OP_ID.fullmatch(seen["Gitspace-Op"]):
         raise LedgerError(f"Malformed op id {seen['Gitspace-Op']!r}.")
     source = seen["Gitspace-Source"]
-    if source not in SOURCES:
+    if not any(source in f.sources for f in FORMATS.values()):
         raise LedgerError(f"Unknown source {source!r}.")
     if source not in spec.sources:
         raise LedgerError(f"An op of source {source!r} is written in format "
