@@ -370,17 +370,17 @@ def test_an_outside_edit_must_change_exactly_the_paths_it_records(ws: Workspace)
 
 def commit_a_transcript(ws: Workspace, files: dict[str, str]) -> None:
     """A transcript op as ``gitspace run --commit-transcript`` records it."""
-    from gitspace.core.transaction import Plan
+    from gitspace.core.transaction import Outcome
 
     op = ws.new_op("transcript", {"path": "transcripts/s1.json", "session": "s1"},
                    source="transcript")
 
-    def plan(txn: Any) -> Plan:
+    def stage(txn: Any) -> Outcome:
         for path, text in files.items():
             txn.write(path, text.encode())
-        return Plan("Committed the conversation.", "transcript s1")
+        return Outcome("Committed the conversation.", "transcript s1")
 
-    ws.transact(op, plan)
+    ws.transact(op, stage)
 
 
 def test_a_transcript_op_may_change_only_its_transcript(ws: Workspace) -> None:
@@ -500,13 +500,13 @@ def stamp_tool(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
                           registry.obj(["text"], text=registry.string("What to stamp.")),
                           mutates=True)
         def stamp(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
-            from gitspace.core.transaction import Plan
+            from gitspace.core.transaction import Outcome
 
-            def plan(txn: Any) -> Plan:
+            def stage(txn: Any) -> Outcome:
                 txn.write("stamp.txt", f"{version}: {args['text']}\n".encode())
-                return Plan("stamped", "stamp")
+                return Outcome("stamped", "stamp")
 
-            return ws.transact(ws.new_op("stamp_test", args, **kw), plan)
+            return ws.transact(ws.new_op("stamp_test", args, **kw), stage)
 
         monkeypatch.setitem(builtins.BUILTINS, "stamp_test", stamp)
 

@@ -18,7 +18,7 @@ import gitspace
 from gitspace.agent.loop import Loop
 from gitspace.agent.model import Reply
 from gitspace.cli import app
-from gitspace.core.transaction import Plan, Txn
+from gitspace.core.transaction import Outcome, Txn
 from gitspace.mcp_server import build_server
 from gitspace.tools import builtins
 from gitspace.tools.registry import builtin, obj, string
@@ -28,11 +28,11 @@ from gitspace.tools.registry import builtin, obj, string
          "again with the same word changes nothing.", {"word": "hello"},
          obj(["word"], word=string("The word to stamp.")), mutates=True, idempotent=True)
 def toy_stamp(ws: gitspace.Workspace, args: dict[str, Any], **kw: Any) -> gitspace.Result:
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         txn.write("stamp.txt", f"{args['word']}\n".encode())
-        return Plan(f"Stamped {args['word']}.", f"toy_stamp {args['word']}")
+        return Outcome(f"Stamped {args['word']}.", f"toy_stamp {args['word']}")
 
-    return ws.transact(ws.new_op("toy_stamp", args, **kw), plan)
+    return ws.transact(ws.new_op("toy_stamp", args, **kw), stage)
 
 
 @pytest.fixture

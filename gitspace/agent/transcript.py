@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core import browse
 from ..core.result import Result
-from ..core.transaction import Plan, Txn
+from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, NotFound
 from ..storage import ledger
@@ -36,12 +36,12 @@ def commit_transcript(ws: Workspace, session: Session) -> Result:
                           hint="Raise GITSPACE_MAX_FILE_BYTES if you do want it committed.")
     op = ws.new_op("transcript", {"path": rel, "session": session.id}, source="transcript")
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         txn.write(rel, data)
-        return Plan(f"Committed the conversation of session {session.id} to {rel}.",
-                    f"transcript {session.id}")
+        return Outcome(f"Committed the conversation of session {session.id} to {rel}.",
+                       f"transcript {session.id}")
 
-    return ws.transact(op, plan)
+    return ws.transact(op, stage)
 
 
 def committed(repo: GitRepo, commit: str) -> list[str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..errors import BadArguments, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
-from .transaction import Plan, Txn
+from .transaction import Outcome, Stage, Txn
 from .workspace import Workspace
 
 PREFIX = "refs/tags/gitspace/"
@@ -90,16 +90,16 @@ def resolve(ws: Workspace, name: str) -> str:
     return commit
 
 
-def restore_plan(ws: Workspace, name: str, target_commit: str) -> object:
+def stage_restore(ws: Workspace, name: str, target_commit: str) -> Stage:
     """Restore the tree of ``target_commit``; ``name`` is a checkpoint name or ``op <id>``."""
     target_tree = ws.repo.commit(target_commit).tree
     what = name if name.startswith("op ") else f"checkpoint {name}"
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         changed = set_tree(ws, txn, target_tree)
-        return Plan(f"Restored {what}: {changed} file(s) changed.", f"restore {name}")
+        return Outcome(f"Restored {what}: {changed} file(s) changed.", f"restore {name}")
 
-    return plan
+    return stage
 
 
 def set_tree(ws: Workspace, txn: Txn, target_tree: str) -> int:

@@ -13,7 +13,7 @@ Invariants:
 - Outside changes to a path the op reads or writes are first committed as their own op (source
   ``external``), never folded into the tool's commit. Only touched paths are examined: an op never
   scans the tree.
-- A plan that changes nothing produces no commit.
+- A tool whose stage changes nothing produces no commit.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Host(Protocol):
 
 
 @dataclass
-class Plan:
+class Outcome:
     """What a tool decided: its result text, subject line, and (via the Txn) its writes."""
 
     text: str
@@ -79,7 +79,7 @@ def disk_state(
 
 
 class Txn:
-    """The view a tool's plan works on: reads see the work tree, writes are staged in memory."""
+    """The view a tool's stage works on: reads see the work tree, writes are staged in memory."""
 
     def __init__(self, ws: Host, tip: str, tree: str) -> None:
         self.ws = ws
@@ -129,8 +129,13 @@ class Txn:
         return self.ws.repo.entry_at(self.tree, rel)
 
 
+# What a mutating tool hands the transaction: it stages its writes on the Txn and says what it
+# did. (The agent's plan, plan.md and the plan_* tools, is another thing: tools/plan.py.)
+Stage = Callable[[Txn], Outcome]
+
+
 class Transactions:
-    """Runs plans as ops for one workspace: locking, journaling, committing, recovering."""
+    """Runs stages as ops for one workspace: locking, journaling, committing, recovering."""
 
     def __init__(self, ws: Host, *, durable: bool = False) -> None:
         self.ws = ws
@@ -150,10 +155,10 @@ class Transactions:
     def run(
         self,
         op: ledger.Op,
-        plan: Callable[[Txn], Plan],
+        stage: Stage,
         author: Identity,
     ) -> Result:
-        """Run ``plan`` as op ``op``: its Result is the op, or "unchanged" with no commit."""
+        """Run ``stage`` as op ``op``: its Result is the op, or "unchanged" with no commit."""
         with self.lock():
             self.recover_locked()
             branch = self.ws.branch()
@@ -162,11 +167,11 @@ class Transactions:
                 raise GitspaceError(f"Branch {branch} has no commits.")
             tree = self.repo.commit(tip).tree
             txn = Txn(self.ws, tip, tree)
-            outcome = plan(txn)
+            outcome = stage(txn)
             return self._commit(op, txn, outcome, author, branch)
 
     def _commit(
-        self, op: ledger.Op, txn: Txn, outcome: Plan, author: Identity, branch: str
+        self, op: ledger.Op, txn: Txn, outcome: Outcome, author: Identity, branch: str
     ) -> Result:
         repo = self.repo
         external: dict[str, Entry | None] = {}

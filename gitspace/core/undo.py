@@ -20,7 +20,7 @@ from ..errors import Conflict, LedgerError, NotFound, ToolFailed
 from ..storage import ledger
 from ..storage.gitrepo import Commit, Entry
 from . import lookup
-from .transaction import Plan, Txn
+from .transaction import Outcome, Stage, Txn
 from .workspace import Workspace
 
 
@@ -139,22 +139,21 @@ def _conflict(path: str, label: str) -> Conflict:
     )
 
 
-def undo_plan(ws: Workspace, targets: list[tuple[ledger.Op, Commit]]) -> object:
-    def plan(txn: Txn) -> Plan:
+def stage_undo(ws: Workspace, targets: list[tuple[ledger.Op, Commit]]) -> Stage:
+    def stage(txn: Txn) -> Outcome:
         for op, commit in targets:
             revert_into(ws, txn, commit, f"{op.tool} ({op.op_id})")
         names = ", ".join(f"{op.tool} {op.op_id}" for op, _ in targets)
-        return Plan(f"Undid {len(targets)} op(s): {names}.",
-                    f"undo {targets[0][0].tool}" + (f" (+{len(targets) - 1})" if len(targets) > 1
-                                                    else ""))
+        more = f" (+{len(targets) - 1})" if len(targets) > 1 else ""
+        return Outcome(f"Undid {len(targets)} op(s): {names}.", f"undo {targets[0][0].tool}{more}")
 
-    return plan
+    return stage
 
 
-def redo_plan(ws: Workspace, undo_op: ledger.Op, undo_commit: Commit) -> object:
-    def plan(txn: Txn) -> Plan:
+def stage_redo(ws: Workspace, undo_op: ledger.Op, undo_commit: Commit) -> Stage:
+    def stage(txn: Txn) -> Outcome:
         revert_into(ws, txn, undo_commit, f"undo {undo_op.op_id}")
-        return Plan(f"Redid what undo {undo_op.op_id} reverted ({', '.join(undo_op.undo_of)}).",
-                    "redo")
+        return Outcome(f"Redid what undo {undo_op.op_id} reverted ({', '.join(undo_op.undo_of)}).",
+                       "redo")
 
-    return plan
+    return stage

@@ -20,7 +20,7 @@ from ..storage import ledger
 from ..storage.gitrepo import FILE_MODE, GitRepo, Identity
 from .result import Result
 from .snapshot import pending_changes, snapshot
-from .transaction import COMMITTER, Plan, Transactions, Txn
+from .transaction import COMMITTER, Outcome, Stage, Transactions, Txn
 
 DEFAULT_IGNORE = "# gitspace: session transcripts stay local unless you opt in\n.gitspace/\n"
 
@@ -138,9 +138,9 @@ class Workspace:
             **links,
         )
 
-    def transact(self, op: ledger.Op, plan: Any) -> Result:
-        """Run ``plan(txn) -> Plan`` as one op (the caller has checked ownership)."""
-        return self.transactions.run(op, plan, self.author)
+    def transact(self, op: ledger.Op, stage: Stage) -> Result:
+        """Run ``stage(txn) -> Outcome`` as one op (the caller has checked ownership)."""
+        return self.transactions.run(op, stage, self.author)
 
     def call(
         self,
@@ -211,4 +211,4 @@ def _first_commit(ws: Workspace, branch: str) -> None:
                             "init")
 
 
-__all__ = ["Plan", "Result", "Tools", "Txn", "Workspace", "init", "open"]
+__all__ = ["Outcome", "Result", "Tools", "Txn", "Workspace", "init", "open"]

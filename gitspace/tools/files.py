@@ -1,7 +1,7 @@
 """Built-in file tools: view, create, str_replace, insert, append, delete, rename, search.
 
 Argument names follow Anthropic's text-editor and memory tools, which models already know. Every
-mutating tool is a plan over a ``Txn``; the transaction turns it into one commit (or none).
+mutating tool is a stage over a ``Txn``; the transaction turns it into one commit (or none).
 Reads are bounded: a view that would exceed the cap is refused with the file's size and the
 tools to use instead, never silently cut.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core import paths
 from ..core.result import Result
-from ..core.transaction import Plan, Txn
+from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
 from ..errors import FileRefused, PathRefused, ToolFailed
 from ..storage import ledger
@@ -136,15 +136,15 @@ def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     rel, _ = _target(ws, args["path"])
     data = args["file_text"].encode("utf-8")
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         existed = txn.read(rel) is not None
         txn.write(rel, data)
         verb = "overwritten" if existed else "created"
-        return Plan(f"File {verb} successfully at: {rel}", f"create {rel}")
+        return Outcome(f"File {verb} successfully at: {rel}", f"create {rel}")
 
     blob = ws.repo.hash_object("blob", data)
     record = ledger.elide({**args, "path": rel}, "file_text", blob)
-    return ws.transact(ws.new_op("create", record, **kw), plan)
+    return ws.transact(ws.new_op("create", record, **kw), stage)
 
 
 @builtin(
@@ -160,7 +160,7 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     rel, _ = _target(ws, args["path"])
     old, new = args["old_str"], args["new_str"]
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         text = _existing(txn, rel)
         count = text.count(old)
         if count == 0:
@@ -182,10 +182,10 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         snippet_lines = result.split("\n")
         lo, hi = max(1, first - 3), min(len(snippet_lines), first + new.count("\n") + 3)
         snippet = numbered(snippet_lines[lo - 1 : hi], lo)
-        return Plan(f"The file {rel} has been edited. Snippet of the change:\n{snippet}",
-                    f"str_replace {rel}")
+        return Outcome(f"The file {rel} has been edited. Snippet of the change:\n{snippet}",
+                       f"str_replace {rel}")
 
-    return ws.transact(ws.new_op("str_replace", {**args, "path": rel}, **kw), plan)
+    return ws.transact(ws.new_op("str_replace", {**args, "path": rel}, **kw), stage)
 
 
 @builtin(
@@ -201,7 +201,7 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     rel, _ = _target(ws, args["path"])
     at, text_in = args["insert_line"], args["insert_text"]
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         lines = _existing(txn, rel).split("\n")
         trailing = lines[-1] == ""
         count = len(lines) - 1 if trailing else len(lines)
@@ -212,9 +212,9 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         new_lines = text_in[:-1].split("\n") if text_in.endswith("\n") else text_in.split("\n")
         lines[at:at] = new_lines
         txn.write(rel, "\n".join(lines).encode("utf-8"))
-        return Plan(f"The file {rel} has been edited.", f"insert {rel}:{at}")
+        return Outcome(f"The file {rel} has been edited.", f"insert {rel}:{at}")
 
-    return ws.transact(ws.new_op("insert", {**args, "path": rel}, **kw), plan)
+    return ws.transact(ws.new_op("insert", {**args, "path": rel}, **kw), stage)
 
 
 @builtin(
@@ -228,14 +228,14 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
 def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     rel, _ = _target(ws, args["path"])
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         current = txn.read(rel)
         if current is not None:
             decode(rel, current)
         txn.write(rel, (current or b"") + args["text"].encode("utf-8"))
-        return Plan(f"Appended {len(args['text']):,} characters to {rel}.", f"append {rel}")
+        return Outcome(f"Appended {len(args['text']):,} characters to {rel}.", f"append {rel}")
 
-    return ws.transact(ws.new_op("append", {**args, "path": rel}, **kw), plan)
+    return ws.transact(ws.new_op("append", {**args, "path": rel}, **kw), stage)
 
 
 @builtin(
@@ -251,7 +251,7 @@ def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
 def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     rel, full = _target(ws, args["path"])
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         entry = txn.entry(rel)
         if entry is not None and entry.is_tree:
             victims = [f"{rel}/{p}" for p, _ in ws.repo.walk_files(entry.sha)]
@@ -262,10 +262,10 @@ def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         for victim in victims:
             txn.read(victim)
             txn.delete(victim)
-        return Plan(f"Successfully deleted {rel}" + (f" ({len(victims)} files)"
-                    if len(victims) > 1 else ""), f"delete {rel}")
+        return Outcome(f"Successfully deleted {rel}" + (f" ({len(victims)} files)"
+                       if len(victims) > 1 else ""), f"delete {rel}")
 
-    return ws.transact(ws.new_op("delete", {**args, "path": rel}, **kw), plan)
+    return ws.transact(ws.new_op("delete", {**args, "path": rel}, **kw), stage)
 
 
 @builtin(
@@ -281,7 +281,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     if dst == src or dst.startswith(src + "/"):
         raise ToolFailed(f"Cannot move {src} onto itself or into itself.")
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         if dst_full.exists() or dst_full.is_symlink() or txn.entry(dst) is not None:
             raise ToolFailed(f"Error: The destination {dst} already exists")
         entry = txn.entry(src)
@@ -299,9 +299,9 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
             txn.delete(old)
             txn.read(new)
             txn.write(new, data, mode)
-        return Plan(f"Successfully renamed {src} to {dst}", f"rename {src} -> {dst}")
+        return Outcome(f"Successfully renamed {src} to {dst}", f"rename {src} -> {dst}")
 
-    return ws.transact(ws.new_op("rename", {"new_path": dst, "old_path": src}, **kw), plan)
+    return ws.transact(ws.new_op("rename", {"new_path": dst, "old_path": src}, **kw), stage)
 
 
 @builtin(

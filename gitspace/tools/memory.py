@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core import paths
 from ..core.result import Result
-from ..core.transaction import Plan, Txn
+from ..core.transaction import Outcome, Stage, Txn
 from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, PathRefused, ToolFailed
 from ..storage import ledger
@@ -154,8 +154,8 @@ def memory(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     return _COMMANDS[command](ws, args, **kw)
 
 
-def _op(ws: Workspace, args: dict[str, Any], plan: Callable[[Txn], Plan], **kw: Any) -> Result:
-    """Run ``plan`` as one memory op recording ``args``. Only a create's long ``file_text`` is
+def _op(ws: Workspace, args: dict[str, Any], stage: Stage, **kw: Any) -> Result:
+    """Run ``stage`` as one memory op recording ``args``. Only a create's long ``file_text`` is
     elided to its blob: that blob is the created file, so the commit itself proves it. Any other
     text (old_str, new_str, insert_text) is recorded whole, or the ledger could not say what the op
     did."""
@@ -163,7 +163,7 @@ def _op(ws: Workspace, args: dict[str, Any], plan: Callable[[Txn], Plan], **kw: 
     if args["command"] == "create" and isinstance(record.get("file_text"), str):
         blob = ws.repo.hash_object("blob", record["file_text"].encode("utf-8"))
         record = ledger.elide(record, "file_text", blob)
-    return ws.transact(ws.new_op("memory", record, **kw), plan)
+    return ws.transact(ws.new_op("memory", record, **kw), stage)
 
 
 # -- view (read-only) -------------------------------------------------------------------------
@@ -287,14 +287,15 @@ def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
                          hint="For example: /memories/notes.md.")
     data = args["file_text"].encode("utf-8")
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         if where.full.is_dir() or txn.read(where.rel) is not None:
             raise ToolFailed(f"File {where.shown} already exists")
         txn.write(where.rel, data)
-        return Plan(f"File created successfully at: {where.shown}", f"memory create {where.shown}")
+        return Outcome(f"File created successfully at: {where.shown}",
+                       f"memory create {where.shown}")
 
     return _op(ws, {"command": "create", "path": where.shown, "file_text": args["file_text"]},
-               plan, **kw)
+               stage, **kw)
 
 
 def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
@@ -304,7 +305,7 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         raise BadArguments("old_str is empty, so there is nothing to replace.",
                            hint="Copy the exact text to change from a view of the file.")
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         text = _file_text(txn, where)
         count = text.count(old)
         if count == 0:
@@ -323,19 +324,19 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         txn.write(where.rel, result.encode("utf-8"))
         lines = result.split("\n")
         low, high = max(0, changed - 2), min(len(lines), changed + 3)
-        return Plan("The memory file has been edited. Here is the snippet showing the change "
-                    f"(with line numbers):\n{numbered(lines[low:high], low + 1)}",
-                    f"memory str_replace {where.shown}")
+        return Outcome("The memory file has been edited. Here is the snippet showing the change "
+                       f"(with line numbers):\n{numbered(lines[low:high], low + 1)}",
+                       f"memory str_replace {where.shown}")
 
     return _op(ws, {"command": "str_replace", "path": where.shown, "old_str": old,
-                    "new_str": new}, plan, **kw)
+                    "new_str": new}, stage, **kw)
 
 
 def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     where = locate(ws, args["path"])
     at, text_in = args["insert_line"], args["insert_text"]
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         lines = _file_text(txn, where).split("\n")
         if lines[-1] == "":
             lines.pop()
@@ -345,10 +346,11 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         lines.insert(at, text_in.rstrip("\n"))
         result = "\n".join(lines)
         txn.write(where.rel, (result if result.endswith("\n") else result + "\n").encode("utf-8"))
-        return Plan(f"The file {where.shown} has been edited.", f"memory insert {where.shown}:{at}")
+        return Outcome(f"The file {where.shown} has been edited.",
+                       f"memory insert {where.shown}:{at}")
 
     return _op(ws, {"command": "insert", "path": where.shown, "insert_line": at,
-                    "insert_text": text_in}, plan, **kw)
+                    "insert_text": text_in}, stage, **kw)
 
 
 def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
@@ -356,16 +358,16 @@ def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     if where.is_root:
         raise PathRefused("Cannot delete the /memories directory itself")
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         victims = _members(ws, txn, where)
         if not victims:
             raise ToolFailed(f"The path {where.shown} does not exist")
         for victim in victims:
             txn.read(victim)
             txn.delete(victim)
-        return Plan(f"Successfully deleted {where.shown}", f"memory delete {where.shown}")
+        return Outcome(f"Successfully deleted {where.shown}", f"memory delete {where.shown}")
 
-    return _op(ws, {"command": "delete", "path": where.shown}, plan, **kw)
+    return _op(ws, {"command": "delete", "path": where.shown}, stage, **kw)
 
 
 def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
@@ -373,7 +375,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     if src.is_root:
         raise PathRefused("Cannot rename the /memories directory itself")
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         if dst.is_root or os.path.lexists(dst.full) or txn.entry(dst.rel) is not None:
             raise ToolFailed(f"The destination {dst.shown} already exists")
         if dst.rel.startswith(src.rel + "/"):
@@ -390,10 +392,10 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
             txn.delete(old)
             txn.read(new)
             txn.write(new, data, mode)
-        return Plan(f"Successfully renamed {src.shown} to {dst.shown}",
-                    f"memory rename {src.shown} -> {dst.shown}")
+        return Outcome(f"Successfully renamed {src.shown} to {dst.shown}",
+                       f"memory rename {src.shown} -> {dst.shown}")
 
-    return _op(ws, {"command": "rename", "old_path": src.shown, "new_path": dst.shown}, plan, **kw)
+    return _op(ws, {"command": "rename", "old_path": src.shown, "new_path": dst.shown}, stage, **kw)
 
 
 _COMMANDS: dict[str, Callable[..., Result]] = {

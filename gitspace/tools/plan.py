@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core import paths
 from ..core.result import Result
-from ..core.transaction import Plan, Txn
+from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, ToolFailed
 from .registry import builtin, integer, obj, string
@@ -100,7 +100,7 @@ def _one_line(step: str) -> str:
 def plan_add(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     step = _one_line(args["step"])
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         text = _read(ws, txn)
         steps = parse(text)
         if not text.strip():
@@ -110,9 +110,9 @@ def plan_add(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         n = len(steps) + 1
         text += f"{n}. [ ] {step}\n"
         txn.write(PLAN_FILE, text.encode("utf-8"))
-        return Plan(f"Added step {n}: {step}\n{listing(parse(text))}", f"plan_add step {n}")
+        return Outcome(f"Added step {n}: {step}\n{listing(parse(text))}", f"plan_add step {n}")
 
-    return ws.transact(ws.new_op("plan_add", {"step": step}, **kw), plan)
+    return ws.transact(ws.new_op("plan_add", {"step": step}, **kw), stage)
 
 
 @builtin(
@@ -126,7 +126,7 @@ def plan_add(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
 def plan_done(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     number = args["step"]
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         text = _read(ws, txn)
         steps = parse(text)
         if not 1 <= number <= len(steps):
@@ -138,10 +138,10 @@ def plan_done(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
             lines[step.line] = re.sub(r"\[ \]", "[x]", lines[step.line], count=1)
         txn.write(PLAN_FILE, "\n".join(lines).encode("utf-8"))
         done = [s if i != number - 1 else Step(s.text, True, s.line) for i, s in enumerate(steps)]
-        return Plan(f"Marked step {number} done: {step.text}\n{listing(done)}",
-                    f"plan_done step {number}")
+        return Outcome(f"Marked step {number} done: {step.text}\n{listing(done)}",
+                       f"plan_done step {number}")
 
-    return ws.transact(ws.new_op("plan_done", {"step": number}, **kw), plan)
+    return ws.transact(ws.new_op("plan_done", {"step": number}, **kw), stage)
 
 
 def _no_such_step(number: int, steps: list[Step]) -> str:

@@ -51,7 +51,7 @@ def restore(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = No
     else:
         target, label = checkpoints.resolve(ws, args["name"]), args["name"]
     op = ws.new_op("restore", dict(args), tool_use_id=tool_use_id, op_id=op_id)
-    return ws.transact(op, checkpoints.restore_plan(ws, label, target))
+    return ws.transact(op, checkpoints.stage_restore(ws, label, target))
 
 
 @builtin(
@@ -71,7 +71,7 @@ def undo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
                else undo.undo_targets(ws, args.get("count", 1)))
     op = ws.new_op("undo", args, tool_use_id=tool_use_id, op_id=op_id,
                    undo_of=tuple(o.op_id for o, _ in targets))
-    return ws.transact(op, undo.undo_plan(ws, targets))
+    return ws.transact(op, undo.stage_undo(ws, targets))
 
 
 @builtin(
@@ -85,7 +85,7 @@ def redo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
               op_id: str | None = None) -> Result:
     undo_op, commit = undo.redo_target(ws)
     op = ws.new_op("redo", args, tool_use_id=tool_use_id, op_id=op_id, redo_of=undo_op.op_id)
-    return ws.transact(op, undo.redo_plan(ws, undo_op, commit))
+    return ws.transact(op, undo.stage_redo(ws, undo_op, commit))
 
 
 def _recover_branch(ws: Workspace, args: dict[str, Any], op_id: str) -> str | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.result import Result
-from ..core.transaction import Plan, Txn, disk_state
+from ..core.transaction import Outcome, Txn, disk_state
 from ..core.workspace import Workspace
 from ..errors import FileRefused, ToolFailed
 from ..storage.gitrepo import GitRepo
@@ -177,7 +177,7 @@ def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, A
     script_blob = ws.repo.hash_object("blob", script.path.read_bytes())
     op = ws.new_op(script.name, args, tool_use_id=tool_use_id, op_id=op_id, script=script_blob)
 
-    def plan(txn: Txn) -> Plan:
+    def stage(txn: Txn) -> Outcome:
         # One "now" for the script and its commit, so a replay can hand the script the same time.
         now = int(ws.clock if ws.clock is not None else time.time())
         before = _snapshot(ws)
@@ -192,6 +192,6 @@ def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, A
                 raise FileRefused(f"{script.name} wrote {rel}, over the size cap; undone.")
             txn.disk[rel] = pre
             txn.writes[rel] = post
-        return Plan(result.text, f"{script.name} " + ", ".join(sorted(changes))[:60], when=now)
+        return Outcome(result.text, f"{script.name} " + ", ".join(sorted(changes))[:60], when=now)
 
-    return ws.transact(op, plan)
+    return ws.transact(op, stage)
