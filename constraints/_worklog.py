@@ -1,24 +1,49 @@
 """Reading JSON Lines worklogs at a cost that grows with the answer, not with the log.
 
-A worklog line is ``{"ts": ISO-8601 with offset, "text": str, "tags": [str], "project": str?}``,
-appended in time order. Lines that are not such an object are *malformed*: skipped and counted,
-never fatal. Blank lines are ignored.
+This docstring is the format contract for worklogs, their segmented layout and the index cache.
 
-The index. For a log at absolute path P, ``$GITSPACE_CACHE_DIR/worklog-<sha256(P)>.json`` holds the
-summary (count, earliest, latest, tag and project counts, malformed count) and a sparse index: the
-timestamp and byte offset of every K-th valid entry. It covers the log up to ``end``, the byte
-after its last newline; an unterminated last line (a write in progress, or a file without a final
-newline) is parsed on every read and never cached.
+Entries. A worklog line is ``{"ts": ISO-8601 with offset, "text": str, "tags": [str],
+"project": str?}``, appended in time order. Lines that are not such an object are *malformed*:
+skipped and counted, never fatal. Blank lines are ignored.
 
-It never goes stale silently. It is trusted only while the log's (size, mtime_ns, ctime_ns, inode)
-are unchanged. If the same inode only grew and the first and last 4 KiB before the old ``end``
-hash as before, only the appended tail is indexed; anything else (shrunk, same-size rewrite, new
-inode, unreadable cache) rebuilds it. Without a cache folder every read is one streaming scan:
-slow, still correct. The cache is never written inside the work tree.
+Two forms, one log. A worklog is either
+- one file ``*.jsonl``, or
+- a *segmented* log: a folder of segments, each a JSON Lines file named ``<n>.jsonl`` (``n``
+  decimal digits; append_entry writes six, ``000042.jsonl``), either directly in the folder or one
+  level down in a group folder named by digits. append_entry puts segment ``n`` in group
+  ``n // 100`` (``journal/worklog/0000/000042.jsonl``), so no folder an append rewrites lists more
+  than 100 names, and starts segment ``n + 1`` once segment ``n`` would pass ROLL_BYTES (128 KiB):
+  an append commits one small file whatever the log's size. Segments are read in the order of
+  ``n`` (then of their path); together they are one log. Anything else in the folder (other
+  names, links, special files) is not a segment: peek says how many such names there are, nothing
+  reads them.
+A log is *in time order* when each segment is, and each segment's earliest entry is no older than
+the latest entry of the segment before it. Queries binary-search only such a log; any other is
+answered by a scan (correct, slower), and peek and range say so.
 
-Range queries binary-search the sparse index, read at most two K-entry boundary blocks to get the
-exact count, and read the slice only when it fits the caller's limit. If the timestamps are not in
-order (a hand-edited log), binary search would be wrong, so those logs are answered by a scan.
+The index. Every file of a log (the file, or each segment) has a summary: count, earliest,
+latest, tag and project counts, malformed count, whether its timestamps are in order, and a
+sparse index (the timestamp and byte offset of every K-th valid entry). It covers the file up to
+``end``, the byte after its last newline; an unterminated last line (a write in progress, or a
+file without a final newline) is parsed on every read and never cached. With a cache folder
+(``$GITSPACE_CACHE_DIR``: gitspace gives ``.git/gitspace/cache``) the summaries of one log are
+kept in ``worklog-<sha256(absolute path)>.json`` there. The cache is never written inside the
+work tree proper; inside its ``.git`` folder is fine (git never lists it, no op records it).
+
+The cache never goes stale silently. A file's summary is trusted only while its (size, mtime_ns,
+ctime_ns, inode) are unchanged, and, git's racy-index rule, only if the file last changed before
+the cache file was written: a file whose mtime or ctime is not older than the cache file could
+have changed again within one tick of the file system's clock. Such a *racy* segment is re-read
+(it is small); a racy single file is trusted only if the first and last 4 KiB of its indexed part
+still hash as before. A segment whose key changed is re-read whole. A single file that kept its
+inode and only grew, with the first and last 4 KiB before the old ``end`` unchanged, has only its
+new tail read; anything else (shrunk, same-size rewrite, new inode, unreadable cache) rebuilds
+it. (So a single file rewritten in place with the same length in the middle *and* grown at once
+would be missed; a segment cannot be: it is always re-read whole.) Without a cache folder every
+read is one streaming scan: slow, still correct.
+
+Range queries binary-search the sparse index of at most two boundary files, read at most two
+K-entry blocks to get the exact count, and read the slice only when it fits the caller's limit.
 """
 
 from __future__ import annotations
@@ -27,17 +52,22 @@ import bisect
 import hashlib
 import json
 import os
-import tempfile
+import re
 from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from _common import Refusal, UsageError, fit, resolve, root
+from _boot import cache_folder
+from _common import Refusal, UsageError, fit, resolve
 
 K = 256  # entries per sparse-index block: two boundary blocks are ~50 KB of reading
-FORMAT = 1  # bump when the cache layout changes; old caches are then rebuilt
+FORMAT = 2  # bump when the cache layout changes; old caches are then rebuilt
 EDGE = 4096  # bytes hashed at each end of the indexed region to detect rewrites
+ROLL_BYTES = 128 * 1024  # a segment append_entry would grow past this starts a new segment
+GROUP = 100  # segments per group folder
+SEGMENT = re.compile(r"[0-9]{1,15}\.jsonl")
+GROUP_NAME = re.compile(r"[0-9]{1,15}")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 US = timedelta(microseconds=1)
 DAY_US = 86_400_000_000
@@ -87,7 +117,7 @@ def parse_entry(line: bytes) -> dict[str, Any] | None:
         if not isinstance(e.get("project", ""), (str, type(None))):
             return None
         e["us"] = to_us(e["ts"])
-    except (ValueError, TypeError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+    except (ValueError, TypeError, OverflowError):  # JSON and Unicode errors are ValueErrors
         return None
     return e
 
@@ -110,10 +140,10 @@ def listing(header: str, entries: list[dict[str, Any]], malformed: int, note: st
     return "\n".join(out)
 
 
-# ---------------------------------------------------------------- the index
+# ---------------------------------------------------------------- one file's summary
 
 def _new_index() -> dict[str, Any]:
-    return {"format": FORMAT, "end": 0, "count": 0, "malformed": 0, "first": None, "last": None,
+    return {"end": 0, "count": 0, "malformed": 0, "first": None, "last": None,
             "min": None, "max": None, "ordered": True, "tags": {}, "projects": {},
             "pts_us": [], "pts_off": [], "head": "", "tail": ""}
 
@@ -162,55 +192,107 @@ def _edges(f: BinaryIO, end: int) -> tuple[str, str]:
     return head, tail
 
 
-def _cache_file(log: Path) -> Path | None:
-    folder = os.environ.get("GITSPACE_CACHE_DIR")
-    if not folder:
-        return None
-    cache = Path(folder).resolve()
-    if cache == root() or root() in cache.parents:
-        return None  # a cache inside the work tree would show up as an outside edit
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return cache / f"worklog-{hashlib.sha256(str(log).encode()).hexdigest()[:32]}.json"
-
-
-def _read_cache(file: Path | None, log: Path) -> dict[str, Any] | None:
-    if file is None:
-        return None
-    try:
-        idx = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return idx if idx.get("format") == FORMAT and idx.get("path") == str(log) else None
-
-
-def _write_cache(file: Path, idx: dict[str, Any]) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=".worklog-")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(idx, out, separators=(",", ":"))
-        os.replace(tmp, file)  # readers see the old or the new index, never half of one
-    except OSError:
-        pass  # an unwritable cache only costs speed
-
-
-def _current_index(f: BinaryIO, path: Path, key: list[int]) -> dict[str, Any]:
-    """The cached index if ``key`` (size, mtime, ctime, inode) matches, else extended or rebuilt."""
-    cache = _cache_file(path)
-    idx = _read_cache(cache, path)
-    if idx is not None and idx["stat"] == key:
-        return idx
-    if not _grew_only(f, idx, key):
-        idx = {**_new_index(), "path": str(path)}
-    assert idx is not None
+def _summarise(f: BinaryIO, key: list[int], idx: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``idx`` extended to the file's complete lines (a fresh summary when ``idx`` is None)."""
+    idx = _new_index() if idx is None else idx
     _scan(f, idx, key[0])
     idx["head"], idx["tail"] = _edges(f, idx["end"])
     idx["stat"] = key
-    if cache is not None:
-        _write_cache(cache, idx)
     return idx
+
+
+def _with_tail(f: BinaryIO, idx: dict[str, Any], size: int) -> dict[str, Any]:
+    """``idx`` plus an unterminated last line, counted now and never cached (a copy)."""
+    if idx["end"] >= size:
+        return idx
+    f.seek(idx["end"])
+    out = {**idx, "tags": dict(idx["tags"]), "projects": dict(idx["projects"]),
+           "pts_us": list(idx["pts_us"]), "pts_off": list(idx["pts_off"])}
+    _add(out, f.read(size - idx["end"]), idx["end"])
+    return out
+
+
+def _key(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _racy(key: list[int], written_ns: int) -> bool:
+    """Did the file change no earlier than the cache was written (the same clock tick, maybe)?"""
+    return max(key[1], key[2]) >= written_ns
+
+
+# ---------------------------------------------------------------- the cache
+
+def _cache_file(log: Path) -> Path | None:
+    folder = cache_folder()
+    if folder is None:
+        return None
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return Path(folder, f"worklog-{hashlib.sha256(str(log).encode()).hexdigest()[:32]}.json")
+
+
+def _read_cache(file: Path | None, log: Path, kind: str) -> tuple[dict[str, Any] | None, int]:
+    """(the cached record for ``log``, the cache file's mtime_ns), or (None, 0)."""
+    if file is None:
+        return None, 0
+    try:
+        with open(file, "rb") as f:
+            written = os.fstat(f.fileno()).st_mtime_ns
+            data = json.loads(f.read())
+    except (OSError, ValueError):
+        return None, 0
+    ok = (isinstance(data, dict) and data.get("format") == FORMAT and data.get("path") == str(log)
+          and data.get("kind") == kind)
+    return (data, written) if ok else (None, 0)
+
+
+def _write_cache(file: Path | None, record: dict[str, Any]) -> None:
+    if file is None:
+        return
+    tmp = file.with_name(f".{file.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    try:
+        with open(tmp, "x", encoding="utf-8") as out:
+            json.dump(record, out, separators=(",", ":"))
+        os.replace(tmp, file)  # readers see the old or the new record, never half of one
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        # an unwritable cache only costs speed
+
+
+# ---------------------------------------------------------------- the parts of a log
+
+class Part:
+    """One file of a log: the single file, or one segment (``name`` relative to the folder)."""
+
+    __slots__ = ("name", "path", "size", "idx")
+
+    def __init__(self, name: str, path: Path, size: int, idx: dict[str, Any]) -> None:
+        self.name, self.path, self.size, self.idx = name, path, size, idx
+
+
+def _file_part(path: Path) -> Part:
+    """A single-file log's one part, from the cache when it can be trusted."""
+    st = os.stat(path)
+    key = _key(st)
+    cache = _cache_file(path)
+    record, written = _read_cache(cache, path, "file")
+    old = record["idx"] if record else None
+    with open(path, "rb") as f:
+        trusted = old is not None and old.get("stat") == key and (
+            not _racy(key, written) or _edges(f, old["end"]) == (old["head"], old["tail"]))
+        if trusted:
+            assert old is not None
+            idx = old
+        else:
+            idx = _summarise(f, key, old if _grew_only(f, old, key) else None)
+            _write_cache(cache, {"format": FORMAT, "path": str(path), "kind": "file", "idx": idx})
+        return Part(path.name, path, key[0], _with_tail(f, idx, key[0]))
 
 
 def _grew_only(f: BinaryIO, idx: dict[str, Any] | None, key: list[int]) -> bool:
@@ -220,90 +302,197 @@ def _grew_only(f: BinaryIO, idx: dict[str, Any] | None, key: list[int]) -> bool:
     return _edges(f, idx["end"]) == (idx["head"], idx["tail"])
 
 
+class Found:
+    """A segment as the folder lists it (``name`` relative to it: "0000/000042.jsonl")."""
+
+    __slots__ = ("number", "name", "path", "st")
+
+    def __init__(self, number: int, name: str, path: Path, st: os.stat_result) -> None:
+        self.number, self.name, self.path, self.st = number, name, path, st
+
+
+def segments(folder: Path) -> tuple[list[Found], int]:
+    """The segments of a log folder in log order, and how many other names it holds."""
+    found: list[Found] = []
+    others = 0
+    for entry in os.scandir(folder):
+        if SEGMENT.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            st = entry.stat(follow_symlinks=False)
+            found.append(Found(int(entry.name[:-6]), entry.name, Path(entry.path), st))
+        elif GROUP_NAME.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False):
+            for inner in os.scandir(entry.path):
+                if SEGMENT.fullmatch(inner.name) and inner.is_file(follow_symlinks=False):
+                    st = inner.stat(follow_symlinks=False)
+                    found.append(Found(int(inner.name[:-6]), f"{entry.name}/{inner.name}",
+                                       Path(inner.path), st))
+                else:
+                    others += 1
+        else:
+            others += 1
+    found.sort(key=lambda s: (s.number, s.name))
+    return found, others
+
+
+def segment_path(folder: Path, number: int) -> Path:
+    """Where append_entry puts segment ``number``: ``<folder>/<group>/<number>.jsonl``."""
+    return folder / f"{number // GROUP:04d}" / f"{number:06d}.jsonl"
+
+
+def _folder_parts(folder: Path) -> tuple[list[Part], int]:
+    """Every segment's part, re-reading only the segments whose summary cannot be trusted."""
+    found, others = segments(folder)
+    cache = _cache_file(folder)
+    record, written = _read_cache(cache, folder, "folder")
+    known: dict[str, Any] = record["parts"] if record else {}
+    fresh: dict[str, Any] = {}
+    parts = []
+    changed = record is None or len(known) != len(found)
+    for seg in found:
+        key = _key(seg.st)
+        idx = known.get(seg.name)
+        if idx is None or idx.get("stat") != key or _racy(key, written):
+            with open(seg.path, "rb") as f:
+                idx = _summarise(f, key)
+            changed = True
+        fresh[seg.name] = idx
+        if idx["end"] < key[0]:
+            with open(seg.path, "rb") as f:
+                idx = _with_tail(f, idx, key[0])
+        parts.append(Part(seg.name, seg.path, key[0], idx))
+    if changed:
+        _write_cache(cache, {"format": FORMAT, "path": str(folder), "kind": "folder",
+                             "parts": fresh})
+    return parts, others
+
+
+# ---------------------------------------------------------------- the log
+
 class Worklog:
-    """A worklog opened against a validated index; queries never change the cached copy."""
+    """A worklog (a file or a segmented folder) opened against validated summaries; queries
+    never change the cached copy."""
 
     def __init__(self, path: Path) -> None:
-        if not path.is_file():
-            raise UsageError(f"{path.name!r} is not a file; give the path of a .jsonl worklog.")
         self.path = path.resolve()
-        st = os.stat(self.path)
-        self.size = st.st_size
-        key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-        with open(self.path, "rb") as f:
-            idx = _current_index(f, self.path, key)
-            if idx["end"] < self.size:  # an unterminated last line: counted now, never cached
-                f.seek(idx["end"])
-                idx = {**idx, "tags": dict(idx["tags"]), "projects": dict(idx["projects"]),
-                       "pts_us": list(idx["pts_us"]), "pts_off": list(idx["pts_off"])}
-                _add(idx, f.read(self.size - idx["end"]), idx["end"])
-        self.count: int = idx["count"]
-        self.malformed: int = idx["malformed"]
-        self.ordered: bool = idx["ordered"]
-        self.earliest: int = idx["min"] or 0  # only shown when count > 0
-        self.latest: int = idx["max"] or 0
-        self.tags: dict[str, int] = idx["tags"]
-        self.projects: dict[str, int] = idx["projects"]
-        self.pts_us: list[int] = idx["pts_us"]
-        self.pts_off: list[int] = idx["pts_off"]
+        self.segmented = self.path.is_dir()
+        if self.segmented:
+            self.parts, self.others = _folder_parts(self.path)
+            if not self.parts and self.others:
+                raise UsageError(f"{path.name!r} is a folder but holds no worklog segments "
+                                 "(files named like 0000/000001.jsonl); give the path of a "
+                                 ".jsonl worklog or of a segmented log folder.")
+        elif self.path.is_file():
+            self.parts, self.others = [_file_part(self.path)], 0
+        else:
+            raise UsageError(f"{path.name!r} is neither a .jsonl worklog file nor a folder of "
+                             "segments; give the path of one.")
+        self.size = sum(p.size for p in self.parts)
+        self.count = sum(p.idx["count"] for p in self.parts)
+        self.malformed = sum(p.idx["malformed"] for p in self.parts)
+        live = [p for p in self.parts if p.idx["count"]]
+        self.earliest: int = min((p.idx["min"] for p in live), default=0)  # shown if count > 0
+        self.latest: int = max((p.idx["max"] for p in live), default=0)
+        self.tags: dict[str, int] = _total(p.idx["tags"] for p in self.parts)
+        self.projects: dict[str, int] = _total(p.idx["projects"] for p in self.parts)
+        self.disorder = _disorder(live, self.segmented)
+        self.ordered = self.disorder is None
+        self._live = live
 
     # ------------------------------------------------------------ queries
 
-    def _locate(self, f: BinaryIO, us: int) -> tuple[int, int]:
-        """(ordinal, byte offset) of the first entry with a timestamp >= us."""
-        j = bisect.bisect_left(self.pts_us, us)
-        if j == 0:
-            return 0, (self.pts_off[0] if self.pts_off else self.size)
-        ordinal, off = (j - 1) * K, self.pts_off[j - 1]
-        stop = self.pts_off[j] if j < len(self.pts_off) else self.size
-        f.seek(off)
-        for line in f.read(stop - off).splitlines(keepends=True):
-            e = parse_entry(line) if line.strip() else None
-            if e is not None:
-                if e["us"] >= us:
-                    return ordinal, off
-                ordinal += 1
-            off += len(line)
-        return ordinal, stop
-
     def select(self, start: int, end: int, limit: int) -> tuple[int, list[dict[str, Any]], int]:
         """(count, entries, malformed) for start <= ts < end; no entries when count > limit."""
-        with open(self.path, "rb") as f:
-            if not self.ordered:
-                return self._select_by_scan(f, start, end, limit)
-            lo, lo_off = self._locate(f, start)
-            hi, hi_off = self._locate(f, end) if end > start else (lo, lo_off)
-            if hi - lo > limit:
-                return hi - lo, [], 0
-            f.seek(lo_off)
-            entries, malformed = [], 0
-            for line in f.read(max(0, hi_off - lo_off)).splitlines():
+        if not self.ordered:
+            return self._select_by_scan(start, end, limit)
+        spans: list[tuple[Part, int, int]] = []
+        count = 0
+        # The parts are in time order, so those overlapping [start, end) are consecutive.
+        first = bisect.bisect_left([p.idx["max"] for p in self._live], start)
+        for part in self._live[first:]:
+            idx = part.idx
+            if idx["min"] >= end:
+                break
+            with open(part.path, "rb") as f:
+                lo, lo_off = (0, idx["pts_off"][0]) if idx["min"] >= start else \
+                    _locate(f, part, start)
+                hi, hi_off = (idx["count"], part.size) if idx["max"] < end else \
+                    _locate(f, part, end)
+            count += hi - lo
+            spans.append((part, lo_off, hi_off))
+        if count > limit:
+            return count, [], 0
+        entries, malformed = [], 0
+        for part, lo_off, hi_off in spans:
+            with open(part.path, "rb") as f:
+                f.seek(lo_off)
+                block = f.read(max(0, hi_off - lo_off))
+            for line in block.splitlines():
                 if line.strip():
                     e = parse_entry(line)
                     if e is None:
                         malformed += 1
                     else:
                         entries.append(e)
-            return hi - lo, entries, malformed
+        return count, entries, malformed
 
-    def _select_by_scan(self, f: BinaryIO, start: int, end: int,
+    def _select_by_scan(self, start: int, end: int,
                         limit: int) -> tuple[int, list[dict[str, Any]], int]:
         count, entries, malformed = 0, [], 0
-        f.seek(0)
-        for line in f:
-            if line.strip():
-                e = parse_entry(line)
-                if e is None:
-                    malformed += 1
-                elif start <= e["us"] < end:
-                    count += 1
-                    if count <= limit:
-                        entries.append(e)
+        for part in self.parts:
+            with open(part.path, "rb") as f:
+                for line in f:
+                    if line.strip():
+                        e = parse_entry(line)
+                        if e is None:
+                            malformed += 1
+                        elif start <= e["us"] < end:
+                            count += 1
+                            if count <= limit:
+                                entries.append(e)
         return count, (entries if count <= limit else []), malformed
 
 
+def _total(counters: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for counter in counters:
+        for name, n in counter.items():
+            out[name] = out.get(name, 0) + n
+    return out
+
+
+def _disorder(live: list[Part], segmented: bool) -> str | None:
+    """Why the log is not in time order (None when it is), naming the segment for a folder."""
+    previous: Part | None = None
+    for part in live:
+        if not part.idx["ordered"]:
+            return f"entries inside {part.name} are out of time order" if segmented else ""
+        if previous is not None and part.idx["min"] < previous.idx["max"]:
+            return (f"{part.name} starts ({fmt_us(part.idx['min'])}) before {previous.name} ends "
+                    f"({fmt_us(previous.idx['max'])})")
+        previous = part
+    return None
+
+
+def _locate(f: BinaryIO, part: Part, us: int) -> tuple[int, int]:
+    """(ordinal within the part, byte offset) of its first entry with a timestamp >= us."""
+    pts_us, pts_off = part.idx["pts_us"], part.idx["pts_off"]
+    j = bisect.bisect_left(pts_us, us)
+    if j == 0:
+        return 0, (pts_off[0] if pts_off else part.size)
+    ordinal, off = (j - 1) * K, pts_off[j - 1]
+    stop = pts_off[j] if j < len(pts_off) else part.size
+    f.seek(off)
+    for line in f.read(stop - off).splitlines(keepends=True):
+        e = parse_entry(line) if line.strip() else None
+        if e is not None:
+            if e["us"] >= us:
+                return ordinal, off
+            ordinal += 1
+        off += len(line)
+    return ordinal, stop
+
+
 def tail(path: Path, n: int, block: int = 1 << 16) -> tuple[list[dict[str, Any]], int, bool]:
-    """The last ``n`` valid entries in file order, reading backwards from the end.
+    """The last ``n`` valid entries of one file in file order, reading backwards from its end.
 
     Returns (entries oldest first, malformed lines met on the way, whether the start was reached).
     """
@@ -332,6 +521,21 @@ def tail(path: Path, n: int, block: int = 1 << 16) -> tuple[list[dict[str, Any]]
     return found[::-1], malformed, pos == 0 and len(found) < n
 
 
+def log_tail(path: Path, n: int) -> tuple[list[dict[str, Any]], int, bool]:
+    """``tail`` of a whole log, a file or a segmented folder (newest segments first)."""
+    if not path.is_dir():
+        return tail(path, n)
+    found: list[dict[str, Any]] = []
+    malformed = 0
+    for seg in reversed(segments(path)[0]):
+        got, bad, _ = tail(seg.path, n - len(found))
+        found[:0] = got
+        malformed += bad
+        if len(found) == n:
+            return found, malformed, False
+    return found, malformed, True
+
+
 def window_fit(span: int, count: int, limit: int) -> int:
     """A round window length (µs) holding about 80% of ``limit`` entries at the slice's density."""
     w = int(span * limit / max(count, 1) * 0.8)
@@ -346,6 +550,13 @@ def fmt_bound(us: int) -> str:
     return fmt_us(us, seconds=us % 60_000_000 != 0)
 
 
+def scan_note(log: Worklog) -> str:
+    """The sentence that says an answer came from a full scan, and why."""
+    why = f" ({log.disorder})" if log.disorder else ""
+    return (f"This log's timestamps are out of order{why}, so the answer came from a full scan "
+            "(correct, but slow on a big log).")
+
+
 def window_listing(log: Worklog, start: int, end: int, limit: int, label: str,
                    advice: Callable[[int], str], until: str = "") -> str:
     """The entries with start <= ts < end, or a Refusal that says how to narrow the window.
@@ -357,8 +568,7 @@ def window_listing(log: Worklog, start: int, end: int, limit: int, label: str,
     if count > limit:
         raise too_many(f"{label} ({fmt_bound(start)} to {until or fmt_bound(end)})", count, limit,
                        advice(window_fit(end - start, count, limit)))
-    notes = [] if log.ordered else ["This log's timestamps are out of order, so the answer came "
-                                    "from a full scan (correct, but slow on a big log)."]
+    notes = [] if log.ordered else [scan_note(log)]
     if count == 0:
         span = (f"The log runs from {fmt_us(log.earliest)} to {fmt_us(log.latest)} UTC."
                 if log.count else "The log is empty.")

@@ -27,8 +27,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import gen_worklog  # noqa: E402
 
 LOG = "journal/worklog.jsonl"
-BUILTINS = ["append_entry", "grep", "last_hours", "last_n", "peek", "range", "stat", "today"]
-READ_ONLY = [s for s in BUILTINS if s != "append_entry"]
+BUILTINS = ["append_entry", "grep", "last_hours", "last_n", "peek", "range", "split_worklog", "stat",
+            "today"]
+MUTATING = {"append_entry", "split_worklog"}
+READ_ONLY = [s for s in BUILTINS if s not in MUTATING]
 
 
 # ---------------------------------------------------------------- harness
@@ -183,7 +185,7 @@ def test_header_parses_under_the_contract(path: Path) -> None:
     check_schema(schema)
     assert conforms(json.loads(h["example"]), schema)
     assert int(h.get("timeout", "10")) > 0
-    assert (h["mutates"] == "true") == (path.name in {"append_entry", "move"})
+    assert (h["mutates"] == "true") == (path.name in MUTATING | {"move"})
 
 
 def test_peek_description_says_call_it_first() -> None:
@@ -378,8 +380,8 @@ def test_listing_output_is_bounded_by_construction(ws: Env) -> None:
 def test_cache_follows_appends_and_rewrites(ws: Env) -> None:
     log = ws.root / LOG
     assert "2,048 entries" in ws.ok("peek", {"path": LOG})
-    caches = list(ws.cache.iterdir())
-    assert len(caches) == 1 and caches[0].name.startswith("worklog-")
+    caches = list(ws.cache.glob("worklog-*"))
+    assert len(caches) == 1
     ws.ok("append_entry", {"path": LOG, "text": "late work", "tags": ["zzz"],
                            "ts": "2025-01-02T09:00:00+00:00"})
     with open(log, "a") as f:

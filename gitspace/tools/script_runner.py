@@ -120,7 +120,9 @@ def _command(script: Script) -> list[str]:
     # A Python script runs on our own interpreter: `env python3` may find a slow shim (pyenv adds
     # ~80 ms a call here) or a different Python than the one gitspace runs on.
     if script.path.suffix == ".py" or _python_shebang(script.path):
-        return [sys.executable, str(script.path)]
+        # The built-ins use the standard library alone: -S skips site-packages (and the editable
+        # install's import hooks), a third of a built-in's start-up time.
+        return [sys.executable, *(["-S"] if script.origin == "builtin" else []), str(script.path)]
     if os.access(script.path, os.X_OK):
         return [str(script.path)]
     if script.path.suffix == ".py":
