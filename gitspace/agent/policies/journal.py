@@ -34,7 +34,8 @@ AIM = 90  # entries per window: under range's limit of 100 with room for a busie
 SUMMARY_CAP = 1_200
 NOTABLE = ("incident", "security", "deploy")  # the tags a reader of a summary looks for first
 
-JSONL = re.compile(r"[\w./-]+\.jsonl")
+# A worklog in the task: a .jsonl file, or a segmented log folder written with a final slash.
+LOG_PATH = re.compile(r"[\w./-]+\.jsonl\b|[\w.-]+(?:/[\w.-]+)*/(?=[\s,;:]|$)")
 COUNT = re.compile(r"([\d,]+) entr(?:y|ies)\b")
 EARLIEST = re.compile(r"^earliest:\s+(\d{4}-\d\d-\d\d)", re.M)
 LATEST = re.compile(r"^latest:\s+(\d{4}-\d\d-\d\d)", re.M)
@@ -75,8 +76,8 @@ class JournalPolicy(Policy):
                 n["pending"] = None
         phase = n["phase"]
         if phase == "start":
-            found = JSONL.search(task)
-            n["path"] = found.group(0) if found else DEFAULT_PATH
+            found = LOG_PATH.search(task)
+            n["path"] = found.group(0).rstrip("/") if found else DEFAULT_PATH
             n["phase"] = "peek"
             return [Call("peek", {"path": n["path"]})]
         if phase == "peek":
