@@ -97,6 +97,14 @@ def _remembered(repo: GitRepo) -> str | None:
         return None
 
 
+def remember(repo: GitRepo) -> None:
+    """Note the current tip as verified: call it on a checkout known to be owned (a workspace
+    that checked, then made ops), so the next check walks only what came after."""
+    tip = repo.read_ref("HEAD")
+    if tip is not None and tip != _remembered(repo):
+        _remember(repo, tip)
+
+
 def _remember(repo: GitRepo, tip: str) -> None:
     folder = repo.gitdir / "gitspace"
     if not folder.is_dir():

@@ -72,10 +72,8 @@ def _entry(ws: Workspace, commit: Commit, marks: dict[str, list[str]]) -> Entry:
 
 def timeline(ws: Workspace, limit: int | None = 20, rev: str | None = None) -> list[Entry]:
     """Newest first: the ops (and any other commits) on a branch."""
-    marks: dict[str, list[str]] = {}
-    for cp in checkpoints.listing(ws):
-        marks.setdefault(cp.commit, []).append(cp.name)
     target = rev or f"refs/heads/{ws.branch()}"
+    marks = checkpoint_marks(ws.repo)  # refs only: no tag is read to mark the log
     return [_entry(ws, c, marks) for c in ws.repo.log(target, limit)]
 
 

@@ -1,6 +1,9 @@
 """Undo and redo as ``git revert`` of op commits, each recorded as an op.
 
 Invariants (the walk is over the ledger, so it works across restarts and clones):
+- undo and redo read the branch newest first, a page at a time (``GitRepo.walk``), and stop at
+  what they need: their cost is the distance back to their target, not the history's length.
+  ``undo --op`` finds its op through ``lookup.on_branch`` (the op index, derived from the ledger).
 - ``undo`` reverts the newest ops not yet reverted, skipping undo commits: repeated undo walks
   further back and never undoes the previous undo. An op re-applied by a redo is represented by the
   redo from then on, so the next undo reverts the redo.
@@ -25,7 +28,7 @@ from .workspace import Workspace
 
 
 def ops_newest_first(ws: Workspace) -> Iterator[tuple[ledger.Op, Commit]]:
-    for commit in ws.repo.log(f"refs/heads/{ws.branch()}"):
+    for commit in ws.repo.walk(f"refs/heads/{ws.branch()}"):
         try:
             op = ledger.parse_message(commit.message)
         except LedgerError:
@@ -64,13 +67,11 @@ def undo_targets(ws: Workspace, count: int) -> list[tuple[ledger.Op, Commit]]:
 def op_target(ws: Workspace, text: str) -> tuple[ledger.Op, Commit]:
     """The op ``text`` names (its id, or a unique start or end of it), to undo on this branch."""
     op_id = lookup.op_id(ws.repo, text)
-    reverted: set[str] = set()
-    for op, commit in ops_newest_first(ws):
-        reverted.update(op.undo_of)
-        if op.op_id == op_id:
-            if op_id in reverted:
-                raise ToolFailed(f"Op {op_id} is already undone.")
-            return op, commit
+    here = lookup.on_branch(ws.repo, op_id, ws.branch())
+    if here is not None and here.op.source != "init":
+        if here.undone_by:
+            raise ToolFailed(f"Op {op_id} is already undone.")
+        return here.op, here.commit
     found = lookup.find_op(ws.repo, op_id)
     if found is not None and found.where in ("checkpoint", "branch"):
         raise ToolFailed(f"Op {op_id} created {found.where} {found.name}; it changed no files, so "

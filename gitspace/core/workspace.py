@@ -64,6 +64,7 @@ class Workspace:
         # Refuse to record ops in a checkout gitspace does not own (see owner.py). ``open`` turns
         # this on; gitspace's own private repositories (replay's scratch) are made owned.
         self._owned: bool | None = None if check_owner else True
+        self._checked = check_owner  # ownership was verified, not assumed (see close)
         # durable: fsync every work-tree file an op writes (survives a power cut; slower).
         self.transactions = Transactions(self, durable=durable)
         self.transactions.recover()
@@ -71,6 +72,10 @@ class Workspace:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:
+        if self._owned and self._checked:
+            from . import owner
+
+            owner.remember(self.repo)  # the next process checks only the ops made since
         self.repo.close()
 
     def __enter__(self) -> Workspace:

@@ -487,6 +487,19 @@ class GitRepo:
             commits.append(Commit(sha, tree, tuple(parents.split()), author, committer, message))
         return commits
 
+    def walk(self, rev: str, first: int = 16, most: int = 4096) -> Iterator[Commit]:
+        """The first-parent commits of ``rev``, newest first, read in pages that grow from
+        ``first`` to ``most`` commits: a caller that stops after k commits costs O(k), never the
+        length of the history behind them."""
+        page = first
+        while True:
+            commits = self.log(rev, page)
+            yield from commits
+            if len(commits) < page or not commits[-1].parents:
+                return
+            rev = commits[-1].parents[0]
+            page = min(page * 4, most)
+
     def resolve(self, rev: str) -> str | None:
         """The commit a revision names, or None (a tag resolves to its commit)."""
         if rev.startswith("-"):
