@@ -84,3 +84,9 @@ def harness_project_dir(agent: str) -> str | None:
 def home() -> Path:
     """The user's home folder (HOME), where harnesses keep their user-wide settings."""
     return Path(os.path.expanduser("~"))
+
+
+def scratch_parent() -> str | None:
+    """Where replay's scratch folders go when a person chose: GITSPACE_SCRATCH_DIR, else TMPDIR.
+    None: replay picks (a RAM-backed folder when it has room, else the temporary folder)."""
+    return os.environ.get("GITSPACE_SCRATCH_DIR") or os.environ.get("TMPDIR") or None

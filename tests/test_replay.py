@@ -106,6 +106,7 @@ def scratch_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     folder = tmp_path / "tmp"
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setenv("GITSPACE_SCRATCH_DIR", str(folder))  # not the RAM folder replay prefers
     yield folder
     assert not any(n.startswith("gitspace-replay-") for n in os.listdir(folder))
 
@@ -714,3 +715,21 @@ def test_a_script_that_uses_now_sees_the_recorded_moment_on_replay(ws: Workspace
     assert ws.repo.commit(done.commit).time == 1_700_000_000
     report = replay(ws, head(ws.root))
     assert report.ok, report.divergence
+
+
+def test_the_scratch_goes_to_ram_when_it_fits_and_where_a_person_says(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from gitspace.replay.scratch import scratch_parent
+
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    tip = head(ws.root)
+    monkeypatch.delenv("GITSPACE_SCRATCH_DIR")
+    monkeypatch.delenv("TMPDIR", raising=False)
+    ram = Path("/dev/shm")
+    fits = ram if ram.is_dir() and os.access(ram, os.W_OK) else Path(tempfile.gettempdir())
+    assert scratch_parent(ws.repo, tip, 10) == fits
+    assert scratch_parent(ws.repo, tip, 10**9) == Path(tempfile.gettempdir())  # no room in RAM
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert scratch_parent(ws.repo, tip, 10) == tmp_path
+    monkeypatch.setenv("GITSPACE_SCRATCH_DIR", str(tmp_path / "x"))
+    assert scratch_parent(ws.repo, tip, 10) == tmp_path / "x"

@@ -140,7 +140,7 @@ class Transactions:
     def __init__(self, ws: Host, *, durable: bool = False) -> None:
         self.ws = ws
         self.repo: GitRepo = ws.repo
-        self.files = WorkTree(ws.root, durable=durable)
+        self.files = WorkTree(ws.root, durable=durable, private=ws.repo.private)
         self.state_dir = private_folder(ws.repo.gitdir, "gitspace")
         self.journal = self.state_dir / "journal.json"
         self._split_allowed: bool | None = None  # core.splitIndex, read once when it matters
@@ -330,7 +330,8 @@ class Transactions:
             return
         try:
             self._update_entries(index, paths, tree, known)
-            gitindex.store(index_path, index, split=self._split_index(index))
+            gitindex.store(index_path, index, split=self._split_index(index),
+                           private=self.repo.private)
         except gitindex.IndexLocked:
             gitindex.forget(index_path)
             raise LockTimeout(
@@ -380,6 +381,8 @@ class Transactions:
     # -- journal and recovery ----------------------------------------------------------------
 
     def journal_write(self, record: dict[str, object]) -> None:
+        if self.repo.private:
+            return  # a private repository is thrown away whole: nothing to recover
         tmp = self.journal.with_suffix(".tmp")
         tmp.write_text(json.dumps(record))
         os.replace(tmp, self.journal)

@@ -144,7 +144,7 @@ def replay(ws: Workspace, tip: str, base: str | None = None,
     report = Report(tip, base, len(commits) + (base is None), start=start, scripts=scripts)
     if base is None:
         report.record("root commit")
-    with open_scratch(ws.repo, start, ws.max_file_bytes) as sc:
+    with open_scratch(ws.repo, start, ws.max_file_bytes, ops=len(commits)) as sc:
         now, later = checkpoint_tags(ws.repo, commits)
         sc.set_tags(now)
         run(sc, commits, report, later, _take_recorded_tree, compare=True, progress=progress)

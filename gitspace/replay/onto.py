@@ -50,7 +50,7 @@ def replay_onto(ws: Workspace, tip: str, onto: str, branch: str, base: str | Non
     commits, start = branch_commits(ws.repo, tip, base)
     report = Report(tip, base, len(commits), start=start, onto=onto, branch=branch)
     stop = restore_left_behind(ws.repo, all_tools(ws), commits, start)
-    with open_scratch(ws.repo, onto, ws.max_file_bytes) as sc:
+    with open_scratch(ws.repo, onto, ws.max_file_bytes, ops=len(commits)) as sc:
         sc.set_tags(checkpoint_tags(ws.repo, [])[0])  # as they are, as a replay of the result sees them
         run(sc, commits[:stop[0]] if stop else commits, report, {}, apply_diff, compare=False,
             progress=progress)

@@ -15,6 +15,11 @@ Invariants:
   cannot be removed (a killed git child writing into it for seconds), ``Scratch.leftover`` names it.
 - It runs the tools with the user's workspace limits (``max_file_bytes``), so an op that was within
   the cap when recorded is within it when replayed.
+- It is private (``GitRepo.private``): no journal, no reflogs, and files replaced without the
+  flush an atomic rename costs on ext4. It lives in ``GITSPACE_SCRATCH_DIR`` or ``TMPDIR`` when
+  one is set; otherwise in a RAM-backed folder (``/dev/shm``) when that has room for the start
+  tree and the objects the replay will write several times over, else in the temporary folder.
+  On a disk every op costs a dozen file-system metadata writes; in RAM they are free.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from .. import config
 from ..core import branches
 from ..core.transaction import COMMITTER
 from ..core.workspace import Workspace
@@ -50,7 +56,10 @@ class BadNewBranch(BadArguments):
 
 
 class ScratchRepo(GitRepo):
-    """A GitRepo that never starts a background repack (its objects are short-lived)."""
+    """A private GitRepo (see ``GitRepo.private``) that never starts a background repack (its
+    objects are short-lived)."""
+
+    private = True
 
     def maybe_pack(self, threshold: int | None = None, pack_limit: int = 12) -> bool:
         return False
@@ -155,16 +164,56 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+RAM_FOLDERS = ("/dev/shm",)
+RAM_SHARE = 4  # use at most a quarter of a RAM-backed folder's free space
+RAM_MOST = 2 << 30  # and never more than 2 GiB of it
+PER_OP = 16 << 10  # what one replayed op leaves in the scratch: a commit, a tree or two, a blob
+PAGE = 4096
+
+
+def scratch_parent(user: GitRepo, start: str, ops: int) -> Path:
+    """Where the scratch folder goes (see the module docstring)."""
+    chosen = config.scratch_parent()
+    if chosen:
+        return Path(chosen)
+    for folder in RAM_FOLDERS:
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            continue
+        if not os.access(folder, os.W_OK | os.X_OK):
+            continue
+        room = min(st.f_bavail * st.f_frsize // RAM_SHARE, RAM_MOST)
+        if ops * PER_OP <= room and _tree_bytes(user, start, room) <= room - ops * PER_OP:
+            return Path(folder)
+    return Path(tempfile.gettempdir())
+
+
+def _tree_bytes(user: GitRepo, start: str, stop: int) -> int:
+    """What checking ``start`` out takes (every file rounded up to a page), counted up to
+    ``stop``."""
+    total = 0
+    out = user.git("ls-tree", "-r", "-l", "-z", start)
+    for record in out.split(b"\0"):
+        fields = record.split(None, 4)
+        if len(fields) == 5 and fields[3].isdigit():
+            total += (int(fields[3]) // PAGE + 1) * PAGE
+            if total > stop:
+                break
+    return total
+
+
 @contextmanager
 def open_scratch(user: GitRepo, start: str, max_file_bytes: int = 1 << 20,
-                 parent: Path | None = None) -> Iterator[Scratch]:
-    """A scratch workspace on branch ``replay`` at commit ``start``, in a new folder of
-    ``parent`` (default: the temp folder); removed when the block ends (when it cannot be,
-    ``leftover`` on the yielded Scratch says where it is)."""
+                 parent: Path | None = None, ops: int = 0) -> Iterator[Scratch]:
+    """A scratch workspace on branch ``replay`` at commit ``start`` for about ``ops`` ops, in a
+    new folder of ``parent`` (default: see ``scratch_parent``); removed when the block ends (when
+    it cannot be, ``leftover`` on the yielded Scratch says where it is)."""
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _sigterm) if main else None
+    parent = parent or scratch_parent(user, start, ops)
     # Named before it exists: wherever an interrupt lands after mkdir, the cleanup knows the name.
-    made = Path(parent or tempfile.gettempdir()) / f"gitspace-replay-{secrets.token_hex(16)}"
+    made = parent / f"gitspace-replay-{secrets.token_hex(16)}"
     folder: Path | None = made
     repo: GitRepo | None = None
     scratch: Scratch | None = None

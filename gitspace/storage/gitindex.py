@@ -343,11 +343,12 @@ def _copy(index: Index) -> Index:
                  index.shared, set(index.changed))
 
 
-def store(path: Path, index: Index, *, wait: float = 5.0, split: bool | None = None) -> None:
+def store(path: Path, index: Index, *, wait: float = 5.0, split: bool | None = None,
+          private: bool = False) -> None:
     """Write ``index`` to ``path`` under git's lock protocol (IndexLocked if git holds it).
 
     ``split``: True/False follow ``core.splitIndex``; None splits an index of ``SPLIT_AT`` or
-    more entries.
+    more entries. ``private``: see ``lockfile``.
     """
     folded = False
     if split if split is not None else len(index.paths) >= SPLIT_AT:
@@ -359,7 +360,7 @@ def store(path: Path, index: Index, *, wait: float = 5.0, split: bool | None = N
         index.shared, index.changed = None, set()
         data = index.encode()
     try:
-        lockfile.replace(path, data, wait)
+        lockfile.replace(path, data, wait, private=private)
     except lockfile.Locked as e:
         raise IndexLocked(str(e.lock)) from None
     _cache[str(path)] = (_identity(os.stat(path)), index)

@@ -118,9 +118,11 @@ class RefUpdate:
         os.write(self._fd, (new + "\n").encode())
         os.close(self._fd)
         self._fd = -1
-        os.replace(self._lock, self._path)
+        lockfile.rename_over(self._lock, self._path, private=self.repo.private)
         self.done = True
         repo, ref, old = self.repo, self.ref, self.old
+        if repo.private:
+            return  # nobody reads a private repository's reflogs
         repo._reflog(ref, old or ZERO, new, ident, message)
         if ref.startswith("refs/heads/") and repo.head_branch() == ref[len("refs/heads/"):]:
             repo._reflog("HEAD", old or ZERO, new, ident, message)
@@ -155,6 +157,10 @@ def _tree_sort_key(item: tuple[bytes, Entry]) -> bytes:
 
 class GitRepo:
     """A git repository with one work tree (the main one or a linked worktree)."""
+
+    # A repository only gitspace's own process reads (replay's scratch): no reflogs, no journal,
+    # and files replaced without the flush an atomic rename costs (see lockfile).
+    private = False
 
     def __init__(self, root: Path, gitdir: Path, commondir: Path) -> None:
         self.root = root
