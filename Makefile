@@ -44,7 +44,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ops.py
-	$(BIN)/python benchmarks/constraints.py
+	$(BIN)/python benchmarks/scale.py --quick
 	$(BIN)/python benchmarks/agent.py
 	$(BIN)/python benchmarks/watch.py
 	$(BIN)/python benchmarks/replay.py

@@ -777,6 +777,10 @@ class GitRepo:
         )
         return True
 
+    def packing(self) -> bool:
+        """Is a background repack this object started still running?"""
+        return self._packer is not None and self._packer.poll() is None
+
     def wait_for_packing(self, timeout: float = 120.0) -> None:
         if self._packer is not None:
             self._packer.wait(timeout)
