@@ -84,11 +84,11 @@ def op_target(ws: Workspace, text: str) -> tuple[ledger.Op, Commit]:
 
 def op_commit(ws: Workspace, op_id: str) -> str:
     """The commit that recorded op ``op_id`` on this branch (undone or not)."""
-    for op, commit in ops_newest_first(ws):
-        if op.op_id == op_id:
-            return commit.sha
-    raise NotFound(f"There is no op {op_id} on branch {ws.branch()}.",
-                   hint="'gitspace log' lists op ids.")
+    found = lookup.on_branch(ws.repo, op_id, ws.branch())
+    if found is None:
+        raise NotFound(f"There is no op {op_id} on branch {ws.branch()}.",
+                       hint="'gitspace log' lists op ids.")
+    return found.commit.sha
 
 
 def redo_target(ws: Workspace) -> tuple[ledger.Op, Commit]:
