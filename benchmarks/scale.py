@@ -296,6 +296,7 @@ class History:
         self.seconds = 0.0
         self.latency: list[float] = []
         self.latency_packing: list[float] = []
+        self.latency_starting: list[float] = []  # the ops that started a repack
         self.keep: list[tuple[int, str]] = []  # (when, op id) of the files undo --op reverts
 
     def step(self) -> None:
@@ -322,6 +323,8 @@ class History:
         took = time.perf_counter() - started
         self.seconds += took
         (self.latency_packing if packing else self.latency).append(took)
+        if not packing and self.ws.repo.packing():
+            self.latency_starting.append(took)
         if args.get("path", "").startswith("keep/"):
             self.keep.append((n, result.op))
         self.made += 1
@@ -370,7 +373,10 @@ def bench_history(base: Path, milestones: list[int], rounds: int) -> dict[str, A
             "during_repack": len(h.latency_packing),
             "p50_ms_repack": median_ms(h.latency_packing),
             "p99_ms_repack": percentile_ms(h.latency_packing, 99),
-            "max_ms_repack": percentile_ms(h.latency_packing, 100)}
+            "max_ms_repack": percentile_ms(h.latency_packing, 100),
+            "repacks_started": len(h.latency_starting),
+            "p50_ms_starting": median_ms(h.latency_starting),
+            "max_ms_starting": percentile_ms(h.latency_starting, 100)}
     keep = [op for when, op in h.keep if when < milestones[0]]  # on every copy
     h.ws.close()
     shutil.rmtree(h.root)
@@ -425,7 +431,8 @@ def print_history(hist: dict[str, Any]) -> None:
     print(f"  made {mk['ops']:,} ops at {mk['ops_per_second']} ops/s; op latency p50 "
           f"{mk['p50_ms']} ms, p99 {mk['p99_ms']} ms; while a repack ran ({mk['during_repack']:,}"
           f" ops): p50 {mk['p50_ms_repack']} ms, p99 {mk['p99_ms_repack']} ms, max "
-          f"{mk['max_ms_repack']} ms")
+          f"{mk['max_ms_repack']} ms; the {mk['repacks_started']} ops that started a repack: p50 "
+          f"{mk['p50_ms_starting']} ms, max {mk['max_ms_starting']} ms")
     head = "".join(f"{m:>10,}" for m in ms)
     print(f"  {'median ms':<24}{head}{'ratio':>8}  <=1.3x")
     for what, by in hist["ops"].items():
