@@ -226,7 +226,7 @@ def test_undo_on_one_machine_of_an_op_made_on_another(tmp_path: Path,
     sync(b)
     sync(a)  # a's op is re-run on top of b's: a new commit, the same op id
     sync(b)
-    assert undo.find_op(b, made.op or "")[1].sha != made.commit
+    assert undo.op_target(b, made.op or "")[1].sha != made.commit
     undone = call_ok(b, "undo", {"op": made.op})
     sync(b)
     sync(a)

@@ -51,19 +51,19 @@ def test_an_op_on_another_branch_is_not_this_branchs(ws: gitspace.Workspace) -> 
     call_ok(ws, "undo", {"op": ids[0]})  # main's op, reachable from side too
     call_ok(ws, "switch", {"name": "main"})
     with pytest.raises(NotFound):
-        undo.find_op(ws, side[0])
-    assert undo.find_op(ws, ids[0])[0].op_id == ids[0]  # not undone on main
+        undo.op_target(ws, side[0])
+    assert undo.op_target(ws, ids[0])[0].op_id == ids[0]  # not undone on main
     assert rows(ws, "side") is not None and rows(ws, "main") is not None
 
 
 def test_a_branch_moved_back_or_rewritten_is_followed(ws: gitspace.Workspace) -> None:
     ids = make(ws, 6)
-    undo.find_op(ws, ids[5])
+    undo.op_target(ws, ids[5])
     git(ws.root, "update-ref", "refs/heads/main", "HEAD~2")  # moved back by hand
     git(ws.root, "read-tree", "-u", "--reset", "HEAD")
     with pytest.raises(NotFound):
-        undo.find_op(ws, ids[5])
-    assert undo.find_op(ws, ids[3])[0].op_id == ids[3]
+        undo.op_target(ws, ids[5])
+    assert undo.op_target(ws, ids[3])[0].op_id == ids[3]
     assert rows(ws, "main") == (ws.tip(), 5)
     # Rewritten: the same branch name, another history with an undo of ids[1] in it.
     git(ws.root, "update-ref", "refs/heads/main", "HEAD~2")
@@ -71,8 +71,8 @@ def test_a_branch_moved_back_or_rewritten_is_followed(ws: gitspace.Workspace) ->
     call_ok(ws, "undo", {"op": ids[1]})
     newer = make(ws, 2, "g")
     with pytest.raises(ToolFailed, match="already undone"):
-        undo.find_op(ws, ids[1])
-    assert undo.find_op(ws, newer[1])[0].op_id == newer[1]
+        undo.op_target(ws, ids[1])
+    assert undo.op_target(ws, newer[1])[0].op_id == newer[1]
     assert rows(ws, "main") == (ws.tip(), 6)
 
 
@@ -80,7 +80,7 @@ def test_a_branch_moved_back_or_rewritten_is_followed(ws: gitspace.Workspace) ->
 def test_a_lost_or_damaged_index_is_rebuilt_from_the_ledger(ws: gitspace.Workspace,
                                                            damage: str) -> None:
     ids = make(ws, 8)
-    undo.find_op(ws, ids[2])
+    undo.op_target(ws, ids[2])
     path = opindex.index_path(ws.repo)
     if damage == "garbage":
         path.write_bytes(b"this is not a database" * 100)
@@ -93,7 +93,7 @@ def test_a_lost_or_damaged_index_is_rebuilt_from_the_ledger(ws: gitspace.Workspa
         with sqlite3.connect(path) as db:
             other = db.execute("SELECT sha FROM ops WHERE op = ?", (ids[6],)).fetchone()[0]
             db.execute("UPDATE ops SET sha = ? WHERE op = ?", (other, ids[2]))
-    op, commit = undo.find_op(ws, ids[2])
+    op, commit = undo.op_target(ws, ids[2])
     assert op.op_id == ids[2] and commit.sha == head(ws.root, "HEAD~5")
     assert rows(ws, "main") == (ws.tip(), 9)
 
@@ -106,7 +106,7 @@ def test_readers_in_parallel_build_one_index(ws: gitspace.Workspace, ws_root: Pa
     def look(i: int) -> None:
         try:
             with gitspace.open(ws_root, agent="tester") as mine:
-                found.append(undo.find_op(mine, ids[i])[0].op_id)
+                found.append(undo.op_target(mine, ids[i])[0].op_id)
         except BaseException as e:  # noqa: BLE001 (reported below)
             errors.append(e)
 
