@@ -17,6 +17,12 @@ Calls: ``Write`` of a new file, ``Edit`` of an existing one, and ``Bash`` creati
 workspace of ``--files`` small files (default 1,000; 100 per folder). The machines are shared and
 noisy: compare the ratios, not the absolute numbers. Exit status is always 0 (this is a report).
 
+Installed as a user has it: the hook runs from a virtual environment of its own that holds a copy
+of the package, byte-compiled, and a console script, as ``pip install gitspace`` (a wheel) leaves
+them; the dependencies come from this interpreter's site-packages. So neither the hook nor the
+no-op Python pays what a wheel install never pays: compiling the sources (this environment may set
+PYTHONDONTWRITEBYTECODE) or an editable install's import finder (``pip install -e``).
+
 Hermetic: HOME points into a temporary folder, GIT_CONFIG_NOSYSTEM=1, every other GIT_* variable
 is dropped; everything lives under that folder and is removed at exit.
 
@@ -28,6 +34,7 @@ is dropped; everything lives under that folder and is removed at exit.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import resource
 import shlex
@@ -44,19 +51,43 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import hermetic, log  # noqa: E402
 
-GITSPACE = str(Path(sys.executable).parent / "gitspace")
+PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
 SESSION = "0b5e1a2c-3d4e-4f50-8a6b-7c8d9e0f1a2b"
-NOOP_PYTHON = f"{shlex.quote(sys.executable)} -c 'import sys; sys.stdin.read()'"
+SCRIPT = """#!{python}
+import sys
+from gitspace.__main__ import main
+if __name__ == "__main__":
+    sys.exit(main())
+"""
 
 
-def make_workspace(root: Path, files: int) -> None:
-    subprocess.run([GITSPACE, "init", str(root)], check=True, capture_output=True)
+def install_like_a_wheel(folder: Path) -> Path:
+    """A virtual environment holding a byte-compiled copy of the package and its console script,
+    as a wheel install leaves them (dependencies from this interpreter's site-packages, through
+    a ``.pth`` line, which does not run their ``.pth`` files: no editable finder). Its python."""
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*/site-packages"))
+    deps = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site / "gitspace-bench-deps.pth").write_text("\n".join(deps) + "\n")
+    shutil.copytree(PACKAGE, site / "gitspace", ignore=shutil.ignore_patterns("__pycache__"))
+    if not compileall.compile_dir(site / "gitspace", quiet=1):
+        raise SystemExit("could not byte-compile the package copy")
+    python = venv / "bin" / "python"
+    script = venv / "bin" / "gitspace"
+    script.write_text(SCRIPT.format(python=python))
+    script.chmod(0o755)
+    return python
+
+
+def make_workspace(gitspace: str, root: Path, files: int) -> None:
+    subprocess.run([gitspace, "init", str(root)], check=True, capture_output=True)
     for i in range(files):
         folder = root / f"d{i // 100:03}"
         folder.mkdir(exist_ok=True)
         (folder / f"f{i:05}.txt").write_text(f"file {i}\n")
-    subprocess.run([GITSPACE, "-C", str(root), "snapshot"], check=True, capture_output=True)
-    subprocess.run([GITSPACE, "-C", str(root), "hooks", "install", "claude-code"], check=True,
+    subprocess.run([gitspace, "-C", str(root), "snapshot"], check=True, capture_output=True)
+    subprocess.run([gitspace, "-C", str(root), "hooks", "install", "claude-code"], check=True,
                    capture_output=True)
 
 
@@ -126,8 +157,9 @@ def one_call(command: str, root: Path, kind: str, n: int) -> tuple[float, float]
     return (t1 - t0) + (t3 - t2), c1 - c0
 
 
-def measure(root: Path, calls: int) -> dict[str, dict[str, dict[str, float]]]:
-    commands = {"gitspace": installed_command(root), "true": "true", "python no-op": NOOP_PYTHON}
+def measure(python: Path, root: Path, calls: int) -> dict[str, dict[str, dict[str, float]]]:
+    noop = f"{shlex.quote(str(python))} -c 'import sys; sys.stdin.read()'"
+    commands = {"gitspace": installed_command(root), "true": "true", "python no-op": noop}
     # The baselines' tool effects land in a plain folder of their own, not in the workspace.
     plain = root.parent / "plain"
     (plain / "d000").mkdir(parents=True)
@@ -161,10 +193,11 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gitspace-bench-hooks-"))
     try:
         hermetic(tmp, GITSPACE_PACK_THRESHOLD="0")
+        python = install_like_a_wheel(tmp)
         root = tmp / "ws"
         log(f"workspace of {args.files} files, {args.calls} calls per tool kind ...")
-        make_workspace(root, args.files)
-        medians = measure(root, args.calls)
+        make_workspace(str(python.parent / "gitspace"), root, args.files)
+        medians = measure(python, root, args.calls)
         ops = subprocess.run(["git", "-C", str(root), "log", "--format=%(trailers:key="
                               "Gitspace-Source,valueonly)"], capture_output=True, text=True)
         recorded = ops.stdout.split().count("harness")

@@ -37,6 +37,22 @@ def inherited_git_variables() -> list[str]:
     return [k for k in os.environ if k.startswith("GIT_")]
 
 
+# GIT_* variables that change nothing about where git finds a repository and its files
+# (``git help git``, "Environment Variables"): with only these set, a checkout's layout can be
+# read from its files instead of asking ``git rev-parse``.
+_LAYOUT_NEUTRAL = ("GIT_CONFIG_NOSYSTEM", "GIT_TERMINAL_PROMPT", "GIT_AUTHOR_NAME",
+                   "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+                   "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_EDITOR", "GIT_PAGER",
+                   "GIT_ASKPASS", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT")
+
+
+def git_layout_variables() -> list[str]:
+    """Names of inherited GIT_* variables that may change where git finds the repository (its
+    git dir, work tree, objects): any GIT_* variable not known to leave that alone."""
+    return [k for k in os.environ
+            if k.startswith("GIT_") and k not in _LAYOUT_NEUTRAL and not k.startswith("GIT_TRACE")]
+
+
 def default_agent() -> str | None:
     """The agent name from GITSPACE_AGENT, if set."""
     return os.environ.get("GITSPACE_AGENT") or None

@@ -329,6 +329,20 @@ def test_locate_finds_what_git_finds(root: Path, tmp_path: Path) -> None:
         slow.close()
 
 
+def test_after_a_recorded_call_the_next_before_hook_needs_no_walk(root: Path) -> None:
+    # The before hook's fast path (no lock, no git process) holds only while the checkout is
+    # known to be owned: each op's new tip is remembered, so it holds after every call.
+    from gitspace.core import owner
+    from gitspace.storage import loose
+
+    for n in range(2):
+        call(root, "Write", {"file_path": str(root / f"f{n}.txt"), "content": "x"}, f"toolu_{n}",
+             write(root, f"f{n}.txt", "x"))
+        found = loose.find(root)
+        assert found is not None and owner.known_owned(*found)
+    assert len(harness(root)) == 2
+
+
 @pytest.mark.parametrize("argv", [["hook"], ["hook", "claude-code", "extra"], ["hook", "nope"],
                                   ["hook", "claude-code", "--bogus"]])
 def test_a_misconfigured_hook_never_blocks_the_call(argv: list[str]) -> None:

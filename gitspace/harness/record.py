@@ -294,6 +294,9 @@ class Recorder:
         known = {rel: st for rel, st in self.stats.items() if rel not in self.writes}
         self.ws.transactions.publish(self.branch, self.tip, self.parent, self.writes, before,
                                      known, self.ws.author, "harness")
+        # The new tip sits on an owned one by first parent: the next before hook's cheap
+        # ``known_owned`` then holds, and it takes the fast path (no walk, no git process).
+        owner.remember(self.repo)
         self.repo.maybe_pack()
 
     # -- turns -------------------------------------------------------------------------------

@@ -200,8 +200,8 @@ class GitRepo:
     def locate(cls, path: Path) -> GitRepo:
         """``open``, without starting git for an ordinary checkout (``loose.find``): for
         short-lived processes such as a harness's hook. Anything less plain, or GIT_* variables
-        in the environment, is left to ``open``, which asks git."""
-        found = None if config.inherited_git_variables() else loose.find(path)
+        in the environment that may move the repository, is left to ``open``, which asks git."""
+        found = None if config.git_layout_variables() else loose.find(path)
         return cls(*found) if found is not None else cls.open(path)
 
     @classmethod

@@ -31,7 +31,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import stat as statmod
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -370,6 +369,8 @@ class WorkTree:
 
     def _temporary(self, folder: int, data: bytes, mode: int) -> str:
         """A new temporary file (or link) in ``folder`` holding ``data``; its name."""
+        import secrets  # here, not at the top: a harness's before hook reads files, never writes
+
         for _ in range(_RETRIES):
             tmp = TMP_PREFIX + "".join(secrets.choice(_TMP_CHARS) for _ in range(8))
             try:
