@@ -118,3 +118,25 @@ def test_readers_in_parallel_build_one_index(ws: gitspace.Workspace, ws_root: Pa
     assert not errors and sorted(found) == sorted(ids[:8])
     assert rows(ws, "main") == (ws.tip(), 13)
     assert [op.op_id for op in ops(ws_root)][1:] == ids
+
+
+def test_an_index_that_cannot_be_written_leaves_the_answers_unchanged(
+        ws: gitspace.Workspace) -> None:
+    """A folder in the index's place (as a read-only clone would be, even for root): every lookup
+    is answered by a walk, the same answers, and nothing escapes ws.call."""
+    ids = make(ws, 6)
+    call_ok(ws, "undo", {"op": ids[1]})
+    path = opindex.index_path(ws.repo)
+    path.unlink()
+    path.mkdir()
+    (path / "keep").write_text("not the index\n")
+    assert undo.op_target(ws, ids[3])[1].sha == head(ws.root, "HEAD~3")
+    with pytest.raises(ToolFailed, match="already undone"):
+        undo.op_target(ws, ids[1])
+    assert timeline.find(ws, ids[4]).commit == head(ws.root, "HEAD~2")
+    done = ws.call("undo", {"op": ids[3]})
+    assert done.ok and not (ws.root / "f3.md").exists()
+    again = ws.call("undo", {"op": ids[3]})
+    assert not again.ok and "is already undone" in again.text
+    assert ws.call("restore", {"op": ids[0]}).ok
+    assert (path / "keep").read_text() == "not the index\n"

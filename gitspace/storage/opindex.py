@@ -109,8 +109,8 @@ def _discard(path: Path) -> None:
     for suffix in ("", "-journal", "-wal", "-shm"):
         try:
             os.unlink(f"{path}{suffix}")
-        except FileNotFoundError:
-            pass
+        except OSError:
+            pass  # gone already, or not a file gitspace can remove: the walk answers then
 
 
 def _catch_up(db: sqlite3.Connection, repo: GitRepo, branch: str, tip: str) -> None:
