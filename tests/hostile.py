@@ -14,11 +14,16 @@ import hashlib
 import os
 import stat
 import subprocess
+import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import assert_clean, git, git_env
+from conftest import assert_clean, git, git_env, git_run, lock_files
+
+import gitspace
 
 
 @dataclass(frozen=True)
@@ -152,3 +157,59 @@ def assert_sound(root: Path) -> None:
     assert_clean(root)
     git(root, "write-tree")
     assert git(root, "diff-index", "--cached", "HEAD") == ""
+
+
+# -- scenarios that end sealed (policy half: tests/test_hostile_{user_files,path_policy,...}) -----
+
+
+def status(root: Path) -> str:
+    return git(root, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all")
+
+
+def fsck(root: Path) -> None:
+    proc = git_run(root, "fsck", "--strict", "--no-progress")
+    assert proc.returncode == 0, f"git fsck --strict failed:\n{proc.stdout.decode()}" \
+        f"{proc.stderr.decode()}"
+
+
+@contextmanager
+def sealed(root: Path, outside: Outside) -> Iterator[None]:
+    """The scenario in the block may fail or be refused, but must leave everything sealed:
+    ``git fsck --strict`` passes, ``git status`` shows what it showed before (nothing left over),
+    no lock or journal remains, and nothing outside changed."""
+    before = status(root)
+    yield
+    fsck(root)
+    assert status(root) == before, f"git status changed:\n{status(root)}"
+    assert not lock_files(root), f"a lock file was left behind: {lock_files(root)}"
+    assert not (root / ".git" / "gitspace" / "journal.json").exists(), "a journal was left"
+    outside.unchanged()
+
+
+@contextmanager
+def workspace(tmp_path: Path, files: dict[str, str]) -> Iterator[tuple[gitspace.Workspace, Outside]]:
+    """A workspace at tmp_path/ws whose first commit holds ``files``, and the folder beside it."""
+    root = tmp_path / "ws"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    root.mkdir(exist_ok=True)
+    ws = gitspace.init(root, agent="tester")
+    try:
+        yield ws, Outside(tmp_path / "outside")
+    finally:
+        ws.close()
+
+
+def cli(root: Path, *args: str, env: dict[str, str] | None = None,
+        prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """Run the gitspace CLI in a fresh process, as a user would."""
+    return subprocess.run([*prefix, sys.executable, "-m", "gitspace", "-C", str(root), *args],
+                          capture_output=True, text=True, env=env or dict(os.environ), timeout=120)
+
+
+def expected_failure(proc: subprocess.CompletedProcess[str]) -> None:
+    """Exit 1 with a sentence and a hint on stderr, and no traceback."""
+    assert proc.returncode == 1, f"exit {proc.returncode}: {proc.stderr}"
+    assert "Traceback" not in proc.stderr and "hit a bug" not in proc.stderr, proc.stderr
+    assert "hint" in proc.stderr.lower(), f"no hint in: {proc.stderr}"

@@ -311,18 +311,22 @@ def test_snapshot_never_records_an_outside_file_seen_through_a_link(ws: gitspace
 
 def test_a_planted_gitspace_link_never_receives_session_files(ws: gitspace.Workspace,
                                                               outside: Outside) -> None:
-    """History may hold ``.gitspace -> /outside``: the agent's session files are written by the
-    work-tree writer too, so they never follow it."""
+    """History may hold ``.gitspace -> /outside``: the path policy refuses to check it out, and
+    a link planted there some other way still never receives session files (they are written by
+    the work-tree writer too)."""
     from gitspace.agent.session import Session
     from gitspace.storage.worktree import InTheWay
 
     git(ws.root, "branch", "planted", commit(ws.root, head(ws.root),
                                              {".gitspace": Link(str(outside.path))}))
-    call_ok(ws, "switch", {"name": "planted"})
+    refused = ws.call("switch", {"name": "planted"})
+    assert not refused.ok and ".gitspace" in refused.text and ws.branch() == "main"
+    os.symlink(outside.path, ws.root / ".gitspace")  # planted by some other process
     session = Session.new(ws.root, "a task", agent="tester", client="scripted", scripted=True)
     with pytest.raises(InTheWay, match="symbolic link"):
         session.save()
     with pytest.raises(InTheWay), session.running():
         pass
     outside.unchanged()
+    (ws.root / ".gitspace").unlink()
     assert_sound(ws.root)

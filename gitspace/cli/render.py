@@ -56,7 +56,7 @@ def status(data: dict[str, Any]) -> None:
     else:
         out.print("No outside changes: the work tree matches the last op.")
     for note in data["too_large"]:
-        out.print(f"[yellow]too large to record:[/yellow] {escape(note)}")
+        out.print(f"[yellow]not recorded:[/yellow] {escape(note)}")
 
 
 def timeline(entries: list[Any]) -> None:

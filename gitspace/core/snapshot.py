@@ -1,9 +1,11 @@
 """Committing outside changes: edits made by anything other than a gitspace tool.
 
 Invariant: every pending outside change that git would show (not ignored, under the size cap)
-becomes part of one op with source ``external``; files over the cap are reported and left alone,
-never committed and never modified. This is the one place that scans the work tree, and it runs
-only when asked (``gitspace snapshot``, the watcher), never inside a tool's op.
+becomes part of one op with source ``external``; files over the cap, and paths the path policy
+refuses to commit (names git treats as ``.git``, anything under ``.gitspace/``, content ``git fsck``
+rejects: see paths.py), are reported and left alone, never committed and never modified. This
+is the one place that scans the work tree, and it runs only when asked (``gitspace snapshot``,
+the watcher), never inside a tool's op.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 
 from ..errors import FileRefused, PathRefused
 from ..storage.gitrepo import Entry
+from . import paths
 from .result import Result
 from .transaction import Host, entry_of
 
@@ -39,6 +42,11 @@ def pending_changes(
             skipped.append(f"{rel} ({st.st_size:,} bytes, over the {ws.max_file_bytes:,}-byte "
                            "cap)" if st is not None and too_large else f"{rel} ({e.message})")
             continue
+        why = None if state is None else (paths.history_refusal(rel, state[1])
+                                          or paths.content_refusal(rel, state[0]))
+        if why is not None:
+            skipped.append(f"{rel} ({why})")
+            continue
         entry = entry_of(ws.repo, state, write=write)
         current = None if tree is None else ws.repo.entry_at(tree, rel)
         if current is not None and current.is_tree:
@@ -56,7 +64,8 @@ def snapshot(ws: Host) -> Result:
         changes, skipped = pending_changes(ws, write=True)
         note = ""
         if skipped:
-            note = "\nNot committed (add them to .gitignore): " + "; ".join(skipped)
+            note = ("\nNot committed (add them to .gitignore, or rename or shrink them): "
+                    + "; ".join(skipped))
         if not changes:
             return Result(ok=True, text="unchanged: no outside changes to commit." + note,
                           tool="snapshot")

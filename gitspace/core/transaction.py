@@ -32,6 +32,7 @@ from ..errors import Conflict, FileRefused, GitspaceError, LockTimeout, PathRefu
 from ..storage import gitindex, ledger, lockfile
 from ..storage.gitrepo import FILE_MODE, Entry, GitRepo, Identity
 from ..storage.worktree import InTheWay, State, WorkTree, order, parts_of
+from .paths import check_tree_paths
 from .result import UNCHANGED, Result
 
 COMMITTER = Identity("gitspace", "gitspace@localhost")
@@ -118,10 +119,15 @@ class Txn:
                 f"{self.ws.max_file_bytes:,}-byte cap.",
                 hint="Split the content into smaller files.",
             )
+        state = (data, mode if mode is not None else self.mode(rel))
+        # Before any object is written: git fsck reports bad objects even when nothing refers to
+        # them.
+        check_tree_paths({rel: state}, f"Writing {rel}")
         self._disk(rel)
-        self.writes[rel] = (data, mode if mode is not None else self.mode(rel))
+        self.writes[rel] = state
 
     def delete(self, rel: str) -> None:
+        check_tree_paths({rel: None}, f"Deleting {rel}")
         self._disk(rel)
         self.writes[rel] = None
 
@@ -247,8 +253,9 @@ class Transactions:
         dies; ``keep_journal``: that caller removes the journal once its own work is done
         (finishing this op again on recovery is harmless)."""
         ref = f"refs/heads/{branch}"
-        paths = sorted(set(before) | set(writes))
-        record: dict[str, object] = {"ref": ref, "old": old, "new": new, "paths": paths}
+        check_tree_paths(writes, f"gitspace: {tool}")  # (before the journal: nothing moves)
+        touched = sorted(set(before) | set(writes))
+        record: dict[str, object] = {"ref": ref, "old": old, "new": new, "paths": touched}
         if locks:
             record["locks"] = list(locks)
             record["since"] = locked_since
@@ -264,7 +271,7 @@ class Transactions:
         written: list[str] = []
         try:
             stats = self.apply(writes, done=written)
-            self.sync_index(paths, new, {**known, **stats})
+            self.sync_index(touched, new, {**known, **stats})
         except BaseException:
             if old is None:
                 raise  # a branch's first commit: the journal stays, the next open finishes it
@@ -384,8 +391,12 @@ class Transactions:
         if self.repo.private:
             return  # a private repository is thrown away whole: nothing to recover
         tmp = self.journal.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record))
-        os.replace(tmp, self.journal)
+        try:
+            tmp.write_text(json.dumps(record))
+            os.replace(tmp, self.journal)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # (a full disk: nothing half-written stays behind)
+            raise
 
     def recover(self) -> bool:
         if not self.journal.exists():
@@ -491,6 +502,7 @@ def checkout_changes(ws: Host, old_tree: str, new_tree: str, doing: str,
         before[change.path] = disk
         writes[change.path] = None if change.new is None else (repo.read_blob(change.new.sha),
                                                                 change.new.mode)
+    check_tree_paths(writes, doing)
     return writes, before
 
 

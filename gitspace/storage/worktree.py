@@ -6,9 +6,10 @@ Invariants:
   ``O_NOFOLLOW | O_DIRECTORY``), and every create, rename, unlink and rmdir is made relative to
   the descriptor of its own folder. Another process renaming folders or planting links
   meanwhile changes which folder a descriptor names, never where a write can land.
-- A path is plain: ``/``-separated parts, none empty, ``.``, ``..`` or ``.git`` (in any case, with
-  trailing dots or spaces). History can name other paths (trees are input); they are refused
-  before anything is written.
+- A path is plain: ``/``-separated parts, none empty, ``.``, ``..`` or a spelling of ``.git``
+  (gitnames.is_dotgit: any case, trailing dots or spaces, ``GIT~1``, an NTFS stream, HFS+
+  ignorables). History can name other paths (trees are input); they are refused before anything
+  is written. (core/paths.py is the whole policy; this is the writer's last line.)
 - A file is written whole: into a new temporary file in its own folder (``O_CREAT | O_EXCL |
   O_NOFOLLOW``), then renamed over the path. A failed write leaves the path as it was, no
   temporary file and no folder it created. A file's mode is 644 or 755, a link is a link.
@@ -38,6 +39,7 @@ from pathlib import Path
 
 from .. import faults
 from ..errors import FileRefused, PathRefused, ToolFailed
+from .gitnames import is_dotgit
 
 FILE_MODE = 0o100644
 EXEC_MODE = 0o100755
@@ -63,7 +65,7 @@ def parts_of(rel: str) -> list[str]:
     """The parts of a work-tree path, or PathRefused for one that leaves the tree or enters .git."""
     parts = rel.split("/")
     for part in parts:
-        if part in ("", ".", "..") or "\0" in part or part.rstrip(". ").casefold() == ".git":
+        if part in ("", ".", "..") or "\0" in part or is_dotgit(part):
             raise PathRefused(
                 f"gitspace refused the path {rel!r}: its part {part!r} would lead outside the "
                 "work tree or into .git, so nothing was written.",

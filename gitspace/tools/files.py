@@ -16,26 +16,17 @@ from ..core import paths
 from ..core.result import Result
 from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
-from ..errors import FileRefused, PathRefused, ToolFailed
+from ..errors import FileRefused, ToolFailed
 from ..storage import ledger
 from .registry import PATH, builtin, integer, obj, string
-from .text import LISTING_CAP, VIEW_CAP, decode, numbered
+from .text import LISTING_CAP, VIEW_CAP, decode, numbered, refuse_binary
 
 SEARCH_CAP = 50
 
 
 def _target(ws: Workspace, path: object) -> tuple[str, Path]:
-    """Resolve a path an edit tool will write. Constraint scripts are code gitspace runs, so an
-    agent may not write them: that would let it run anything it likes."""
-    rel, full = paths.resolve(ws.root, path)
-    top = rel.split("/", 1)[0].casefold()  # CONSTRAINTS/ is constraints/ on macOS and Windows
-    if top == "constraints":
-        raise PathRefused(
-            f"The path {rel!r} was refused: constraint scripts are code that gitspace runs, and "
-            "agents may not write them.",
-            hint="A person adds or edits scripts in constraints/, then runs 'gitspace snapshot'.",
-        )
-    return rel, full
+    """Resolve a path an edit tool will write (paths.resolve: the one policy, owners included)."""
+    return paths.resolve(ws.root, path, write=True)
 
 
 def _existing(txn: Txn, rel: str) -> str:
@@ -133,6 +124,7 @@ def _listing(ws: Workspace, rel: str) -> str:
     idempotent=True,
 )
 def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    refuse_binary(args, "file_text")
     rel, _ = _target(ws, args["path"])
     data = args["file_text"].encode("utf-8")
 
@@ -157,6 +149,7 @@ def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     mutates=True,
 )
 def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    refuse_binary(args, "new_str")
     rel, _ = _target(ws, args["path"])
     old, new = args["old_str"], args["new_str"]
 
@@ -198,6 +191,7 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     mutates=True,
 )
 def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    refuse_binary(args, "insert_text")
     rel, _ = _target(ws, args["path"])
     at, text_in = args["insert_line"], args["insert_text"]
 
@@ -226,6 +220,7 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     mutates=True,
 )
 def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    refuse_binary(args, "text")
     rel, _ = _target(ws, args["path"])
 
     def stage(txn: Txn) -> Outcome:

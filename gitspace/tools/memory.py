@@ -29,7 +29,7 @@ from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, PathRefused, ToolFailed
 from ..storage import ledger
 from .registry import builtin, integer, obj, string
-from .text import LISTING_CAP, VIEW_CAP, decode, numbered
+from .text import LISTING_CAP, VIEW_CAP, decode, numbered, refuse_binary
 
 FOLDER = "memories"
 MODEL_ROOT = "/memories"
@@ -90,6 +90,11 @@ def locate(ws: Workspace, path: object) -> Location:
             why = e.message.rpartition(" was refused: ")[2]
             raise PathRefused(f"The path {path} was refused: {why}", hint=PATH_HINT) from None
     rel = f"{FOLDER}/{sub}" if sub else FOLDER
+    try:
+        paths.check_length(ws.root, rel, path)
+        paths.check_writable(rel, path)
+    except PathRefused as e:
+        raise PathRefused(e.message, hint=PATH_HINT) from None
     _refuse_links(ws.root, rel, path)
     return Location(f"{MODEL_ROOT}/{sub}" if sub else MODEL_ROOT, rel, ws.root / rel)
 
@@ -151,6 +156,7 @@ def memory(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         )
     if command == "view":
         return Result(ok=True, text=view(ws, args), tool="memory")
+    refuse_binary(args, "file_text", "new_str", "insert_text")
     return _COMMANDS[command](ws, args, **kw)
 
 

@@ -18,7 +18,7 @@ from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, ToolFailed
 from .registry import builtin, integer, obj, string
-from .text import VIEW_CAP, decode
+from .text import VIEW_CAP, decode, refuse_binary
 
 PLAN_FILE = "plan.md"
 HEADER = "# Plan\n\n"
@@ -98,6 +98,7 @@ def _one_line(step: str) -> str:
     mutates=True,
 )
 def plan_add(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+    refuse_binary(args, "step")
     step = _one_line(args["step"])
 
     def stage(txn: Txn) -> Outcome:

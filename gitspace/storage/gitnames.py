@@ -1,0 +1,60 @@
+"""The names git treats specially, under every spelling some file system reads as the same name.
+
+Invariant: ``aliases(name, word)`` is true whenever NTFS or HFS+ would open ``name`` as ``word``
+(``.git``, ``.gitmodules``, ``.gitattributes``, ``.gitspace``, ``constraints``...). These are
+ports of git's ``is_ntfs_dot_generic`` and ``is_hfs_dot_generic`` (path.c, utf8.c), a little
+stricter where that costs nothing (``git~2``, Unicode case folds). The path policy
+(core/paths.py) and the work-tree writer (worktree.py) both ask here, so there is one answer.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+# Code points HFS+ ignores in file names (git's next_hfs_char).
+_HFS_IGNORED = frozenset(map(chr, (
+    0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+    0x206A, 0x206B, 0x206C, 0x206D, 0x206E, 0x206F, 0xFEFF,
+)))
+# NTFS 8.3 fallback short-name prefixes git knows (is_ntfs_dotgitmodules and friends).
+_HASHED_SHORT = {".gitmodules": "gi7eba", ".gitattributes": "gi7d29"}
+
+
+@functools.lru_cache(maxsize=8192)  # folder names repeat: a checkout asks about each path
+def aliases(name: str, word: str) -> bool:
+    """Would NTFS or HFS+ open ``name`` as ``word`` (e.g. '.git', '.gitmodules', 'constraints')?"""
+    return _ntfs_alias(name, word) or _hfs_alias(name, word)
+
+
+def _ntfs_alias(name: str, word: str) -> bool:
+    # NTFS: ASCII case folded, trailing spaces and dots dropped, ':' starts a stream name
+    # (``.git::$INDEX_ALLOCATION`` is the folder .git itself).
+    tail = r"[ .]*(?::.*)?"
+    if re.fullmatch(re.escape(word) + tail, name, re.I | re.A | re.S):
+        return True
+    stem = word.lstrip(".")
+    # 8.3 short names: the first six characters then ~1..~4 (GIT~1, CONSTR~1, GITMOD~1).
+    if re.fullmatch(re.escape(stem[:6]) + "~[1-4]" + tail, name, re.I | re.A | re.S):
+        return True
+    hashed = _HASHED_SHORT.get(word)
+    if hashed is None:
+        return False
+    # The fall-back short name: up to six characters of a hash, '~', then digits (gi7eba~1).
+    head = name[:8]
+    for k in range(7):
+        if re.fullmatch(re.escape(hashed[:k]) + f"~[1-9][0-9]{{{6 - k}}}", head, re.I | re.A):
+            return re.fullmatch(tail, name[8:], re.S) is not None
+    return False
+
+
+def _hfs_alias(name: str, word: str) -> bool:
+    # HFS+: ignorable code points dropped and case folded (Unicode folds too: stricter than git).
+    kept = "".join(c for c in name if c not in _HFS_IGNORED)
+    return kept.casefold() == word or unicodedata.normalize("NFKC", kept).casefold() == word
+
+
+def is_dotgit(name: str) -> bool:
+    """Is this one path component a spelling of ``.git`` on some file system?"""
+    return aliases(name, ".git")
