@@ -1,10 +1,13 @@
 """Constraint scripts as tools: discovered per workspace, run with their side effects policed.
 
 Invariants: a read-only script never produces a commit, and if it changed files anyway the change
-is undone and reported as an error. A mutating script runs under the workspace lock and its
-changes become exactly one op (tool = script name, args recorded, the script's blob id in
-``Gitspace-Script``), so it can be undone and replayed; outside changes it touched are committed
-first, as for any op. A failing mutating script leaves the files as they were. Discovery is
+is undone (script_guard: back to what was on disk before it ran, nothing destroyed) and reported
+as an error. A mutating script runs under the workspace lock and its changes become exactly one op
+(tool = script name, args recorded, the script's blob id in ``Gitspace-Script``), so it can be
+undone and replayed; outside changes it touched are committed first, as for any op. Its writes
+obey the one path policy (paths.py) as if an agent had made them: a write into ``.gitspace/``,
+``constraints/``, a ``.git`` alias, or over the size cap refuses the whole op and is undone. A
+failing mutating script leaves the files as they were. Discovery is
 remembered per pair of folders and redone as soon as any file in them changes (name, mode, size,
 inode or times); a file changed in the last two seconds is not trusted to stay as stat'ed (git's
 racy-index rule), so nothing is remembered until it settles.
@@ -12,6 +15,7 @@ racy-index rule), so nothing is remembered until it settles.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -20,14 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.result import Result
-from ..core.transaction import Outcome, Txn, disk_state
+from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
-from ..errors import FileRefused, ToolFailed
-from ..storage.gitrepo import GitRepo
-from . import script_header, script_runner
+from ..errors import PathRefused, ToolFailed
+from . import script_guard, script_header, script_runner
 from .registry import Tool
 
-State = tuple[bytes, int] | None
+COPY_BUDGET = 64 << 20  # bytes of over-cap files copied before a mutating script runs
 
 
 def builtin_dir() -> Path | None:
@@ -111,40 +114,6 @@ def _cache_dir(ws: Workspace) -> Path:
     return folder
 
 
-def _snapshot(ws: Workspace) -> dict[str, State]:
-    """Disk state of every path git reports as differing (before a script runs)."""
-    before: dict[str, State] = {}
-    for rel in ws.repo.status_paths():
-        path = ws.root / rel
-        if os.path.isfile(path) and os.path.getsize(path) > ws.max_file_bytes:
-            before[rel] = None  # too big to keep: it is the user's, and we never rewrite it
-            continue
-        before[rel] = disk_state(ws.root, rel)
-    return before
-
-
-def _clean_state(repo: GitRepo, tree: str, rel: str) -> State:
-    entry = repo.entry_at(tree, rel)
-    if entry is None or entry.is_tree:
-        return None
-    return repo.read_blob(entry.sha), entry.mode
-
-
-def _changes(ws: Workspace, tree: str, before: dict[str, State]) -> dict[str, tuple[State, State]]:
-    """{path: (state before the script, state after)} for paths the script changed."""
-    out = {}
-    for rel in set(before) | set(ws.repo.status_paths()):
-        pre = before[rel] if rel in before else _clean_state(ws.repo, tree, rel)
-        post = disk_state(ws.root, rel)
-        if pre != post:
-            out[rel] = (pre, post)
-    return out
-
-
-def _undo_changes(ws: Workspace, changes: dict[str, tuple[State, State]]) -> None:
-    ws.transactions.apply({rel: pre for rel, (pre, _) in changes.items()})  # deletions first
-
-
 def _run(ws: Workspace, script: script_header.Script, args: dict[str, Any],
          now: int | None = None) -> script_runner.RunResult:
     extra = {"GITSPACE_NOW": str(now)} if now is not None else None
@@ -156,20 +125,25 @@ def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any]
     if script.mutates:
         return _run_mutating(ws, script, args, tool_use_id=tool_use_id, op_id=op_id)
     tree = ws.tree()
-    before = _snapshot(ws)
+    before = script_guard.take(ws)
     result = _run(ws, script, args)
-    changes = _changes(ws, tree, before)
+    changes = script_guard.changes(ws, tree, before)
     if changes:
         with ws.transactions.lock():
-            _undo_changes(ws, changes)
+            undone = script_guard.undo(ws, changes)
         raise ToolFailed(
             f"{script.name} declares that it does not change files, but it changed "
-            f"{', '.join(sorted(changes))}; those changes were undone.",
+            f"{', '.join(c.rel for c in changes)}: {undone.sentence()}",
             hint=f"Fix the script, or declare 'mutates: true' in {script.path.name}.",
         )
     if not result.ok:
-        raise ToolFailed(result.message())
+        raise ToolFailed(result.message(), hint=_failed_hint(script))
     return Result(ok=True, text=result.text, tool=script.name)
+
+
+def _failed_hint(script: script_header.Script) -> str:
+    return (f"{script.name} says what went wrong above; its example call: "
+            f"{json.dumps(script.example)}")
 
 
 def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, Any], *,
@@ -180,18 +154,39 @@ def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, A
     def stage(txn: Txn) -> Outcome:
         # One "now" for the script and its commit, so a replay can hand the script the same time.
         now = int(ws.clock if ws.clock is not None else time.time())
-        before = _snapshot(ws)
-        result = _run(ws, script, args, now)
-        changes = _changes(ws, txn.tree, before)
-        if not result.ok:
-            _undo_changes(ws, changes)
-            raise ToolFailed(result.message())
-        for rel, (pre, post) in changes.items():
-            if post is not None and len(post[0]) > ws.max_file_bytes:
-                _undo_changes(ws, changes)
-                raise FileRefused(f"{script.name} wrote {rel}, over the size cap; undone.")
-            txn.disk[rel] = pre
-            txn.writes[rel] = post
-        return Outcome(result.text, f"{script.name} " + ", ".join(sorted(changes))[:60], when=now)
+        # A mutating script may well write a big log it was pointed at: copy those first.
+        before = script_guard.take(ws, copy_budget=COPY_BUDGET)
+        try:
+            result = _run(ws, script, args, now)
+            changes = script_guard.changes(ws, txn.tree, before)
+            return _outcome(ws, txn, script, changes, result, now)
+        finally:
+            before.discard()
 
     return ws.transact(op, stage)
+
+
+def _outcome(ws: Workspace, txn: Txn, script: script_header.Script,
+             changes: list[script_guard.Change], result: script_runner.RunResult,
+             now: int) -> Outcome:
+    """The op a mutating script's run makes, or an error with its changes undone."""
+    if not result.ok:
+        undone = script_guard.undo(ws, changes)
+        raise ToolFailed(result.message() + (f" Its changes were undone: {undone.sentence()}"
+                                             if changes else ""), hint=_failed_hint(script))
+    refused = [(c.rel, why) for c in changes
+               if (why := script_guard.refusal(c, ws.max_file_bytes)) is not None]
+    if refused:
+        undone = script_guard.undo(ws, changes)
+        rel, why = refused[0]
+        raise PathRefused(
+            f"{script.name} wrote {rel}, which it may not: {why}. Nothing was recorded, and its "
+            f"changes were undone: {undone.sentence()}",
+            hint="Call it with another path; scripts write only what an agent could write.",
+        )
+    for change in changes:
+        assert isinstance(change.before, tuple | None)  # (anything else was refused above)
+        txn.disk[change.rel] = change.before
+        txn.writes[change.rel] = change.after
+    subject = f"{script.name} " + ", ".join(c.rel for c in changes)[:60]
+    return Outcome(result.text, subject, when=now)
