@@ -1,17 +1,31 @@
 """Running a constraint script: its arguments in, its bounded answer out.
 
 Invariant: a script runs only with arguments that fit its declared schema, and what comes back
-is bounded (output capped, memory capped, time capped, the whole process group killed on
-timeout).
+is bounded (output capped, time capped); when the call returns, nothing the script started is
+still running, however it detached.
 
 How a script is run: the arguments arrive as one JSON object on stdin (with schema defaults
 filled in); the working directory is the workspace root; the environment holds only PATH, locale
 and the like (never API keys, tokens or ``GIT_*``) plus ``GITSPACE_WORKSPACE``, ``GITSPACE_TOOL``
 and ``GITSPACE_CACHE_DIR`` (a folder the script may use for caches, when there is one); a
 mutating script also gets ``GITSPACE_NOW`` (Unix seconds), the time to use as "now": it is the op
-commit's time, so a replay hands the script the same moment. Stdout is
-the result the agent sees, capped; exit code 0 means success and anything else is an error whose
-message is the end of stderr. An executable file is run directly (mind its ``#!`` line); a
+commit's time, so a replay hands the script the same moment. Stdout is the result the agent sees,
+capped; exit code 0 means success and anything else is an error whose message is the end of
+stderr. An executable file is run directly (mind its ``#!`` line); a ``.py`` file or one whose
+``#!`` names python runs on gitspace's own interpreter, a non-executable ``.sh`` on ``/bin/sh``.
+
+Ending every process the script started. Killing the script's process group is not enough: a
+grandchild that calls ``setsid`` (or double-forks into a daemon) leaves the group and would go on
+writing after the call returned. On Linux every run therefore goes through a small supervisor
+process (supervisor.py) that makes itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``):
+whatever detaches below it is re-parented to it, not to init, so when the script exits, or at the
+deadline, it kills and reaps every descendant before it exits itself. We chose the subreaper
+over a cgroup because it needs no privileges, no writable cgroup hierarchy (containers and CI
+runners rarely delegate one) and no systemd, costs one extra process (~12 ms of interpreter
+start), and also covers the script that exits normally but leaves a daemon behind. Its limit: a
+process the script asks some *other* service to start (``systemd-run``, ``at``, a container
+daemon) is that service's child, not the script's. Elsewhere (macOS) there is no subreaper, and
+the script's process group is killed as before.
 """
 
 
@@ -89,10 +103,19 @@ def run(
     schema.validate(script.args_schema, dict(args), where="args", example=script.example)
     payload = json.dumps(schema.apply_defaults(script.args_schema, args), ensure_ascii=False)
     started = time.monotonic()
-    proc = _start(script, cwd, _environment(script, cwd, cache_dir, extra_env))
-    out, err, timed_out = _communicate(proc, payload.encode("utf-8"), script.timeout)
+    started_run = _start(script, cwd, _environment(script, cwd, cache_dir, extra_env))
+    try:
+        out, err, timed_out = _communicate(started_run.proc, payload.encode("utf-8"),
+                                           script.timeout)
+        code = _script_exit(script, started_run)
+    finally:
+        if started_run.status is not None:
+            try:
+                os.close(started_run.status)
+            except OSError:
+                pass  # (already closed by _script_exit)
+    exit_code = code if code is not None else -signal.SIGKILL
     text, truncated = _cap_text(out, output_cap)
-    exit_code = proc.returncode
     return RunResult(
         name=script.name,
         ok=exit_code == 0 and not timed_out,
@@ -141,25 +164,70 @@ def _python_shebang(path: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _start(script: Script, cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+SUPERVISOR = Path(__file__).with_name("supervisor.py")
+# Is prctl(PR_SET_CHILD_SUBREAPER) there? Linux only; decided once per process.
+SUBREAPER = sys.platform.startswith("linux")
+_STOP_GRACE = 5.0  # seconds the supervisor gets to kill and reap the script's processes
+
+
+@dataclass
+class _Run:
+    """A started script: the process gitspace waits for, and where the supervisor reports."""
+
+    proc: subprocess.Popen[bytes]
+    status: int | None  # read end of the supervisor's status pipe (None: no supervisor)
+
+
+def _start(script: Script, cwd: Path, env: dict[str, str]) -> _Run:
+    command = _command(script)
+    status_r = status_w = None
+    if SUBREAPER:
+        status_r, status_w = os.pipe()
+        command = [sys.executable, "-I", "-S", str(SUPERVISOR), str(status_w), str(os.getpid()),
+                   "--", *command]
     try:
-        return subprocess.Popen(
-            _command(script),
+        proc = subprocess.Popen(
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
             env=env,
             bufsize=0,
-            # Its own process group, so a timeout can kill everything the script started.
+            # Its own process group: without a supervisor, a timeout kills the group.
             start_new_session=True,
+            pass_fds=() if status_w is None else (status_w,),
         )
     except OSError as error:
-        raise ConstraintError(
-            f"{label(script.path)} could not be started: {error.strerror}.",
-            hint="Check its #! line (e.g. #!/bin/sh or #!/usr/bin/env python3) "
-            "and that the interpreter is installed.",
-        ) from None
+        if status_r is not None:
+            os.close(status_r)
+        raise _not_started(script, error.errno) from None
+    finally:
+        if status_w is not None:
+            os.close(status_w)
+    return _Run(proc, status_r)
+
+
+def _not_started(script: Script, code: int | None) -> ConstraintError:
+    reason = os.strerror(code) if code else "unknown error"
+    return ConstraintError(
+        f"{label(script.path)} could not be started: {reason}.",
+        hint="Check its #! line (e.g. #!/bin/sh or #!/usr/bin/env python3) "
+        "and that the interpreter is installed.",
+    )
+
+
+def _script_exit(script: Script, run: _Run) -> int | None:
+    """The script's own exit code, as the supervisor reports it (None: it was stopped)."""
+    if run.status is None:
+        return run.proc.returncode
+    with os.fdopen(run.status, "rb") as pipe:
+        word, _, value = pipe.read(64).decode().partition(" ")
+    if word == "error":
+        raise _not_started(script, int(value))
+    if word == "exit":
+        return os.waitstatus_to_exitcode(int(value))
+    return None
 
 
 class _Capture:
@@ -195,12 +263,24 @@ def _communicate(
         _pump(proc, payload, out, err, deadline)
         timed_out = not _wait(proc, deadline)
     finally:
-        # Whatever the script left behind in its group (background children) goes too.
-        _kill_group(proc)
-        proc.wait()
+        _stop(proc)
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             stream.close()
     return out, err, timed_out
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the run: the supervisor kills and reaps what the script left; without one (or if it
+    does not finish in time), the process group is killed."""
+    if SUBREAPER and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=_STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+    # Whatever is left in the script's group (no supervisor, or one that did not finish).
+    _kill_group(proc)
+    proc.wait()
 
 
 def _pump(
@@ -228,7 +308,7 @@ def _pump(
                 else:
                     selector.unregister(key.fileobj)
                     readers -= 1
-            if readers and proc.poll() is not None:
+            if readers and proc.poll() is not None and not SUBREAPER:
                 _kill_group(proc)  # the script is done; its leftover children must not stall us
 
 
