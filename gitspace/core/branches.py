@@ -8,15 +8,13 @@ checked out. It is journaled like an op, so a crash mid-switch is finished on th
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ..errors import BadArguments, Conflict, GitspaceError, NotFound
+from ..errors import Conflict, GitspaceError, NotFound
 from ..storage import ledger
+from . import refnames
 from .transaction import checkout_changes
 from .workspace import Workspace
-
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 
 
 @dataclass(frozen=True)
@@ -27,14 +25,7 @@ class Branch:
 
 
 def check_name(name: str) -> str:
-    bad = (not NAME.fullmatch(name) or ".." in name or "//" in name or name.endswith((".lock", "/", "."))
-           or "/." in name or name == "HEAD")
-    if bad:
-        raise BadArguments(
-            f"{name!r} is not a valid branch name.",
-            hint="Use letters, digits, '.', '_', '-' and '/', like 'explore/east'.",
-        )
-    return name
+    return refnames.check("branch", name)
 
 
 def listing(ws: Workspace) -> list[Branch]:
@@ -46,7 +37,7 @@ def listing(ws: Workspace) -> list[Branch]:
 
 
 def create(ws: Workspace, name: str, start: str, op_id: str | None = None) -> Branch:
-    check_name(name)
+    refnames.check_new(ws, "branch", name, "refs/heads/")
     if ws.repo.read_ref(f"refs/heads/{name}") is not None:
         raise GitspaceError(f"A branch named {name!r} already exists.",
                             hint="Switch to it with the switch tool, or pick another name.")

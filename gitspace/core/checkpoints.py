@@ -7,16 +7,17 @@ restored or undone. Outside changes to the files a restore replaces are committe
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..errors import BadArguments, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
+from . import refnames
 from .transaction import Outcome, Stage, Txn
 from .workspace import Workspace
 
 PREFIX = "refs/tags/gitspace/"
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MESSAGE_CAP = 500
+NAME = refnames.CHECKPOINT  # a checkpoint name's shape (refnames.check says the rest)
 
 
 @dataclass(frozen=True)
@@ -30,16 +31,14 @@ class Checkpoint:
 
 
 def check_name(name: str) -> str:
-    if not NAME.fullmatch(name) or ".." in name or name.endswith((".lock", ".")):
-        raise BadArguments(
-            f"{name!r} is not a valid checkpoint name.",
-            hint="Use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.",
-        )
-    return name
+    return refnames.check("checkpoint", name)
 
 
 def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None) -> Checkpoint:
-    check_name(name)
+    refnames.check_new(ws, "checkpoint", name, PREFIX)
+    if len(message) > MESSAGE_CAP:
+        raise BadArguments(f"The checkpoint message has {len(message):,} characters; the cap is "
+                           f"{MESSAGE_CAP}.", hint="Say why you saved here in a sentence or two.")
     branch, tip = ws.branch(), ws.tip()
     if ws.repo.read_ref(PREFIX + name) is not None:
         raise GitspaceError(
@@ -47,7 +46,7 @@ def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None
             hint="Pick another name; 'gitspace checkpoints' lists the existing ones.",
         )
     agent = ws.agent or "human"
-    text = " ".join(message.split())[:500]
+    text = ledger.clean_subject(message, MESSAGE_CAP)  # one printable line: no forged lines
     body = ledger.checkpoint_message(text, name, branch, agent, op_id)
     tagger = ws.author
     tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)

@@ -20,7 +20,8 @@ CHECKPOINT_NAME = string("Checkpoint name: letters, digits, '.', '_', '-'.")
     "Save the current state under a name so you can come back to it with restore. Call this "
     "BEFORE trying something that might be a dead end.",
     {"name": "junction-1", "message": "before trying the east corridor"},
-    obj(["name"], name=CHECKPOINT_NAME, message=string("Why you saved here.")),
+    obj(["name"], name=CHECKPOINT_NAME,
+        message=string("Why you saved here (one line).", maxLength=checkpoints.MESSAGE_CAP)),
     mutates=True,
     moves_refs=True,
 )
