@@ -106,3 +106,8 @@ def scratch_parent() -> str | None:
     """Where replay's scratch folders go when a person chose: GITSPACE_SCRATCH_DIR, else TMPDIR.
     None: replay picks (a RAM-backed folder when it has room, else the temporary folder)."""
     return os.environ.get("GITSPACE_SCRATCH_DIR") or os.environ.get("TMPDIR") or None
+
+
+def mcp_token() -> str | None:
+    """The bearer token MCP-over-HTTP clients must send (GITSPACE_MCP_TOKEN), if set."""
+    return os.environ.get("GITSPACE_MCP_TOKEN") or None

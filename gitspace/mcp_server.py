@@ -10,7 +10,9 @@ Invariants:
 - one gitspace call runs at a time per server, in a worker thread, on a Workspace opened for that
   call and closed after it (other processes are kept out by the workspace lock);
 - in stdio mode stdout carries protocol messages only: the library never prints, logging goes to
-  stderr, and the SDK points fd 1 at stderr while it serves.
+  stderr, and the SDK points fd 1 at stderr while it serves;
+- over http it listens on loopback unless a bearer token is configured, and checks Host, Origin
+  and the token on every request, whatever the address (http_guard.py).
 
 ``mcp`` (and its ``anyio``/``uvicorn`` stack) is imported inside functions so that the rest of
 gitspace starts without it.
@@ -18,21 +20,23 @@ gitspace starts without it.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import re
 import sys
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
-from . import __version__, api
-from .core import checkpoints, timeline
+from . import __version__, api, http_guard
+from .core import checkpoints, schema, timeline
 from .core.result import Result
 from .core.workspace import Workspace
-from .errors import GitspaceError
+from .errors import GitspaceError, from_os_error
 from .storage import ledger
 from .tools.registry import Tool, all_tools
 
@@ -167,6 +171,12 @@ def _server_for(base: Path, *, default_agent: str | None, max_file_bytes: int) -
             return await in_workspace(fn)
         except GitspaceError as e:
             raise MCPError(code=types.INVALID_PARAMS, message=str(e)) from None
+        except OSError as e:
+            expected = from_os_error(e)
+            if expected is None:
+                log.exception("gitspace failed unexpectedly")
+                raise MCPError(code=types.INTERNAL_ERROR, message=BUG_TEXT) from None
+            raise MCPError(code=types.INVALID_PARAMS, message=str(expected)) from None
         except Exception:
             log.exception("gitspace failed unexpectedly")
             raise MCPError(code=types.INTERNAL_ERROR, message=BUG_TEXT) from None
@@ -277,35 +287,129 @@ def serve(
     default_agent: str | None = None,
     max_file_bytes: int = 1 << 20,
     announce: Callable[[str], None] | None = None,
+    token: str | None = None,
+    allow_hosts: Sequence[str] = (),
 ) -> None:
     """Serve the workspace until the client hangs up (stdio) or the process is stopped (http).
 
+    Over http, a non-loopback ``host`` is refused unless ``token`` is set; every request must
+    name this server in Host (and Origin, if any) and, with a token, carry it (http_guard).
     ``announce`` receives one line saying where an http server listens; nothing else is said.
     """
     import anyio
 
     if transport not in ("stdio", "http"):
         raise GitspaceError(f"Unknown MCP transport {transport!r}.", hint="Use stdio or http.")
+    if transport == "http":
+        http_guard.check_bind(host, token, "MCP over HTTP")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="gitspace mcp: %(levelname)s %(name)s: %(message)s")
     base = workspace_root(root)
     server = _server_for(base, default_agent=default_agent, max_file_bytes=max_file_bytes)
-    if transport == "http" and announce:
-        announce(f"Serving the gitspace workspace {base} over MCP at "
-                 f"http://{host}:{port}/mcp (Ctrl-C stops).")
-    anyio.run(_stdio if transport == "stdio" else _http, server, host, port)
+    if transport == "stdio":
+        anyio.run(_stdio, server)
+        return
+    names = http_guard.server_names(host, allow_hosts)
+    if announce:
+        shown = http_guard.LOOPBACK_NAMES[0] if host in http_guard.WILDCARDS else host
+        announce(f"Serving the gitspace workspace {base} over MCP at http://{shown}:{port}/mcp"
+                 f"{' (bearer token required)' if token else ''} (Ctrl-C stops).")
+    anyio.run(functools.partial(_http, server, host, port, names, token))
 
 
-async def _stdio(server: Server[Any], host: str, port: int) -> None:
+async def _stdio(server: Server[Any]) -> None:
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        await server.run(_Answering(read, write), write, server.create_initialization_options())
 
 
-async def _http(server: Server[Any], host: str, port: int) -> None:
+class _Answering:
+    """The read side of the stdio transport, answering the requests the SDK could not read.
+
+    The SDK drops a line it cannot parse (a lone UTF-16 surrogate, JSON nested past its
+    recursion limit) without a reply, and the client would wait forever; when the line names its
+    request id, this answers it with a JSON-RPC error saying why."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self.inner, self.write = inner, write
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self.inner.receive()
+            reply = unreadable_reply(item) if isinstance(item, Exception) else None
+            if reply is None:
+                return item
+            await self.write.send(reply)
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _Answering:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return bool(await self.inner.__aexit__(*exc))
+
+
+_ID = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def unreadable_reply(error: Exception) -> Any:
+    """A JSON-RPC error answering a request line the SDK could not parse, or None (not a parse
+    error, or a line without an id to answer)."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INVALID_PARAMS, ErrorData, JSONRPCError
+
+    try:
+        first = error.errors()[0]  # type: ignore[attr-defined]
+    except (AttributeError, IndexError, TypeError):
+        return None
+    line = first.get("input")
+    if first.get("type") != "json_invalid" or not isinstance(line, str):
+        return None
+    try:
+        data = json.loads(line)
+        found = data.get("id") if isinstance(data, dict) else None
+        why = schema.unreadable(data.get("params"), "params") if isinstance(data, dict) else None
+    except RecursionError:
+        match = _ID.search(line[:line.find('"params"')] if '"params"' in line else line[:200])
+        found = json.loads(match.group(1)) if match else None
+        why = f"it nests more than {schema.MAX_DEPTH} levels deep"
+    except ValueError:
+        return None  # not JSON at all: there is no id to answer
+    if not isinstance(found, int | str) or isinstance(found, bool):
+        return None
+    why = (why or "it is not JSON the server can read").rstrip(".")
+    text = (f"gitspace could not read this request: {why}. Hint: send arguments as plain JSON "
+            "text: valid Unicode, a few levels deep.")
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=found,
+                                       error=ErrorData(code=INVALID_PARAMS, message=text)))
+
+
+async def _http(server: Server[Any], host: str, port: int, names: frozenset[str],
+                token: str | None) -> None:
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    app = server.streamable_http_app(host=host)  # (DNS-rebinding protection on loopback)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    # The SDK's own Host/Origin check, given the same names, backs up the guard around it.
+    hosts = [f"{name}:{port}" for name in sorted(names)]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+        allowed_origins=[f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")])
+    app = server.streamable_http_app(host=host, transport_security=security)
+    guarded = http_guard.Guard(app, names, port, token)
+    config = uvicorn.Config(guarded, host=host, port=port, log_level="warning")
     await uvicorn.Server(config).serve()

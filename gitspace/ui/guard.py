@@ -12,35 +12,20 @@ Invariants:
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Callable
 
 from ..errors import GitspaceError
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+from ..http_guard import LOOPBACK_NAMES, ASGIApp, Receive, Scope, Send, is_loopback, refuse
 
 
 def check_bind(host: str) -> str:
     """``host`` if it is a loopback address or ``localhost``; GitspaceError otherwise."""
-    if host == "localhost":
-        return host
-    try:
-        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not is_loopback(host):
         raise GitspaceError(
             f"The web view only listens on loopback, not on {host!r}: it has no login, and "
             "anyone who can reach it can read the whole repository.",
             hint="Use --host 127.0.0.1 (the default), and an SSH tunnel to view it from elsewhere.")
-    return host.strip("[]")
+    return host if host == "localhost" else host.strip("[]")
 
 
 def allowed_hosts(port: int) -> frozenset[str]:
@@ -61,24 +46,15 @@ class Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         hosts = allowed_hosts(self.port())
         if headers.get("host", "") not in hosts:
-            await _refuse(send, 421, "This web view answers only to 127.0.0.1, localhost or [::1] "
+            await refuse(send, 421, "This web view answers only to 127.0.0.1, localhost or [::1] "
                                      "with its own port (Host header refused).")
             return
         origin = headers.get("origin")
         if origin is not None and origin.removeprefix("http://") not in hosts:
-            await _refuse(send, 403, "Requests from other sites are refused (Origin header).")
+            await refuse(send, 403, "Requests from other sites are refused (Origin header).")
             return
         if scope["method"] not in ("GET", "HEAD"):
-            await _refuse(send, 405, "The web view is read-only: only GET and HEAD are served.",
+            await refuse(send, 405, "The web view is read-only: only GET and HEAD are served.",
                           [(b"allow", b"GET, HEAD")])
             return
         await self.app(scope, receive, send)
-
-
-async def _refuse(send: Send, status: int, text: str,
-                  extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = (text + "\n").encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()), *(extra or [])]})
-    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,134 @@
+"""The front door of gitspace's HTTP servers: which address, which Host, which Origin, which token.
+
+Invariants:
+- ``check_bind``: a loopback address (127.0.0.0/8, ::1, ``localhost``) needs nothing more; any
+  other address is refused before a socket is opened unless a bearer token is configured,
+  because whoever can reach the server can change the workspace.
+- ``Guard``, on every address, before the app sees a request: the ``Host`` header must name this
+  server (one of ``server_names`` with its port; 421 otherwise), so a web page whose DNS name was
+  re-pointed at this machine cannot talk to it; an ``Origin``, when a browser sends one, must be
+  this server too (403); and when a token is set, ``Authorization: Bearer <token>`` must carry it
+  (compared in constant time; 401 otherwise). Refusals say why in one sentence and never echo
+  the token.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+import socket
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+from .errors import GitspaceError
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def new_token() -> str:
+    """A fresh bearer token (256 random bits, URL-safe)."""
+    return secrets.token_urlsafe(32)
+
+
+def check_bind(host: str, token: str | None, what: str) -> None:
+    """Refuse to listen on a non-loopback ``host`` without a token (GitspaceError)."""
+    if is_loopback(host) or token:
+        return
+    raise GitspaceError(
+        f"Refusing to serve {what} on {host!r} without a token: anyone who can reach that "
+        "address could change the workspace.",
+        hint="Set GITSPACE_MCP_TOKEN (or pass --new-token to have one made and shown once) and "
+        "send it as 'Authorization: Bearer <token>'; or keep the default --host 127.0.0.1 and "
+        "use an SSH tunnel.",
+    )
+
+
+def _bracketed(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+def server_names(host: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The names a client may put in ``Host`` for a server bound to ``host``: loopback names for
+    a loopback or wildcard bind, the address itself otherwise, this machine's names and addresses
+    for a wildcard bind, and any the operator adds (``--allow-host``)."""
+    names = set(extra)
+    if is_loopback(host) or host in WILDCARDS:
+        names.update(LOOPBACK_NAMES)
+    if host not in WILDCARDS:
+        names.add(_bracketed(host.strip("[]")))
+    else:
+        hostname = socket.gethostname()
+        names.update({hostname, socket.getfqdn()})
+        try:
+            infos = socket.getaddrinfo(hostname, None)
+        except OSError:
+            infos = []
+        names.update(_bracketed(str(info[4][0])) for info in infos)
+    return frozenset(n.lower() for n in names if n)
+
+
+class Guard:
+    """ASGI middleware enforcing the invariants above."""
+
+    def __init__(self, app: ASGIApp, names: frozenset[str], port: int,
+                 token: str | None = None) -> None:
+        self.app = app
+        self.hosts = frozenset(f"{name}:{port}" for name in names) | (
+            names if port == 80 else frozenset())
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})  # none are served
+            return
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)  # lifespan
+            return
+        headers: dict[str, str] = {}
+        for key, value in scope["headers"]:
+            headers.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
+        if headers.get("host", "").lower() not in self.hosts:
+            await refuse(send, 421, "This server answers only to its own names (the Host header "
+                         "names another).")
+            return
+        origin = headers.get("origin")
+        if origin is not None and origin.lower().partition("://")[2] not in self.hosts:
+            await refuse(send, 403, "Requests from other sites are refused (the Origin header "
+                         "names another).")
+            return
+        if self.token is not None:
+            given = headers.get("authorization", "")
+            scheme, _, value = given.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                    value.strip().encode(), self.token.encode()):
+                await refuse(send, 401, "A bearer token is required: send "
+                             "'Authorization: Bearer <token>'.",
+                             [(b"www-authenticate", b'Bearer realm="gitspace"')])
+                return
+        await self.app(scope, receive, send)
+
+
+async def refuse(send: Send, status: int, text: str,
+                 extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = (text + "\n").encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()), *(extra or [])]})
+    await send({"type": "http.response.body", "body": body})
