@@ -7,6 +7,8 @@ where there is one, a ``hint`` that says what to do next. Front ends map this tr
 
 from __future__ import annotations
 
+import errno
+
 
 class GitspaceError(Exception):
     """An expected failure, explained to the person or agent who caused it."""
@@ -66,3 +68,34 @@ class LedgerError(GitspaceError):
 
 class ConstraintError(GitspaceError):
     """A constraint script's declaration is invalid."""
+
+
+class SystemRefused(GitspaceError):
+    """The operating system refused a read or write: a full disk, a read-only file, no permission."""
+
+
+# errno -> (what happened, what to do): conditions of the machine, not bugs in gitspace.
+_SYSTEM = {
+    "ENOSPC": ("the disk is full", "Free some space, then run it again."),
+    "EDQUOT": ("the disk quota is used up", "Free some space, then run it again."),
+    "EACCES": ("permission was denied", "Check the permissions of that file and its folder."),
+    "EPERM": ("the operation is not permitted", "Check the file's permissions and attributes "
+              "(an immutable file cannot be changed)."),
+    "EROFS": ("the file system is read-only", "Work in a writable folder, or remount it."),
+    "ENAMETOOLONG": ("a file name is too long for the system", "Use a shorter path."),
+    "EMFILE": ("too many files are open", "Close other programs or raise the limit (ulimit -n)."),
+    "ENFILE": ("too many files are open on the system", "Try again when fewer are open."),
+    "EFBIG": ("a file is too large for the file system", "Use smaller files."),
+    "EIO": ("the disk reported an input/output error", "Check the disk; then run it again."),
+}
+
+
+def from_os_error(error: OSError, doing: str = "gitspace") -> GitspaceError | None:
+    """The expected error for an OSError the machine caused (None: a bug, let it surface)."""
+    name = errno.errorcode.get(error.errno or 0, "")
+    if name not in _SYSTEM:
+        return None
+    what, hint = _SYSTEM[name]
+    where = f" at {error.filename}" if error.filename else ""
+    return SystemRefused(f"{doing} could not finish: {what}{where} ({error.strerror or name}). "
+                         "Nothing was half-applied.", hint=hint)

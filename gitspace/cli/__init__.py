@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from ..errors import GitspaceError
+from ..errors import GitspaceError, from_os_error
 from . import agent_run, common, fleet, harness, history, mcp, replay, team, ui, workspace
 
 # Every command, in the order ``gitspace --help`` lists them.
@@ -74,6 +74,13 @@ def main() -> None:
         app()
     except GitspaceError as e:
         common.render().error(e)
+        sys.exit(1)
+    except OSError as e:  # a full disk, a read-only file: the machine's, not a bug
+        expected = from_os_error(e)
+        if expected is None:
+            common.render().bug(e)
+            sys.exit(3)
+        common.render().error(expected)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

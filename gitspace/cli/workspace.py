@@ -63,11 +63,15 @@ def call(
     """Run any tool exactly as an agent would."""
     try:
         parsed = json.loads(args)
+    except RecursionError:
+        raise BadArguments("--args nests too deeply to read.",
+                           hint="Pass a flat JSON object of the tool's arguments.") from None
     except ValueError as e:
         raise BadArguments(f"--args is not valid JSON: {e}.",
                            hint='Quote it for the shell, e.g. --args \'{"path": "notes"}\'.') from None
     if not isinstance(parsed, dict):
-        raise BadArguments("--args must be a JSON object, like '{\"path\": \"notes\"}'.")
+        raise BadArguments("--args must be a JSON object of the tool's arguments.",
+                           hint='Pass one object, e.g. --args \'{"path": "notes"}\'.')
     call_tool(tool, parsed, as_json)
 
 

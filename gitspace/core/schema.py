@@ -53,10 +53,37 @@ def validate(
     schema: Mapping[str, Any], value: object, *, where: str = "args", example: object = None
 ) -> None:
     """Raise ``BadArguments`` naming the first field of ``value`` that does not fit ``schema``."""
-    problem = _first_problem(schema, value, where)
+    problem = unreadable(value, where) or _first_problem(schema, value, where)
     if problem is not None:
         hint = None if example is None else f"A valid call looks like: {_dump(example)}"
         raise BadArguments(problem, hint=hint)
+
+
+MAX_DEPTH = 32  # arguments nest a few levels; a deeper value is an attack on recursion
+
+
+def unreadable(value: object, where: str) -> str | None:
+    """A value no tool can take whatever its schema: nested too deep, or holding text that is not
+    Unicode (a lone UTF-16 surrogate cannot be encoded, stored or shown). Iterative, so the
+    check itself cannot run out of stack."""
+    stack: list[tuple[object, str, int]] = [(value, where, 0)]
+    while stack:
+        item, at, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"{where} nests more than {MAX_DEPTH} levels deep."
+        texts = [item] if isinstance(item, str) else list(item) if isinstance(item, dict) else []
+        for text in texts:
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as e:
+                    return (f"{at} holds a lone UTF-16 surrogate (U+{ord(text[e.start]):04X} at "
+                            f"character {e.start}), which is not valid Unicode text.")
+        if isinstance(item, dict):
+            stack += [(v, f"{at}.{k}", depth + 1) for k, v in item.items()]
+        elif isinstance(item, list):
+            stack += [(v, f"{at}[{i}]", depth + 1) for i, v in enumerate(item)]
+    return None
 
 
 def _first_problem(schema: Mapping[str, Any], value: object, where: str) -> str | None:

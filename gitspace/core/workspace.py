@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import GitspaceError, NotAWorkspace
+from ..errors import GitspaceError, NotAWorkspace, from_os_error
 from ..storage import ledger
 from ..storage.gitrepo import FILE_MODE, GitRepo, Identity
 from .result import Result
@@ -161,6 +161,11 @@ class Workspace:
                                   op_id=op_id)
         except GitspaceError as e:
             return Result(ok=False, text=str(e), tool=tool, error=e)
+        except OSError as e:  # a full disk, a read-only file: the machine's, not a bug
+            expected = from_os_error(e, f"The {tool} call")
+            if expected is None:
+                raise
+            return Result(ok=False, text=str(expected), tool=tool, error=expected)
 
     def snapshot(self) -> Result:
         """Commit every pending outside change (not ignored, under the size cap) as one op."""
