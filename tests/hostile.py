@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from conftest import assert_clean, git, git_env, git_run, lock_files
 
 import gitspace
@@ -71,6 +72,12 @@ class Outside:
         assert after == self.before, (
             "something changed outside the workspace: "
             f"{sorted(set(after.items()) ^ set(self.before.items()))}")
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Outside:
+    """The folder next to the workspace that the attacks aim at."""
+    return Outside(tmp_path / "outside")
 
 
 def _plumbing(root: Path, env: dict[str, str], *args: str, data: bytes | None = None) -> str:

@@ -7,9 +7,7 @@ the flip records no phantom outside edit.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +16,7 @@ import pytest
 from conftest import call_ok, git, head, ops
 from hostile import assert_sound, commit
 from test_attach import checkout_state, make_user_repo, status
+from test_replay import scratch_dirs  # noqa: F401  (autouse: replay's folders, none left)
 
 import gitspace
 from gitspace.replay.engine import replay
@@ -44,15 +43,6 @@ def flip_on_disk(root: Path, to_folder: bool) -> None:
 def no_external_ops_since(root: Path, count: int) -> None:
     later = ops(root)[count:]
     assert not [o for o in later if o.source == "external"], "a phantom outside edit was recorded"
-
-
-@pytest.fixture(autouse=True)
-def scratch_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    yield
-    assert not os.listdir(folder)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ passes and ``git status`` is clean.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from hostile import (
     tree,
 )
 from test_attach import checkout_state, make_user_repo, status
+from test_replay import scratch_dirs  # noqa: F401  (autouse: replay's folders, none left)
 
 import gitspace
 from gitspace.errors import GitspaceError
@@ -43,11 +43,6 @@ from gitspace.team import remote as sync
 
 
 @pytest.fixture
-def outside(tmp_path: Path) -> Outside:
-    return Outside(tmp_path / "outside")
-
-
-@pytest.fixture
 def ws(tmp_path: Path) -> Iterator[gitspace.Workspace]:
     workspace = gitspace.init(tmp_path / "ws", agent="tester")
     call_ok(workspace, "create", {"path": "notes.txt", "file_text": "notes\n"})
@@ -55,16 +50,6 @@ def ws(tmp_path: Path) -> Iterator[gitspace.Workspace]:
         yield workspace
     finally:
         workspace.close()
-
-
-@pytest.fixture(autouse=True)
-def scratch_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Replay's scratch folders go here; none may be left afterwards."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    yield folder
-    assert not any(n.startswith("gitspace-replay-") for n in os.listdir(folder))
 
 
 def _planted(ws: gitspace.Workspace, outside: Outside) -> Planted:

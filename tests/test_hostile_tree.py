@@ -26,11 +26,6 @@ from gitspace.team import attach
 
 
 @pytest.fixture
-def outside(tmp_path: Path) -> Outside:
-    return Outside(tmp_path / "outside")
-
-
-@pytest.fixture
 def ws(tmp_path: Path) -> Iterator[gitspace.Workspace]:
     workspace = gitspace.init(tmp_path / "ws", agent="tester")
     try:

@@ -32,11 +32,6 @@ from gitspace.storage.worktree import (
 
 
 @pytest.fixture
-def outside(tmp_path: Path) -> Outside:
-    return Outside(tmp_path / "outside")
-
-
-@pytest.fixture
 def tree(tmp_path: Path) -> WorkTree:
     root = tmp_path / "wt"
     root.mkdir()

@@ -183,17 +183,22 @@ class WorkTree:
             chain.push(name, fd, made=False)
         return chain
 
+    @contextmanager
+    def _folder_of(self, parts: list[str]) -> Iterator[int | None]:
+        """The descriptor of the folder holding ``parts[-1]`` (None: see ``_find``)."""
+        with self._root() as root:
+            chain = self._find(root, parts)
+            try:
+                yield None if chain is None else chain.folder
+            finally:
+                if chain is not None:
+                    chain.close()
+
     def stat(self, rel: str) -> os.stat_result | None:
         """The path's own stat (a link is not followed), None when absent."""
         parts = parts_of(rel)
-        with self._root() as root:
-            chain = self._find(root, parts)
-            if chain is None:
-                return None
-            try:
-                return _lstat_at(chain.folder, parts[-1])
-            finally:
-                chain.close()
+        with self._folder_of(parts) as folder:
+            return None if folder is None else _lstat_at(folder, parts[-1])
 
     def read(self, rel: str, *, limit: int | None = None,
              stats: dict[str, os.stat_result] | None = None) -> State:
@@ -204,19 +209,15 @@ class WorkTree:
         file larger than ``limit`` is refused before it is read.
         """
         parts = parts_of(rel)
-        with self._root() as root:
-            chain = self._find(root, parts)
-            if chain is None:
+        with self._folder_of(parts) as folder:
+            if folder is None:
                 return None
-            try:
-                for _ in range(_RETRIES):
-                    found = self._read_at(chain.folder, parts[-1], rel, limit, stats)
-                    if found is not _SWAPPED:
-                        return found  # type: ignore[return-value]
-                raise ToolFailed(f"{rel} kept changing between a link and a file while gitspace "
-                                 "read it.", hint="Stop the process changing it, then try again.")
-            finally:
-                chain.close()
+            for _ in range(_RETRIES):
+                found = self._read_at(folder, parts[-1], rel, limit, stats)
+                if found is not _SWAPPED:
+                    return found  # type: ignore[return-value]
+        raise ToolFailed(f"{rel} kept changing between a link and a file while gitspace read it.",
+                         hint="Stop the process changing it, then try again.")
 
     def _read_at(self, folder: int, name: str, rel: str, limit: int | None,
                  stats: dict[str, os.stat_result] | None) -> State | object:
@@ -418,18 +419,13 @@ class WorkTree:
 
     def remove_tmp_files(self, rels: Iterable[str]) -> None:
         """Delete the temporary files a crashed write left in the folders of ``rels``."""
-        folders = {tuple(parts_of(rel)[:-1]) for rel in rels}
-        with self._root() as root:
-            for parts in folders:
-                chain = self._find(root, [*parts, ""])
-                if chain is None:
+        for parts in {tuple(parts_of(rel)[:-1]) for rel in rels}:
+            with self._folder_of([*parts, ""]) as folder:
+                if folder is None:
                     continue
-                try:
-                    for name in os.listdir(chain.folder):
-                        if TMP_NAME.fullmatch(name):
-                            _unlink_quietly(chain.folder, name)
-                finally:
-                    chain.close()
+                for name in os.listdir(folder):
+                    if TMP_NAME.fullmatch(name):
+                        _unlink_quietly(folder, name)
 
 
 _SWAPPED = object()  # read again: the entry changed kind between two calls
