@@ -204,6 +204,17 @@ def test_paths_outside_the_workspace_are_never_recorded(root: Path, tmp_path: Pa
     assert "not yours" not in git(root, "log", "-p", "--all")
 
 
+def test_paths_gitspace_owns_or_git_refuses_are_never_recorded(root: Path) -> None:
+    """A harness edit to .gitspace/ (its .gitignore would commit every transcript) or to a name
+    git reads as .git is left as it is and never committed."""
+    before = git(root, "rev-parse", "HEAD")
+    for rel in (".gitspace/.gitignore", ".GIT/config", "git~1/x"):
+        err = call(root, "Write", {"file_path": str(root / rel), "content": "!*\n"}, "toolu_g",
+                   write(root, rel, "!*\n"))
+        assert "not record" in err, err
+    assert harness(root) == [] and git(root, "rev-parse", "HEAD") == before
+
+
 def test_a_payload_for_another_folder_is_refused(root: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     other = tmp_path / "other"

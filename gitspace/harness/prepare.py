@@ -58,9 +58,10 @@ def relative(root: Path, cwd: str | None, path: str) -> str | None:
         given = Path(cwd or root) / given
     try:
         full = given.parent.resolve() / given.name
-        return paths.normalize(full.relative_to(root.resolve()).as_posix())
+        rel = paths.normalize(full.relative_to(root.resolve()).as_posix())
     except (ValueError, OSError, PathRefused):
         return None
+    return None if paths.history_refusal(rel) else rel  # (.gitspace/ is gitspace's: never recorded)
 
 
 def running(event: Event, call: Call, before: dict[str, list[Any]] | None = None) -> state.Running:
