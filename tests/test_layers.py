@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("tools", {"tools"}),  # what a tool is, every built-in tool, constraint scripts
     ("api", {"api", "__init__"}),  # gitspace.open/init: a workspace wired with the tools
     ("runtimes", {"agent", "replay", "team"}),  # what runs tools: agents, replay, many actors
-    ("front ends", {"cli", "mcp_server", "ui", "harness", "__main__"}),
+    ("front ends", {"cli", "mcp_server", "http_guard", "ui", "harness", "__main__"}),
 ]
 
 # (importer, imported) -> why this upward import is allowed. Keep it empty if you can.
@@ -90,6 +90,8 @@ def test_every_module_has_a_layer() -> None:
 def test_lower_layers_never_import_higher_ones() -> None:
     upward = []
     for module, imported in GRAPH.items():
+        if _layer(module) < 0:
+            continue  # reported by test_every_module_has_a_layer
         for target in sorted(imported):
             if _layer(target) > _layer(module) and (module, target) not in ALLOWED_UPWARD:
                 upward.append(f"{module} ({LAYERS[_layer(module)][0]}) imports {target} "
