@@ -17,6 +17,7 @@ from typing import Any
 from claude_code import ClaudeCode, new_session
 from conftest import assert_clean, files, git, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
+from test_attach import checkout_state, make_user_repo, status
 
 import gitspace
 
@@ -127,6 +128,41 @@ def test_every_tool_call_that_changed_files_is_one_op(claude_code: ClaudeCode,
     assert files(root)["a.txt"] == "one\ntwo\n" and "b.txt" not in files(root)
     assert_clean(root)
     gs(root, "verify")
+
+
+def test_in_your_own_repository_through_attach_at_a_folder_of_its_own(
+        claude_code: ClaudeCode, fake_api: FakeAnthropic, tmp_path: Path) -> None:
+    # Claude Code refuses to edit under .git, so the agent's worktree goes beside the repository.
+    user = make_user_repo(tmp_path / "repo")  # with staged, unstaged, untracked, ignored files
+    before, listed = checkout_state(user), status(user)
+    place = tmp_path / "repo-claude"
+    assert str(place) in gs(user, "attach", "--agent", "claude-code", "--at", str(place)).stdout
+    gs(place, "hooks", "install", "claude-code")
+    sid = new_session()
+    script_first_turn(fake_api, place, sid)
+    claude_code.run_ok(place, "make the files", session=sid)
+    turn_one = files(place)
+    script_second_turn(fake_api, place, sid)
+    claude_code.run_ok(place, "now capitalise", session=sid, resume=True)
+    fake_api.done()
+
+    recorded = [op for op in ops(user, "agent/claude-code") if op.source == "harness"]
+    assert [(op.tool, op.tool_use_id, op.paths) for op in recorded] == [
+        ("Write", "toolu_w1", ("a.txt",)), ("Edit", "toolu_e1", ("a.txt",)),
+        ("Bash", "toolu_b1", ("b.txt", "d/c.txt")), ("Edit", "toolu_e3", ("a.txt",))]
+    assert all(op.agent == "claude-code" and op.session == sid for op in recorded)
+    assert [op.source for op in ops(user, "agent/claude-code")] == ["external", *["harness"] * 4]
+    prefix = f"gitspace/claude-code-{sid[:8]}"
+    assert git(user, "tag", "--list", "gitspace/*").split() == [f"{prefix}-turn-1",
+                                                                f"{prefix}-turn-2"]
+    assert checkout_state(user) == before and status(user) == listed, "your checkout is untouched"
+    assert git(user, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+    assert_clean(place)
+    gs(place, "rewind", "1")
+    assert files(place) == turn_one
+    assert checkout_state(user) == before and status(user) == listed
+    rows = json.loads(gs(user, "agents", "--json").stdout)
+    assert [(r["agent"], r["path"], r["ops"]) for r in rows] == [("claude-code", str(place), 6)]
 
 
 def test_two_sessions_at_once_lose_no_op(claude_code: ClaudeCode, fake_api: FakeAnthropic,

@@ -1,7 +1,10 @@
 """Which checkouts gitspace owns: the one test every writer asks before it changes a checkout.
 
 gitspace owns a checkout when it is
-- an agent's worktree (``<common git dir>/gitspace/worktrees/NAME``, made by ``attach``), or
+- an agent's worktree made by ``attach``: ``<common git dir>/gitspace/worktrees/NAME``, or a
+  linked worktree anywhere else (``attach --at DIR``) whose own git dir (``<common git
+  dir>/worktrees/ID``, which git creates with the worktree and deletes with it) holds the mark
+  ``gitspace/agent`` naming the agent; never the main checkout, whatever its git dir holds; or
 - a workspace: its checked-out branch descends, by first parents, from a root commit that is a
   gitspace ``init`` op (made by ``gitspace init``). That survives clones, pulls and merges into
   the branch, and a user's own branch never has one, whatever a merge or fast-forward put at its
@@ -32,14 +35,31 @@ def worktrees_dir(repo: GitRepo) -> Path:
     return repo.commondir / "gitspace" / "worktrees"
 
 
+AGENT_MARK = "agent"  # <linked worktree's git dir>/gitspace/agent: the agent's name
+
+
+def marked_agent(gitdir: Path, commondir: Path) -> str | None:
+    """The agent whose worktree (``attach --at``) this linked worktree's git dir marks, or None.
+    The main checkout (git dir = common git dir) is never an agent's."""
+    if gitdir.resolve() == commondir.resolve():
+        return None
+    try:
+        name = (gitdir / "gitspace" / AGENT_MARK).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return name or None
+
+
 def is_agent_worktree(repo: GitRepo) -> bool:
-    return repo.root.resolve().parent == worktrees_dir(repo).resolve()
+    return (repo.root.resolve().parent == worktrees_dir(repo).resolve()
+            or marked_agent(repo.gitdir, repo.commondir) is not None)
 
 
 def known_owned(root: Path, gitdir: Path, commondir: Path) -> bool:
     """True when gitspace owns this checkout by what costs nothing to check: an agent's
     worktree, or HEAD still at the tip ``owns`` verified last. False means "ask ``owns``"."""
-    if root.resolve().parent == (commondir / "gitspace" / "worktrees").resolve():
+    if root.resolve().parent == (commondir / "gitspace" / "worktrees").resolve() \
+            or marked_agent(gitdir, commondir) is not None:
         return True
     try:
         remembered = (gitdir / "gitspace" / _REMEMBER).read_text().strip()

@@ -7,14 +7,21 @@ Invariants:
   tree, untracked and ignored files stay byte-for-byte the same. (``merge.py`` says what a merge
   into the branch the user has checked out may change.)
 - Agent ``NAME`` works on the standard branch ``agent/NAME`` in the worktree
-  ``<common git dir>/gitspace/worktrees/NAME``. Inside ``.git`` the worktree is invisible to the
+  ``<common git dir>/gitspace/worktrees/NAME``, or, with ``attach --at DIR``, in a linked
+  worktree at DIR (for harnesses that refuse to edit under ``.git``, such as Claude Code), marked
+  as the agent's by the file ``gitspace/agent`` in its own git dir (``owner.marked_agent``). DIR
+  is refused when it is a symbolic link, inside any git directory, an existing folder that is
+  not empty, inside an agent's worktree, or inside one of the user's work trees unless their
+  ``.gitignore`` ignores it there (else the agent's files would show in their ``git status``).
+  Inside ``.git`` the worktree is invisible to the
   user's ``git status`` and ``git clean``; it is an ordinary gitspace workspace, so
   ``gitspace -C PATH --agent NAME ...`` and ``gitspace.open(PATH, agent=NAME)`` work there. Every
   worktree has its own git dir, hence its own op lock and journal: agents on separate worktrees
   never wait for each other, while writers in one worktree (one branch) are serialised.
 - ``attach`` starts a new branch at the commit the user's checkout has checked out (HEAD), never
   from their index or work tree: their uncommitted changes are not copied. Attaching a name whose
-  branch already exists continues that branch; attaching an attached agent changes nothing.
+  branch already exists continues that branch; attaching an attached agent changes nothing
+  (attaching it at another DIR is refused: detach it first).
 - The user's checkout is the work tree a command starts in (their main checkout or one of their
   own linked worktrees), or the main checkout when it starts in an agent's worktree.
 - ``route`` sends a command given ``--agent NAME`` to agent NAME's worktree when NAME is
@@ -28,8 +35,11 @@ Invariants:
   listed. The agent's local session files (``.gitspace/``) are first moved to a new folder under
   ``<common git dir>/gitspace/detached/``, and moved back if the worktree cannot be removed.
 
-No state of our own is kept: the agents are the worktrees under that folder plus the
-``agent/*`` branches, so everything here reads the same after a crash or in another clone.
+No state of our own is kept: the agents are the worktrees under that folder, the marked linked
+worktrees (the mark lives and dies with git's own record of the worktree, so ``git worktree
+move``, ``remove`` and ``prune`` keep it right) plus the ``agent/*`` branches, so everything here
+reads the same after a crash or in another clone. A crash between creating an ``--at`` worktree
+and marking it leaves a worktree on ``agent/NAME``; attaching it at the same DIR marks it.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.owner import is_agent_worktree, owns, worktrees_dir
+from ..core.owner import AGENT_MARK, is_agent_worktree, marked_agent, owns, worktrees_dir
 from ..core.transaction import COMMITTER, private_folder
 from ..errors import BadArguments, Conflict, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
@@ -119,14 +129,46 @@ def open_user_repo(path: str | os.PathLike[str]) -> GitRepo:
 
 def find(repo: GitRepo, name: str) -> Worktree | None:
     """The worktree agent ``name`` is attached in, or None."""
-    path = worktrees_dir(repo) / check_name(name)
-    return next((w for w in repo.worktrees() if w.path == path and not w.prunable), None)
+    return attached(repo).get(check_name(name))
+
+
+def attached(repo: GitRepo, trees: list[Worktree] | None = None) -> dict[str, Worktree]:
+    """Every attached agent's worktree, by agent name: the linked worktrees under
+    ``worktrees_dir`` and the marked ones (``--at``), as ``git worktree list`` lists them (a
+    worktree whose folder is gone is left out)."""
+    trees = repo.worktrees() if trees is None else trees
+    here = worktrees_dir(repo)
+    marked = {path: name for name, path in _marked(repo).items()}
+    found: dict[str, Worktree] = {}
+    for tree in trees[1:]:  # the main checkout is never an agent's
+        name = tree.path.name if tree.path.parent == here else marked.get(tree.path)
+        if name is not None and not tree.prunable:
+            found.setdefault(name, tree)
+    return found
+
+
+def _marked(repo: GitRepo) -> dict[str, Path]:
+    """Agents attached ``--at`` a folder of their own: name -> worktree path, read from git's
+    records of its worktrees (``<common git dir>/worktrees/ID``), never from the worktrees."""
+    found: dict[str, Path] = {}
+    for admin in sorted((repo.commondir / "worktrees").glob("*")):
+        name = marked_agent(admin, repo.commondir)
+        if name is None or not NAME.fullmatch(name):
+            continue
+        try:
+            dotgit = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError):
+            continue
+        found.setdefault(name, (admin / dotgit).parent if not dotgit.is_absolute()
+                         else dotgit.parent)
+    return found
 
 
 def describe_holder(repo: GitRepo, path: Path) -> str:
     """Who a work tree belongs to, for messages: an agent's worktree or one of the user's."""
-    if path.resolve().parent == worktrees_dir(repo).resolve():
-        return f"agent {path.name}'s worktree ({path})"
+    for name, tree in attached(repo).items():
+        if tree.path.resolve() == path.resolve():
+            return f"agent {name}'s worktree ({path})"
     return f"another of your worktrees ({path})"
 
 
@@ -145,10 +187,12 @@ def route(path: str | os.PathLike[str], agent: str | None) -> Path:
     try:
         if is_agent_worktree(repo):
             return given
-        here = worktrees_dir(repo)
-        if NAME.fullmatch(agent) and (here / agent / ".git").is_file():
-            return here / agent
-        attached = sorted(p.parent.name for p in here.glob("*/.git"))
+        here, marked = worktrees_dir(repo), _marked(repo)
+        if NAME.fullmatch(agent):
+            for place in (here / agent, marked.get(agent)):
+                if place is not None and (place / ".git").is_file():
+                    return place
+        attached = sorted({p.parent.name for p in here.glob("*/.git")} | set(marked))
         if attached or not owns(repo):
             raise NotFound(
                 f"Agent {agent} is not attached to the repository at {repo.root}, so it has no "
@@ -161,25 +205,39 @@ def route(path: str | os.PathLike[str], agent: str | None) -> Path:
         repo.close()
 
 
-def attach(path: str | os.PathLike[str], name: str) -> Attached:
-    """Give agent ``name`` its own branch and worktree in the repository containing ``path``."""
+def attach(path: str | os.PathLike[str], name: str,
+           at: str | os.PathLike[str] | None = None) -> Attached:
+    """Give agent ``name`` its own branch and worktree in the repository containing ``path``
+    (the worktree at ``at`` when given, else inside the git directory)."""
     check_name(name)
     repo = open_user_repo(path)
     try:
         with merge_journal.locked(repo):  # a merge killed mid-way is undone first
-            return _attach(repo, name)
+            return _attach(repo, name, None if at is None else Path(os.path.abspath(at)))
     finally:
         repo.close()
 
 
-def _attach(repo: GitRepo, name: str) -> Attached:
+def _attach(repo: GitRepo, name: str, at: Path | None) -> Attached:
     branch = BRANCH_PREFIX + name
-    target = worktrees_dir(repo) / name
     trees = repo.worktrees()
     user = user_checkout(repo, trees)  # ``repo`` is opened there
+    current = attached(repo, trees).get(name)
+    if at is not None and current is None:  # a crash right after creating it: mark it now
+        real = at.parent.resolve() / at.name
+        current = next((w for w in trees[1:] if w.branch == branch and not w.prunable
+                        and w.path.resolve() == real and not at.is_symlink()), None)
+        if current is not None:
+            _mark(repo, current.path, name)
+    if current is not None:
+        if at is None or current.path.resolve() == at.parent.resolve() / at.name:
+            return Attached(name, branch, current.path, current.head or "", 0, existed=True,
+                            resumed=True)
+        raise Conflict(f"Agent {name} is already attached, with its worktree at {current.path}.",
+                       hint=f"Work there, or detach it first ('gitspace detach {name}') and "
+                            "attach it again at the new folder. Nothing was changed.")
+    target = worktrees_dir(repo) / name if at is None else _place(repo, at, trees)
     mine = next((w for w in trees if w.path == target), None)
-    if mine is not None and not mine.prunable:
-        return Attached(name, branch, target, mine.head or "", 0, existed=True, resumed=True)
     start = user.head if user.head and repo.has_object(user.head) else None
     if start is None:
         raise GitspaceError(
@@ -187,10 +245,10 @@ def _attach(repo: GitRepo, name: str) -> Attached:
             hint="Make a first commit (git commit), or start a new workspace with "
                  "'gitspace init DIR'.",
         )
-    if mine is not None:  # its folder was deleted by hand: drop git's record of it
+    if mine is not None and mine.prunable:  # its folder was deleted by hand: drop git's record
         repo.forget_worktree(target)
-    elif target.exists():
-        raise GitspaceError(f"{target} exists but is not a registered worktree.",
+    elif mine is not None or (at is None and target.exists()):  # (--at: _place checked it)
+        raise GitspaceError(f"{target} exists but is not a registered worktree of an agent.",
                             hint="Look inside it, move it away, then attach again.")
     ref = f"refs/heads/{branch}"
     tip = repo.read_ref(ref)
@@ -203,11 +261,78 @@ def _attach(repo: GitRepo, name: str) -> Attached:
         if holder is not None:
             raise Conflict(f"Branch {branch} is checked out in {describe_holder(repo, holder.path)}.",
                            hint="Switch that checkout to another branch, or pick another name.")
-    # Never through a link: an agent's worktree lives inside the git directory, nowhere else.
-    private_folder(private_folder(repo.commondir, "gitspace"), "worktrees")
+    if at is None:  # never through a link: the worktree lives inside the git directory
+        private_folder(private_folder(repo.commondir, "gitspace"), "worktrees")
     repo.add_worktree(target, branch)
+    if at is not None:
+        try:
+            _mark(repo, target, name)
+        except BaseException:
+            repo.remove_worktree(target, force=True)  # just made, holds nothing of anyone's
+            raise
     return Attached(name, branch, target, tip, len(dirty_paths(repo)), existed=False,
                     resumed=resumed)
+
+
+def _place(repo: GitRepo, at: Path, trees: list[Worktree]) -> Path:
+    """Where an ``--at`` worktree may go (``at``, its parent folders resolved), or an error
+    saying why not; nothing is created here."""
+    keep = " Nothing was changed."
+    if at.is_symlink():
+        raise BadArguments(f"{at} is a symbolic link; gitspace does not put an agent's worktree "
+                           "behind a link." + keep,
+                           hint="Name a real folder, or one that does not exist yet.")
+    target = at.parent.resolve() / at.name
+    common = repo.commondir.resolve()
+    if any(part.lower() == ".git" for part in target.parts) or _inside(target, common):
+        raise BadArguments(
+            f"{target} is inside a git directory; people and harnesses (Claude Code refuses to "
+            "edit under .git) should not have to work there." + keep,
+            hint="Name a folder outside the repository, such as one beside it; or leave out "
+                 "--at for a worktree kept inside .git (fine for other harnesses).")
+    agents = {tree.path.resolve() for tree in attached(repo, trees).values()}
+    for tree in trees:
+        top = tree.path.resolve()
+        if tree.prunable or not _inside(target, top):
+            continue
+        if top in agents:
+            raise Conflict(f"{target} is inside {describe_holder(repo, tree.path)}." + keep,
+                           hint="Name a folder outside every worktree of the repository.")
+        rel = target.relative_to(top).as_posix()
+        ignored = tree.path.resolve() == repo.root.resolve() and target != top and repo.run_git(
+            "--no-optional-locks", "check-ignore", "-q", "--", rel).returncode == 0
+        if not ignored:
+            raise BadArguments(
+                f"{target} is inside your work tree {top}: the agent's files would show in "
+                "your 'git status' (and 'git add -A' would take them)." + keep,
+                hint="Name a folder outside the repository (such as one beside it), or one your "
+                     ".gitignore ignores (add it there first).")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise Conflict(f"{target} exists and is not an empty folder." + keep,
+                       hint="Name a new folder (attach makes it) or an empty one.")
+    return target
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _mark(repo: GitRepo, worktree: Path, name: str) -> None:
+    """Write the mark that makes the linked worktree at ``worktree`` agent ``name``'s, into its
+    own git dir (found through git's records, not through the worktree)."""
+    for admin in (repo.commondir / "worktrees").glob("*"):
+        try:
+            dotgit = Path((admin / "gitdir").read_text(encoding="utf-8").strip())
+        except (OSError, UnicodeDecodeError):
+            continue
+        if (admin / dotgit if not dotgit.is_absolute() else dotgit) == worktree / ".git":
+            folder = private_folder(admin, "gitspace")
+            tmp = folder / f".{AGENT_MARK}.{os.getpid()}.tmp"
+            tmp.write_text(name + "\n", encoding="utf-8")
+            os.replace(tmp, folder / AGENT_MARK)
+            return
+    raise GitspaceError(f"git keeps no record of the worktree {worktree}, so it cannot be "
+                        f"marked as agent {name}'s.", hint="Run 'git worktree list' to see why.")
 
 
 def dirty_paths(repo: GitRepo, *pathspecs: str, ignored: bool = False) -> list[str]:
@@ -228,14 +353,13 @@ def agents(path: str | os.PathLike[str]) -> list[Agent]:
     try:
         trees = repo.worktrees()
         user = user_checkout(repo, trees)
-        attached = {w.path.name: w.path for w in trees
-                    if w.path.parent == worktrees_dir(repo) and not w.prunable}
+        places = {name: tree.path for name, tree in attached(repo, trees).items()}
         found = []
         for ref, tip, _ in repo.refs(f"refs/heads/{BRANCH_PREFIX.rstrip('/')}"):
             name = ref[len("refs/heads/" + BRANCH_PREFIX):]
             ops = _ops(repo, tip, user.head)
             last = ops[0] if ops else None
-            found.append(Agent(name, BRANCH_PREFIX + name, attached.get(name), tip, len(ops),
+            found.append(Agent(name, BRANCH_PREFIX + name, places.get(name), tip, len(ops),
                                last[0] if last else None, last[1] if last else None))
         return found
     finally:
