@@ -315,3 +315,90 @@ def test_a_planted_gitspace_link_never_receives_session_files(ws: gitspace.Works
     outside.unchanged()
     (ws.root / ".gitspace").unlink()
     assert_sound(ws.root)
+
+
+# -- trees git itself would refuse: malformed, not merely odd ---------------------------------
+
+
+def _with_entries(root: Path, extra: list[tuple[str, bytes, str]]) -> str:
+    """A commit on HEAD whose top folder also holds ``extra``, written byte for byte."""
+    listed = _entries(root, tree(root, head(root), {}))
+    return commit(root, head(root), {}, tree_sha=raw_tree(root, [*listed, *extra]))
+
+
+MALFORMED = {
+    # A link and a folder of one name: git sorts them apart, so a tree can hold both.
+    "link-and-folder": lambda root, out: [("120000", b"lnk", blob(root, os.fsencode(out))),
+                                          ("40000", b"lnk", _sub(root))],
+    "duplicate-file": lambda root, out: [("100644", b"d", blob(root, b"one\n")),
+                                         ("100755", b"d", blob(root, b"two\n"))],
+    "mode-without-kind": lambda root, out: [("644", b"p", blob(root, b"x\n"))],
+    "folder-that-is-a-file": lambda root, out: [("40000", b"t", blob(root, b"x\n"))],
+    "file-that-is-a-folder": lambda root, out: [("100644", b"t", _sub(root))],
+    "submodule": lambda root, out: [("160000", b"mod", head(root))],
+    "missing-object": lambda root, out: [("100644", b"m", "1" * 40)],
+}
+
+
+SENDABLE = {"link-and-folder", "duplicate-file", "mode-without-kind", "submodule"}
+
+
+def _sub(root: Path) -> str:
+    return raw_tree(root, [("100644", b"file", blob(root, b"written through the link?\n"))])
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_a_malformed_tree_is_refused_by_switch_pull_and_replay(tmp_path: Path, outside: Outside,
+                                                               kind: str) -> None:
+    """A tree naming one path twice (a link and a folder, say) left the index holding an entry
+    the tree did not: ``git status`` dirty for good. Every such tree is now an expected error,
+    and replay reports it as the point where the history diverges."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    with gitspace.init(tmp_path / "alice", agent="alice") as alice:
+        call_ok(alice, "create", {"path": "notes.txt", "file_text": "notes\n"})
+        git(alice.root, "remote", "add", "origin", str(bare))
+        git(alice.root, "push", "-q", "origin", "main")
+        git(tmp_path, "clone", "-q", str(bare), str(tmp_path / "bob"))
+        base = head(alice.root)
+        evil = _with_entries(alice.root, MALFORMED[kind](alice.root, outside.path))
+        git(alice.root, "branch", "evil", evil)
+        before = checkout_state(alice.root)
+        refused = alice.call("switch", {"name": "evil"})
+        assert not refused.ok and refused.error is not None and refused.error.hint, refused.text
+        assert alice.branch() == "main" and checkout_state(alice.root) == before
+        report = replay(alice, evil, base, scripts=False)
+        assert not report.ok and report.divergence is not None
+        assert report.divergence.commit == evil
+        if kind in SENDABLE:  # (git will not send a missing or mistyped object)
+            git(alice.root, "push", "-q", "origin", f"{evil}:refs/heads/main")
+    with gitspace.open(tmp_path / "bob", agent="bob") as bob:
+        before = checkout_state(bob.root)
+        if kind in SENDABLE:
+            with pytest.raises(GitspaceError) as pulled:
+                sync.pull(bob)
+            assert pulled.value.hint
+        assert head(bob.root) == base and checkout_state(bob.root) == before
+    outside.unchanged()
+    for root in (tmp_path / "alice", tmp_path / "bob"):  # the attacker's objects leave
+        git(root, "remote", "remove", "origin")
+        drop(root, *(["refs/heads/evil"] if root.name == "alice" else []))
+        assert_sound(root)
+
+
+def test_a_mode_git_reads_as_a_plain_file_is_checked_out_as_git_does(ws: gitspace.Workspace,
+                                                                      outside: Outside) -> None:
+    """``100664`` is a plain file to git (its canon_mode): switching to it and back left the
+    index at 100664, so gitspace took its own checkout for an outside edit and refused to
+    switch back."""
+    root = ws.root
+    git(root, "branch", "odd", _with_entries(root, [("100664", b"o", blob(root, b"odd\n"))]))
+    call_ok(ws, "switch", {"name": "odd"})
+    assert (root / "o").read_text() == "odd\n"
+    assert git(root, "ls-files", "-s", "o").split()[0] == "100644"
+    assert git(root, "status", "--porcelain") == ""
+    call_ok(ws, "switch", {"name": "main"})
+    assert not (root / "o").exists()
+    outside.unchanged()
+    drop(root, "refs/heads/odd")
+    assert_sound(root)

@@ -212,6 +212,15 @@ def _step(sc: Scratch, commit: Commit, report: Report,
           apply_recorded: Callable[[Scratch, Commit, ledger.Op | None], Divergence | None],
           compare: bool) -> Divergence | None:
     try:
+        return _replay_one(sc, commit, report, apply_recorded, compare)
+    except (PathRefused, NotFound) as e:  # history gitspace cannot read (a malformed tree, a
+        return diverged(sc, commit, None, e.message, diff=[])  # missing object): it stops here
+
+
+def _replay_one(sc: Scratch, commit: Commit, report: Report,
+                apply_recorded: Callable[[Scratch, Commit, ledger.Op | None], Divergence | None],
+                compare: bool) -> Divergence | None:
+    try:
         op = ledger.parse_message(commit.message)
     except LedgerError as e:
         return diverged(sc, commit, None, f"its trailer block is malformed: {e.message}")
@@ -241,6 +250,6 @@ def _step(sc: Scratch, commit: Commit, report: Report,
 def _take_recorded_tree(sc: Scratch, commit: Commit, op: ledger.Op | None) -> Divergence | None:
     try:
         sc.commit_tree(commit.tree, commit)
-    except PathRefused as e:  # a path no work tree can hold ("..", ".git"): nothing was written
-        return diverged(sc, commit, op, e.message)
+    except (PathRefused, NotFound) as e:  # a path no work tree can hold ("..", ".git"), a
+        return diverged(sc, commit, op, e.message)  # malformed tree, a submodule: nothing written
     return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.workspace import Workspace
-from ..errors import NotFound
+from ..errors import NotFound, PathRefused
 from ..storage import ledger
 from ..storage.gitrepo import EMPTY_TREE, Commit, GitRepo
 from ..tools.registry import all_tools
@@ -276,7 +276,10 @@ def diverged(sc: Scratch, commit: Commit, op: ledger.Op | None, reason: str,
         else:
             parent = sc.repo.parent_tree(commit) or EMPTY_TREE
             old, new, labels = parent, commit.tree, ("before/", "recorded/")
-        paths = [c.path for c in sc.repo.diff_trees(old, new)]
+        try:
+            paths = [c.path for c in sc.repo.diff_trees(old, new)]
+        except (PathRefused, NotFound):  # a tree gitspace cannot read: the reason says why
+            paths = []
         diff = short_diff(sc.repo, old, new, labels, paths)
     return Divergence(commit.sha, op.op_id if op else None, op.tool if op else None,
                       op.args if op else {}, reason, paths[:PATHS_LISTED], cap_diff(diff),

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
-from ..errors import ConcurrentUpdate, GitspaceError, NotAWorkspace, NotFound
+from ..errors import ConcurrentUpdate, GitspaceError, NotAWorkspace, NotFound, PathRefused
 from . import lockfile, loose
 from .loose import EXEC_MODE, FILE_MODE, LINK_MODE, TREE_MODE  # noqa: F401  (re-exported)
 
@@ -144,6 +144,22 @@ def _locked(lock: Path) -> GitspaceError:
         f"{lock} exists: another git process is updating it.",
         hint="If no git process is running, remove that file and try again.",
     )
+
+
+_MODES = frozenset((FILE_MODE, EXEC_MODE, LINK_MODE, TREE_MODE, GITLINK_MODE))
+
+
+def _canonical_mode(tree: str, name: bytes, mode: int) -> int:
+    """The mode git reads ``mode`` as (its ``canon_mode``: 100664 is a plain file); a mode
+    without a file type (``644``), which git would take for a submodule, is refused."""
+    kind = mode & 0o170000
+    if kind == 0o100000:
+        return EXEC_MODE if mode & 0o100 else FILE_MODE
+    if kind in (LINK_MODE, TREE_MODE, GITLINK_MODE):
+        return kind
+    raise PathRefused(f"The folder {tree} in this history gives {os.fsdecode(name)!r} the mode "
+                      f"{mode:o}, which is no kind of file git knows; gitspace does not read it.",
+                      hint="Leave that commit alone; repair the history with git.")
 
 
 def _mode_bytes(mode: int) -> bytes:
@@ -290,14 +306,18 @@ class GitRepo:
         try:
             stream = self._py.odb.stream(bytes.fromhex(sha))
         except (ValueError, gitpython.exc.GitError, gitpython.BadObject, gitpython.BadName) as e:
-            raise NotFound(f"Object {sha} does not exist in this repository.") from e
+            raise NotFound(f"Object {sha} does not exist in this repository.",
+                           hint="The history names an object it does not hold: fetch it again, "
+                           "or repair it with git.") from e
         return stream.type.decode(), stream.read()
 
 
     def read_blob(self, sha: str) -> bytes:
         kind, data = self.read_object(sha)
         if kind != "blob":
-            raise NotFound(f"Object {sha} is a {kind}, not a file.")
+            raise NotFound(f"Object {sha} is a {kind}, not a file.", hint=(
+                "It is a submodule, which gitspace does not check out: leave that commit alone."
+                if kind == "commit" else "The history is damaged: repair it with git."))
         return data
 
     def has_object(self, sha: str) -> bool:
@@ -330,14 +350,22 @@ class GitRepo:
             return cached
         kind, data = self.read_object(sha)
         if kind != "tree":
-            raise NotFound(f"Object {sha} is a {kind}, not a folder.")
+            raise NotFound(f"Object {sha} is a {kind}, not a folder.",
+                           hint="The history is damaged: repair it with git.")
         entries: dict[bytes, Entry] = {}
         i = 0
         while i < len(data):
             space = data.index(b" ", i)
             nul = data.index(b"\0", space)
-            mode = int(data[i:space], 8)
-            entries[data[space + 1 : nul]] = Entry(mode, data[nul + 1 : nul + 21].hex())
+            mode, name = int(data[i:space], 8), data[space + 1 : nul]
+            if mode not in _MODES:
+                mode = _canonical_mode(sha, name, mode)
+            if name in entries:  # (a file and a folder of one name, too: git sorts them apart)
+                raise PathRefused(
+                    f"The folder {sha} in this history names {os.fsdecode(name)!r} twice, which "
+                    "git refuses (fsck: duplicateEntries); gitspace does not read it.",
+                    hint="Leave that commit alone; repair the history with git.")
+            entries[name] = Entry(mode, data[nul + 1 : nul + 21].hex())
             i = nul + 21
         self._trees[sha] = entries
         if len(self._trees) > 4096:
