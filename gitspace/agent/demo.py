@@ -23,7 +23,16 @@ from . import runner
 from .loop import Loop, Options, Outcome
 from .model import ModelClient
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_workspace"
+
+def _sample() -> Path:
+    """The demo workspace: the copy installed with the package (gitspace/_sample, from a wheel),
+    or the source tree's sample_workspace/ (an editable install)."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "_sample"
+    return installed if installed.is_dir() else package.parent / "sample_workspace"
+
+
+SAMPLE = _sample()
 JOURNAL = "journal/worklog.jsonl"
 
 MAZE_TASK = ("Escape the maze in maze/. You cannot see the map: use look and move. Checkpoint at "
@@ -90,7 +99,8 @@ def _prepare(directory: Path | None) -> Path:
     if not SAMPLE.is_dir():
         raise GitspaceError(f"The sample workspace is missing ({SAMPLE}).",
                             hint="Run the demo from a gitspace source checkout.")
-    shutil.copytree(SAMPLE, target, dirs_exist_ok=True)
+    shutil.copytree(SAMPLE, target, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return target
 
 
