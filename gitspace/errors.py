@@ -99,3 +99,8 @@ def from_os_error(error: OSError, doing: str = "gitspace") -> GitspaceError | No
     where = f" at {error.filename}" if error.filename else ""
     return SystemRefused(f"{doing} could not finish: {what}{where} ({error.strerror or name}). "
                          "Nothing was half-applied.", hint=hint)
+
+
+class Unsupported(GitspaceError):
+    """Something gitspace cannot work with: an old git, a SHA-256 or reftable repository, a
+    missing optional extra."""

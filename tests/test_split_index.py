@@ -1,5 +1,6 @@
-"""The split index: large indexes are written as a small delta against a shared file that git
-reads exactly like its own (checked with git's own ls-files, status, diff-index and fsck)."""
+"""The split index: a large index is written, when asked for or past ``SPLIT_AT``, as a small delta
+against a shared file that git reads exactly like its own (checked with git's own ls-files,
+status, diff-index and fsck). tests/test_git_clients.py covers when it is written at all."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def _has_link(root: Path) -> bool:
 @pytest.fixture
 def small_split(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gitindex, "SPLIT_AT", 40)
+    monkeypatch.setattr(gitindex, "SPLIT_OPT_IN_AT", 40)
     monkeypatch.setattr(gitindex, "FOLD_AT", 6)
 
 

@@ -51,6 +51,7 @@ def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None
     tagger = ws.author
     tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
     ws.transactions.create_ref(PREFIX + name, tag, tagger, f"checkpoint {name}")
+    ws.repo.drop_tag_reflogs(PREFIX)
     return Checkpoint(name, tip, branch, agent, ws.repo.commit(tip).time, text)
 
 

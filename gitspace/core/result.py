@@ -25,6 +25,7 @@ class Result:
     changed: list[str] = field(default_factory=list)
     external_op: str | None = None
     error: GitspaceError | None = None
+    notes: list[str] = field(default_factory=list)  # for the person at the terminal, not a model
 
     @property
     def unchanged(self) -> bool:

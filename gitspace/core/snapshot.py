@@ -75,7 +75,8 @@ def snapshot(ws: Host) -> Result:
         before = {rel: None for rel in changes}  # nothing is written, so nothing to roll back
         txns.publish(branch, tip, commit, {}, before, known, ws.external_identity, "snapshot")
     return Result(ok=True, text=f"Committed outside changes to {len(changes)} file(s)." + note,
-                  tool="snapshot", op=op_id, commit=commit, changed=sorted(changes))
+                  tool="snapshot", op=op_id, commit=commit, changed=sorted(changes),
+                  notes=txns.take_notes())
 
 
 def record_paths(ws: Host, rels: list[str], note: str) -> str | None:

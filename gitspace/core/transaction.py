@@ -149,7 +149,8 @@ class Transactions:
         self.files = WorkTree(ws.root, durable=durable, private=ws.repo.private)
         self.state_dir = private_folder(ws.repo.gitdir, "gitspace")
         self.journal = self.state_dir / "journal.json"
-        self._split_allowed: bool | None = None  # core.splitIndex, read once when it matters
+        self._split_config: bool | None | str = "unread"  # core.splitIndex, read when it matters
+        self.notes: list[str] = []  # said once to the user: collected by the next Result
 
     # -- locking -----------------------------------------------------------------------------
 
@@ -209,7 +210,11 @@ class Transactions:
         self.publish(branch, txn.tip, commit, txn.writes, txn.disk, known, author, op.tool)
         self.repo.maybe_pack()
         return Result(ok=True, text=outcome.text, tool=op.tool, op=op.op_id, commit=commit,
-                      changed=sorted(tool_changes), external_op=ext_id)
+                      changed=sorted(tool_changes), external_op=ext_id, notes=self.take_notes())
+
+    def take_notes(self) -> list[str]:
+        notes, self.notes = self.notes, []
+        return notes
 
     def commit_external(
         self, parent: str, tree: str, changes: dict[str, Entry | None], note: str
@@ -337,8 +342,11 @@ class Transactions:
             return
         try:
             self._update_entries(index, paths, tree, known)
-            gitindex.store(index_path, index, split=self._split_index(index),
-                           private=self.repo.private)
+            was_split = index.shared is not None
+            split = self._split_index(index)
+            gitindex.store(index_path, index, split=split, private=self.repo.private)
+            if split and not was_split:
+                self.notes.append(_split_note(len(index.paths)))
         except gitindex.IndexLocked:
             gitindex.forget(index_path)
             raise LockTimeout(
@@ -350,13 +358,17 @@ class Transactions:
             raise
 
     def _split_index(self, index: gitindex.Index) -> bool:
-        """Write this index split? Only a large one, and never against core.splitIndex=false."""
-        if len(index.paths) < gitindex.SPLIT_AT:
-            return False
-        if self._split_allowed is None:
-            value = self.repo.git("config", "--type=bool", "--get", "core.splitIndex", check=False)
-            self._split_allowed = value.strip() != b"false"
-        return self._split_allowed
+        """Write this index split? Only a large one (see gitindex), as core.splitIndex says."""
+        entries = len(index.paths)
+        if entries < gitindex.SPLIT_OPT_IN_AT:
+            return False  # no config read: the common case costs no git process
+        if self._split_config == "unread":
+            value = self.repo.git("config", "--type=bool", "--get", "core.splitIndex",
+                                  check=False).strip()
+            self._split_config = {b"true": True, b"false": False}.get(value)
+        if self._split_config is None:
+            return entries >= gitindex.SPLIT_AT
+        return bool(self._split_config)
 
     def _update_entries(self, index: gitindex.Index, paths: Iterable[str], tree: str,
                         known: dict[str, os.stat_result]) -> None:
@@ -535,6 +547,13 @@ def private_folder(parent: Path, name: str) -> Path:
             f"{folder} is not a folder (a link or a file stands there), so gitspace will not keep "
             "its state in it.", hint=f"Move {folder} away, then run the command again.")
     return folder
+
+
+def _split_note(entries: int) -> str:
+    return (f"The index now holds {entries:,} entries, so gitspace writes it in git's split-index "
+            "format (core.splitIndex), which keeps each op fast. git reads it; tools built on "
+            "libgit2 (GitKraken, many IDE plugins) and dulwich do not. To keep a plain index, run "
+            "'git config core.splitIndex false' in this workspace.")
 
 
 def _summary(paths: list[str]) -> str:

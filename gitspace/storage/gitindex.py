@@ -6,13 +6,15 @@ data, so ``git status`` stays clean and fast. Optional extensions (cache-tree, u
 resolve-undo, offset tables) are dropped on write: they are caches git rebuilds. Version 4 and
 sparse directories raise ``IndexUnsupported``; the caller then falls back to ``git update-index``.
 
-Large indexes are written *split* (git's ``core.splitIndex`` format): the bulk of the entries
-sits in an immutable ``sharedindex.<sha>`` file and ``.git/index`` holds only the entries that
-changed since, with the link extension's delete/replace bitmaps. An op then writes and hashes a
-few entries instead of a 1 MB file. An index of at least ``SPLIT_AT`` entries is split unless
-``core.splitIndex`` is false (tools built on libgit2 cannot read a split index: set
-``core.splitIndex=false`` if you use one). The changed entries are folded into a new shared file
-every ``FOLD_AT`` paths.
+By default the index is one plain file, which every git client reads: git, libgit2 (GitKraken,
+many IDE plugins, through pygit2) and dulwich. The *split* format (git's ``core.splitIndex``:
+the bulk of the entries in an immutable ``sharedindex.<sha>`` file, ``.git/index`` holding only
+what changed since, with the link extension's delete/replace bitmaps) makes an op write a few
+entries instead of the whole file, but libgit2 and dulwich cannot read it. So it is written only
+when asked for (``core.splitIndex=true``) on an index of at least ``SPLIT_OPT_IN_AT`` entries,
+or on its own above ``SPLIT_AT`` entries unless ``core.splitIndex=false``; the caller decides
+(``split=``) and tells the user once when it starts. The changed entries are folded into a new
+shared file every ``FOLD_AT`` paths.
 
 Writes follow git's lock protocol: create ``index.lock`` exclusively, write, rename over the
 index. A parsed index is cached per file identity (inode, size, mtime, ctime), so an op in a
@@ -36,7 +38,8 @@ _ENTRY = struct.Struct(">10L20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, ui
 _EXTENDED = 0x4000
 _NAME_MASK = 0x0FFF
 _STAGE_MASK = 0x3000
-SPLIT_AT = 5000
+SPLIT_AT = 100_000  # entries: split without being asked only above this
+SPLIT_OPT_IN_AT = 5000  # entries: core.splitIndex=true splits from this size on
 FOLD_AT = 256
 _SHARED_KEEP_SECONDS = 3600  # old shared files a concurrent reader may still be opening
 
@@ -347,7 +350,7 @@ def store(path: Path, index: Index, *, wait: float = 5.0, split: bool | None = N
           private: bool = False) -> None:
     """Write ``index`` to ``path`` under git's lock protocol (IndexLocked if git holds it).
 
-    ``split``: True/False follow ``core.splitIndex``; None splits an index of ``SPLIT_AT`` or
+    ``split``: write it split (True) or plain (False); None splits an index of ``SPLIT_AT`` or
     more entries. ``private``: see ``lockfile``.
     """
     folded = False

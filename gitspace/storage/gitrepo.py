@@ -16,6 +16,8 @@ Invariants:
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import time
 from collections import OrderedDict
@@ -26,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
-from ..errors import ConcurrentUpdate, GitspaceError, NotAWorkspace, NotFound, PathRefused
+from ..errors import (
+    ConcurrentUpdate,
+    GitspaceError,
+    NotAWorkspace,
+    NotFound,
+    PathRefused,
+    Unsupported,
+)
 from . import lockfile, loose
 from .loose import EXEC_MODE, FILE_MODE, LINK_MODE, TREE_MODE  # noqa: F401  (re-exported)
 
@@ -162,6 +171,47 @@ def _canonical_mode(tree: str, name: bytes, mode: int) -> int:
                       hint="Leave that commit alone; repair the history with git.")
 
 
+MIN_GIT = (2, 38)  # merge-tree --write-tree (merges, undo of older ops, replay --onto)
+_git_version: tuple[int, ...] | None = None
+
+
+def check_git_version() -> tuple[int, ...]:
+    """The installed git's version; Unsupported when git is missing or older than MIN_GIT.
+    Asked once per process (one ``git version``, about a millisecond)."""
+    global _git_version
+    if _git_version is None:
+        wanted = ".".join(map(str, MIN_GIT))
+        try:
+            out = subprocess.run(["git", "version"], capture_output=True,
+                                 env=config.child_environment()).stdout.decode()
+        except FileNotFoundError:
+            raise Unsupported("git is not installed (or not on PATH); gitspace runs git itself.",
+                              hint=f"Install git {wanted} or newer.") from None
+        found = re.match(r"git version (\d+)\.(\d+)(?:\.(\d+))?", out)
+        version = tuple(int(n) for n in found.groups(default="0")) if found else (0,)
+        if version[:2] < MIN_GIT:
+            raise Unsupported(
+                f"gitspace needs git {wanted} or newer (for 'git merge-tree --write-tree'); "
+                f"this machine has {out.strip() or 'an unknown git'}.",
+                hint=f"Install git {wanted} or newer and put it first on PATH.")
+        _git_version = version
+    return _git_version
+
+
+def _check_formats(gitdir: Path, commondir: Path, object_format: str) -> None:
+    """Refuse repositories whose object or ref storage gitspace cannot write correctly."""
+    if object_format != "sha1":
+        raise Unsupported(
+            f"{gitdir} uses {object_format} object ids; gitspace reads and writes SHA-1 "
+            "repositories only, so it will not open this one. Nothing was changed.",
+            hint="Use gitspace in a SHA-1 repository (git's default): 'gitspace init DIR' makes one.")
+    if (commondir / "reftable").is_dir():
+        raise Unsupported(
+            f"{gitdir} stores its refs in the reftable format; gitspace moves refs as files, so "
+            "it will not open this one. Nothing was changed.",
+            hint="Convert it with 'git refs migrate --ref-format=files' (git 2.46 or newer).")
+
+
 def _mode_bytes(mode: int) -> bytes:
     return b"40000" if mode == TREE_MODE else b"%o" % mode
 
@@ -196,21 +246,37 @@ class GitRepo:
 
     @classmethod
     def open(cls, path: Path) -> GitRepo:
+        check_git_version()
         env = config.child_environment({"GIT_CEILING_DIRECTORIES": ""})
         out = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"],
+            ["git", "rev-parse", "--show-object-format", "--absolute-git-dir", "--git-common-dir",
+             "--is-bare-repository", "--show-toplevel"],
             cwd=path,
             env=env,
             capture_output=True,
         )
-        if out.returncode != 0:
+        lines = out.stdout.decode(errors="surrogateescape").splitlines()
+        if len(lines) < 4:
+            error = out.stderr.decode(errors="replace").strip()
+            if "extension" in error:  # a format this git (and so gitspace) cannot read
+                raise Unsupported(f"{path} is a git repository this git cannot read: {error}",
+                                  hint="Use gitspace in a repository made by 'gitspace init DIR'.")
             raise NotAWorkspace(
                 f"{path} is not inside a git repository.",
                 hint="Run 'gitspace init' there first, or pass -C with a workspace folder.",
             )
-        top, gitdir, common = out.stdout.decode().splitlines()[:3]
-        commondir = Path(common) if os.path.isabs(common) else Path(path, common)
-        return cls(Path(top), Path(gitdir), commondir.resolve())
+        object_format, gitdir, common, bare = lines[:4]
+        commondir = (Path(common) if os.path.isabs(common) else Path(path, common)).resolve()
+        _check_formats(Path(gitdir), commondir, object_format)
+        if bare == "true":
+            raise NotAWorkspace(
+                f"{gitdir} is a bare repository: it has no work tree for gitspace to work in.",
+                hint="Clone it ('git clone REPO DIR') and run gitspace in the clone.")
+        if len(lines) < 5:
+            raise NotAWorkspace(
+                f"{path} is inside a git directory, not in a work tree.",
+                hint="Run gitspace in the work tree (the folder that holds .git).")
+        return cls(Path(lines[4]), Path(gitdir), commondir)
 
     @classmethod
     def locate(cls, path: Path) -> GitRepo:
@@ -222,8 +288,10 @@ class GitRepo:
 
     @classmethod
     def init(cls, path: Path, branch: str) -> GitRepo:
+        check_git_version()
         path.mkdir(parents=True, exist_ok=True)
-        env = config.child_environment()
+        # The formats gitspace reads and writes, whatever init.default* a user configured.
+        env = config.child_environment({"GIT_DEFAULT_HASH": "sha1", "GIT_DEFAULT_REF_FORMAT": "files"})
         subprocess.run(
             ["git", "init", "--quiet", f"--initial-branch={branch}", str(path)],
             env=env,
@@ -238,6 +306,7 @@ class GitRepo:
     def close(self) -> None:
         if self._gitpython is not None:
             self._gitpython.close()
+            self._gitpython = None
 
     @property
     def _py(self) -> Any:
@@ -679,6 +748,10 @@ class GitRepo:
             proc.stderr.close()
 
     def _reflog(self, ref: str, old: str, new: str, ident: Identity, message: str) -> None:
+        if ref.startswith("refs/tags/"):
+            # git keeps no reflog for tags, and 'git gc' reports one whose entries name annotated
+            # tag objects as "error: Object ... not a commit" (see drop_tag_reflogs).
+            return
         base = self.gitdir if ref == "HEAD" else self.commondir
         log = base / "logs" / ref
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -697,6 +770,13 @@ class GitRepo:
         head, tab, message = first.rstrip("\n").partition("\t")
         shas = head.split(" ", 2)
         return (shas[1], message) if tab and len(shas) == 3 else None
+
+    def drop_tag_reflogs(self, prefix: str) -> None:
+        """Remove the reflogs older gitspace versions wrote for the tags under ``prefix`` (they
+        make every ``git gc`` print errors; git itself never writes them)."""
+        folder = self.commondir / "logs" / prefix
+        if folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
 
     def write_tag(self, name: str, target: str, message: str, tagger: Identity) -> str:
         """An annotated tag object (the ref is the caller's to set)."""

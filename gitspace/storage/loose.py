@@ -47,6 +47,11 @@ def find(path: Path) -> tuple[Path, Path, Path] | None:
             common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
         if not (gitdir / "HEAD").is_file() or not (common / "objects").is_dir():
             return None
+        try:  # an extension (SHA-256 objects, reftable...) is for git and gitrepo's checks to read
+            if b"[extensions]" in (common / "config").read_bytes().lower():
+                return None
+        except OSError:
+            return None
         return top, gitdir, common
     return None
 
