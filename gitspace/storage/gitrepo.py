@@ -894,6 +894,39 @@ class GitRepo:
             self._packer.wait(timeout)
             self._packer = None
 
+    # -- remotes -----------------------------------------------------------------------------
+
+    def remote_head_resolves(self, remote: str) -> bool:
+        """Does ``remote``'s HEAD name a branch that exists there? (A fresh bare repository's
+        HEAD names an unborn branch, and a clone of it then checks nothing out.)"""
+        proc = self.run_git("ls-remote", "--symref", remote, "HEAD")
+        return proc.returncode != 0 or any(
+            line.endswith("\tHEAD") and not line.startswith("ref: ")
+            for line in proc.stdout.decode(errors="replace").splitlines())
+
+    def local_bare_remote(self, remote: str) -> Path | None:
+        """The folder of ``remote`` when it is a bare repository on this machine, else None."""
+        url = self.git("remote", "get-url", remote, check=False).decode(
+            errors="surrogateescape").strip() or remote
+        if url.startswith("file://"):
+            url = url[len("file://"):]
+        elif "://" in url or ":" in url.split("/", 1)[0]:
+            return None  # a URL or host:path: another machine's
+        folder = Path(url) if os.path.isabs(url) else self.root / url
+        proc = subprocess.run(["git", "--git-dir", str(folder), "rev-parse", "--is-bare-repository"],
+                              env=config.child_environment(), capture_output=True)
+        return folder if proc.returncode == 0 and proc.stdout.strip() == b"true" else None
+
+    def set_bare_head(self, folder: Path, branch: str) -> None:
+        """Point the bare repository ``folder``'s HEAD at ``branch`` (what hosting services do
+        on a first push)."""
+        proc = subprocess.run(["git", "--git-dir", str(folder), "symbolic-ref", "HEAD",
+                               f"refs/heads/{branch}"], env=config.child_environment(),
+                              capture_output=True)
+        if proc.returncode != 0:
+            raise GitCommandError(
+                f"git symbolic-ref failed: {proc.stderr.decode(errors='replace').strip()}")
+
     # -- worktrees and merges ----------------------------------------------------------------
 
     def worktrees(self) -> list[Worktree]:

@@ -147,7 +147,29 @@ def push(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
         )
     if refspecs:
         _run_push(repo, remote, refspecs)
+    owned = _owns_current(ws)
+    if owned and f"refs/heads/{owned}:refs/heads/{owned}" in refspecs:
+        _mend_remote_head(repo, remote, owned, report)
     return report
+
+
+def _mend_remote_head(repo: GitRepo, remote: str, branch: str, report: SyncReport) -> None:
+    """A fresh bare remote's HEAD names a branch nobody pushed, so 'git clone' of it would check
+    nothing out. A bare repository on this machine gets HEAD -> the branch just pushed (as
+    hosting services do on a first push); another machine's is left alone, with a note."""
+    if repo.remote_head_resolves(remote):
+        return
+    folder = repo.local_bare_remote(remote)
+    if folder is None:
+        report.notes.append(
+            f"{remote}'s HEAD names a branch it does not have, so 'git clone' of it checks out "
+            f"nothing: set it there ('git symbolic-ref HEAD refs/heads/{branch}' in the "
+            f"repository, or the default branch setting of its host), or clone with "
+            f"'--branch {branch}'.")
+        return
+    repo.set_bare_head(folder, branch)
+    report.notes.append(f"{remote} had no default branch; its HEAD now names {branch}, so a "
+                        "'git clone' of it checks that out.")
 
 
 def push_refspecs(repo: GitRepo, remote: str,
