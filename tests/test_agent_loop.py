@@ -118,7 +118,9 @@ def test_failing_tools_come_back_as_is_error_and_commit_nothing(agent_ws, fake_a
     fake_api.reply(text("I could not."), check=errors)
     outcome = loop(agent_ws, fake_api).start("Try things.")
     fake_api.done()
-    assert outcome.ok
+    # Every call failed: the run did nothing, and says so rather than "done".
+    assert outcome.status == "no_action" and not outcome.ok
+    assert "Every one of the 3 tool call(s)" in outcome.text
     assert git(agent_ws.root, "rev-parse", "HEAD") == before
     assert not (agent_ws.root.parent / "outside.md").exists()
     assert_clean(agent_ws.root)

@@ -119,3 +119,12 @@ def assert_escaped(root: Path) -> None:
     assert len(git(root, "tag", "-l", "gitspace/*").split()) == 6
     assert json.loads(files(root)["maze/position.json"])["moves"] == 12
     assert_clean(root)
+
+
+def test_a_policy_that_cannot_act_gives_up_and_the_run_is_not_done(tmp_path: Path) -> None:
+    gitspace.init(tmp_path / "fresh", agent="runner").close()  # no maze, no look or move tool
+    outcome = run(tmp_path / "fresh", MazePolicy(), "Escape the maze", Options(max_steps=5))
+    assert outcome.status == "gave_up" and not outcome.ok
+    assert "offers no look, move tool" in outcome.text
+    assert outcome.session.status == "gave_up"
+

@@ -53,7 +53,12 @@ class Event:
 
 @dataclass
 class Outcome:
-    status: str  # done | max_steps | max_tokens | refusal | context_window | api_error | stopped
+    # done | gave_up | no_action | refusal | max_steps | max_tokens | context_window | api_error |
+    # stopped. A final answer is "done" unless the agent could not act: a policy that declares
+    # it could not do the task is "gave_up"; a run that called tools and saw every one of them
+    # fail is "no_action", whatever its answer says. (An answer with no tool call at all is
+    # "done": the model chose to answer.)
+    status: str
     text: str
     session: Session
     calls: int
@@ -183,7 +188,14 @@ class Loop:
             return None
         if reason in DONE or reason == "tool_use":
             self._append(s, reply.content or [{"type": "text", "text": "(no answer)"}], CALL)
-            return self._stop(s, "done", reply.text() or "(The model finished without text.)")
+            text = reply.text() or "(The model finished without text.)"
+            if reply.gave_up:
+                return self._stop(s, "gave_up", text)
+            if s.stats.tool_calls and s.stats.tool_calls <= s.stats.failed_calls:
+                return self._stop(s, "no_action", (
+                    f"{text}\n[Every one of the {s.stats.tool_calls} tool call(s) of this session "
+                    "failed, so nothing was done in the workspace.]"))
+            return self._stop(s, "done", text)
         if reason == "max_tokens":
             return self._max_tokens(s, reply)
         if reason == "refusal":
@@ -251,6 +263,7 @@ class Loop:
 
     def _result(self, s: Session, use: Block, result: Result, recovered: bool = False) -> Block:
         s.stats.tool_calls += 1
+        s.stats.failed_calls += not result.ok
         s.stats.bytes_read += len(result.text)
         s.stats.largest_result = max(s.stats.largest_result, len(result.text))
         self.on_event(Event("tool", s.steps, use["name"], use.get("input") or {}, result,

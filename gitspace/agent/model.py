@@ -23,6 +23,9 @@ class Reply:
     stop_reason: str | None
     usage: dict[str, int] = field(default_factory=dict)
     model: str = ""
+    # A scripted policy's final answer that says it could not do the task (a model has no such
+    # signal; the loop judges a model by whether any of its tool calls worked).
+    gave_up: bool = False
 
     def tool_uses(self) -> list[Block]:
         return [b for b in self.content if b.get("type") == "tool_use"]

@@ -40,6 +40,7 @@ class Stats:
     peak_request: int = 0  # the largest conversation (system excluded) sent to the model
     compactions: int = 0
     recovered: int = 0  # tool calls whose result came back from the ledger after a restart
+    failed_calls: int = 0  # tool calls answered with an error
 
 
 @dataclass

@@ -15,6 +15,10 @@ from typing import Any
 from ..model import Block, Message, Reply, blocks, result_text, text_block, tool_use_block
 
 
+class GiveUp(str):
+    """A final answer saying the policy could not do its task (the run must not say 'done')."""
+
+
 @dataclass
 class Call:
     name: str
@@ -50,7 +54,8 @@ class Policy:
         return {}
 
     def decide(self, task: str, seen: list[Seen]) -> list[Call] | str:
-        """The next calls (run in parallel), or the final answer."""
+        """The next calls (run in parallel), or the final answer (a ``GiveUp`` when the policy
+        could not do the task)."""
         raise NotImplementedError
 
     # -- the ModelClient side ----------------------------------------------------------------
@@ -60,8 +65,8 @@ class Policy:
         offered = {t["name"] for t in tools}
         missing = [t for t in self.tools if t not in offered]
         if missing:
-            return self._answer(f"I cannot do this task here: the workspace offers no "
-                                f"{', '.join(missing)} tool.")
+            return self._answer(GiveUp(f"I cannot do this task here: the workspace offers no "
+                                       f"{', '.join(missing)} tool."))
         task = "".join(b.get("text", "") for b in blocks(messages[0]))
         decision = self.decide(task, self._seen(messages[-1]))
         if isinstance(decision, str):
@@ -80,7 +85,8 @@ class Policy:
     def _answer(self, text: str) -> Reply:
         self._meta["asked"] = []
         return Reply([text_block(f"[{self.label}] {text}")], "end_turn",
-                     {"input_tokens": 0, "output_tokens": 0}, self.label)
+                     {"input_tokens": 0, "output_tokens": 0}, self.label,
+                     gave_up=isinstance(text, GiveUp))
 
     def _seen(self, last: Message) -> list[Seen]:
         if last.get("role") != "user":

@@ -22,7 +22,7 @@ import re
 from datetime import date, timedelta
 from typing import Any
 
-from .base import Call, Policy, Seen
+from .base import Call, GiveUp, Policy, Seen
 
 DEFAULT_PATH = "journal/worklog.jsonl"
 FOLDER = "summaries"
@@ -69,7 +69,8 @@ class JournalPolicy(Policy):
             if s.name == "plan_add":
                 added = ADDED.search(s.text)
                 if added is None:
-                    return f"I stopped: plan_add answered without a step number: {_first_line(s.text)}"
+                    return GiveUp(f"I stopped: plan_add answered without a step number: "
+                                  f"{_first_line(s.text)}")
                 n["steps"].append(int(added.group(1)))
             elif s.name == "create" and n["pending"] and s.input["path"] == n["pending"]["file"]:
                 n["chunks"].append(n["pending"])
@@ -85,7 +86,7 @@ class JournalPolicy(Policy):
         if phase == "read":
             result = next((s for s in seen if s.name == "range"), None)
             if result is None:
-                return "I stopped: I asked for a range window and got no result for it."
+                return GiveUp("I stopped: I asked for a range window and got no result for it.")
             return self._read(result)
         if phase == "last":
             return self._index()
@@ -125,8 +126,9 @@ class JournalPolicy(Policy):
             suggested = SUGGESTED.search(result.text)
             narrower = _days(n["start"], suggested.group(2)) if suggested else 0
             if not 0 < narrower < _days(n["start"], n["end"]):
-                return (f"I stopped: range refused the window {n['start']} to {n['end']} and "
-                        f"suggested no narrower window of whole days: {_first_line(result.text)}")
+                return GiveUp(f"I stopped: range refused the window {n['start']} to {n['end']} "
+                              "and suggested no narrower window of whole days: "
+                              f"{_first_line(result.text)}")
             n["width"] = narrower
             return [self._range(n["start"], narrower)]
         n["reads"] += 1
@@ -217,7 +219,7 @@ class JournalPolicy(Policy):
         done = (f" {written} chunk summar{'y' if written == 1 else 'ies'} had been written to "
                 f"{FOLDER}/ before that." if written else "")
         reason = _first_line(failed.text).rstrip(".")
-        return f"I stopped: {call} failed with: {reason}.{done}"
+        return GiveUp(f"I stopped: {call} failed with: {reason}.{done}")
 
 
 def _refused(seen: Seen) -> bool:

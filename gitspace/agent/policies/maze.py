@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .base import Call, Policy, Seen
+from .base import Call, GiveUp, Policy, Seen
 
 ORDER = ("north", "east", "south", "west")
 STEP = {"north": (-1, 0), "east": (0, 1), "south": (1, 0), "west": (0, -1)}
@@ -28,8 +28,9 @@ class MazePolicy(Policy):
     def decide(self, task: str, seen: list[Seen]) -> list[Call] | str:
         failed = [s for s in seen if s.is_error]
         if failed:
-            return (f"I stopped: {failed[0].name} failed with: {failed[0].text.splitlines()[0]} "
-                    "The workspace keeps every move so far; restore a checkpoint to retry.")
+            return GiveUp(f"I stopped: {failed[0].name} failed with: "
+                          f"{failed[0].text.splitlines()[0]} The workspace keeps every move so "
+                          "far; restore a checkpoint to retry.")
         cell_seen = next((s for s in reversed(seen) if WHERE.search(s.text)), None)
         if cell_seen is None:
             return [Call("look", {})]
@@ -63,6 +64,6 @@ class MazePolicy(Policy):
         if fresh:
             return [*calls, Call("move", {"direction": fresh[0]})]
         if not junctions:
-            return "I explored every opening without finding the exit."
+            return GiveUp("I explored every opening without finding the exit.")
         notes["dead_ends"] += 1
         return [Call("restore", {"name": junctions[-1]["name"]}), Call("look", {})]
