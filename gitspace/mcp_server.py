@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
-from . import __version__, api, http_guard
+from . import __version__, api, extras, http_guard
 from .core import checkpoints, schema, timeline
 from .core.result import Result
 from .core.workspace import Workspace
@@ -296,6 +296,7 @@ def serve(
     name this server in Host (and Origin, if any) and, with a token, carry it (http_guard).
     ``announce`` receives one line saying where an http server listens; nothing else is said.
     """
+    extras.require("mcp")
     import anyio
 
     if transport not in ("stdio", "http"):

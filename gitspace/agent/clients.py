@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import extras
 from ..errors import GitspaceError
 from .model import Block, Message, Reply
 
@@ -27,6 +28,7 @@ class AnthropicClient:
     def __init__(self, *, model: str = DEFAULT_MODEL, api_key: str | None = None,
                  base_url: str | None = None, max_retries: int = 2, sdk_client: Any = None) -> None:
         if sdk_client is None:
+            extras.require("agent")
             import anthropic
 
             sdk_client = anthropic.Anthropic(api_key=api_key, base_url=base_url,

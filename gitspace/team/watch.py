@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import extras
 from ..core.transaction import entry_of
 from ..errors import BadArguments, GitspaceError, PathRefused
 from ..storage import ledger
@@ -134,6 +135,7 @@ class Watcher:
 
     def start(self) -> None:
         """Start watching; the first flush records whatever is already pending."""
+        extras.require("watch")
         from watchdog.observers import Observer
 
         if self._thread is not None:
