@@ -24,6 +24,7 @@ LOOP = textwrap.dedent("""
     root, seed = Path(sys.argv[1]), int(sys.argv[2])
     rng = random.Random(seed)
     ws = gitspace.open(root, agent="crasher")
+    ws.call("view", {"path": ".gitignore"})  # loads what the first op would (tools, GitPython)
     print("ready", flush=True)
     checkpoints = []
     for n in range(10**6):

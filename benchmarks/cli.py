@@ -1,0 +1,215 @@
+"""Benchmark: how fast the CLI answers a person, on a workspace of 10,000 ops, against git.
+
+The workspace is built through the product (``ws.call`` of create / str_replace / append on 200
+files, a checkpoint every 250 ops, three agents in turn). Then each command runs as a person
+runs it: a new ``gitspace`` process (the console script next to this Python), its stdout a pipe
+(so ``log`` prints its compact one-line format, as it does when piped; a terminal adds the pager
+and the table, which this does not measure). Each gitspace command is timed beside the git
+command that does the same work, in interleaved rounds, so a burst of load from other processes
+on this shared machine hits both alike:
+
+    gitspace log -n 20       vs  git log -n 20 --name-only
+    gitspace log -n 5000     vs  git log -n 5000 --name-only
+    gitspace status          vs  git status
+    gitspace --help          vs  git --help
+
+Targets (printed with pass/FAIL; the exit status is always 0, this is a report): medians of
+``log -n 20`` and ``status`` under 150 ms, ``log -n 5000`` under 1.5 s, ``--help`` under 150 ms.
+The ratios to git say how much of that is gitspace's own cost on this machine.
+
+    .venv/bin/python benchmarks/cli.py                 # 10,000 ops, 15 rounds (~3-5 minutes)
+    .venv/bin/python benchmarks/cli.py --ops 2000 --rounds 5       # a quick look
+    .venv/bin/python benchmarks/cli.py --keep          # keep the workspace (path on stderr)
+    .venv/bin/python benchmarks/cli.py --reuse DIR     # time a workspace kept before
+    .venv/bin/python benchmarks/cli.py --json          # JSON on stdout (the table on stderr)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import hermetic, log  # noqa: E402
+
+FILES = 200
+AGENTS = ("planner", "writer", "reviewer")
+
+# (label, gitspace arguments, the git command doing the same work, target in ms)
+COMMANDS: list[tuple[str, list[str], list[str], float]] = [
+    ("log -n 20", ["log", "-n", "20"], ["log", "-n", "20", "--name-only"], 150.0),
+    ("status", ["status"], ["status"], 150.0),
+    ("log -n 5000", ["log", "-n", "5000"], ["log", "-n", "5000", "--name-only"], 1500.0),
+    ("--help", ["--help"], ["--help"], 150.0),
+]
+
+
+def build(root: Path, ops: int) -> float:
+    """A workspace of ``ops`` ops made through ws.call; the seconds it took."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import gitspace
+
+    started = time.perf_counter()
+    gitspace.init(root, agent="bench").close()
+    done = 0
+    while done < ops:
+        agent = AGENTS[(done // 100) % len(AGENTS)]
+        with gitspace.open(root, agent=agent, session=f"bench-session-{done // 100}") as ws:
+            for _ in range(min(100, ops - done)):
+                i = done
+                path = f"notes/{i % FILES // 20:02d}/n{i % FILES:03d}.md"
+                if i < FILES:
+                    result = ws.call("create", {"path": path, "file_text": f"# note {i}\nop {i}\n"})
+                elif i % 3 == 0:
+                    result = ws.call("str_replace", {"path": path, "old_str": f"op {i - FILES}",
+                                                     "new_str": f"op {i}"})
+                else:
+                    result = ws.call("append", {"path": path, "text": f"line {i}\n"})
+                if not result.ok:
+                    raise SystemExit(f"op {i} failed: {result.text}")
+                done += 1
+                if done % 250 == 0:
+                    ws.call("checkpoint", {"name": f"cp-{done}"})
+            ws.repo.wait_for_packing()
+        if done % 2000 == 0:
+            log(f"  built {done:,} ops in {time.perf_counter() - started:.0f} s")
+    return time.perf_counter() - started
+
+
+@dataclass
+class Row:
+    label: str
+    gitspace_ms: float
+    gitspace_p90_ms: float
+    git_ms: float
+    ratio: float
+    target_ms: float
+    holds: bool
+    output_lines: int
+
+
+def _timed(cmd: list[str], cwd: Path) -> tuple[float, bytes]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True)
+    dt = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode(errors='replace')}")
+    return dt, proc.stdout
+
+
+def measure(root: Path, gitspace_bin: str, rounds: int) -> list[Row]:
+    times: dict[str, tuple[list[float], list[float]]] = {c[0]: ([], []) for c in COMMANDS}
+    lines: dict[str, int] = {}
+    for _label, ours, theirs, _ in COMMANDS:  # warm the page cache and the pyc files
+        _timed([gitspace_bin, *ours], root)
+        _timed(["git", *theirs], root)
+    for _ in range(rounds):
+        for label, ours, theirs, _ in COMMANDS:
+            dt, out = _timed([gitspace_bin, *ours], root)
+            times[label][0].append(dt)
+            lines[label] = out.count(b"\n")
+            times[label][1].append(_timed(["git", *theirs], root)[0])
+    rows = []
+    for label, _, _, target in COMMANDS:
+        ours_s, git_s = times[label]
+        med = statistics.median(ours_s) * 1000
+        git_med = statistics.median(git_s) * 1000
+        p90 = sorted(ours_s)[max(0, int(len(ours_s) * 0.9) - 1)] * 1000
+        rows.append(Row(label, round(med, 1), round(p90, 1), round(git_med, 1),
+                        round(med / git_med, 1), target, med < target, lines[label]))
+    return rows
+
+
+def render(report: dict[str, object], rows: list[Row]) -> str:
+    env = report["env"]
+    assert isinstance(env, dict)
+    out = [f"gitspace CLI benchmark — {env['ops']:,} ops, {env['python']}, {env['git']}, "
+           f"{env['cpus']} CPUs, load {env['load_start']} -> {env['load_end']}",
+           f"gitspace: {env['gitspace']} ({env['install']}); stdout is a pipe; "
+           f"{env['rounds']} interleaved rounds; interpreter floor (python -c pass) "
+           f"{env['python_floor_ms']} ms.", "",
+           f"{'command':<14} {'gitspace ms':>12} {'p90 ms':>8} {'git ms':>8} {'ratio':>7} "
+           f"{'lines out':>10}  target"]
+    for r in rows:
+        out.append(f"{r.label:<14} {r.gitspace_ms:>12.1f} {r.gitspace_p90_ms:>8.1f} "
+                   f"{r.git_ms:>8.1f} {r.ratio:>6.1f}x {r.output_lines:>10,}  "
+                   f"[{'pass' if r.holds else 'FAIL'}] median < {r.target_ms:,.0f} ms")
+    out.append(f"\nBuilding the workspace took {report['build_seconds']} s; total run "
+               f"{env['seconds']} s.")
+    return "\n".join(out)
+
+
+def _floor(rounds: int) -> float:
+    samples = []
+    for _ in range(max(rounds, 5)):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        samples.append(time.perf_counter() - t0)
+    return round(statistics.median(samples) * 1000, 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ops", type=int, default=10_000, help="ops in the workspace (default 10,000)")
+    ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default 15)")
+    ap.add_argument("--reuse", type=Path, help="time this existing workspace instead of building")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    ap.add_argument("--json", action="store_true", help="print JSON on stdout (table to stderr)")
+    ap.add_argument("--gitspace", default=str(Path(sys.executable).parent / "gitspace"),
+                    help="the gitspace executable to time (default: this venv's)")
+    args = ap.parse_args(argv)
+
+    started, load_start = time.perf_counter(), os.getloadavg()[0]
+    base = Path(__file__).resolve().parent / ".work"
+    base.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="gitspace-cli-bench-", dir=base))
+    hermetic(work, GITSPACE_PACK_THRESHOLD="1024")
+    try:
+        if args.reuse:
+            root, build_s, ops = args.reuse.resolve(), 0.0, args.ops
+        else:
+            root = work / "ws"
+            log(f"building a workspace of {args.ops:,} ops through ws.call ...")
+            build_s, ops = build(root, args.ops), args.ops
+        rows = measure(root, args.gitspace, args.rounds)
+        installed = Path(args.gitspace).resolve()
+        editable = any(Path(sys.prefix, "lib").glob("python*/site-packages/__editable__*gitspace*"))
+        report: dict[str, object] = {
+            "env": {"ops": ops, "python": f"Python {platform.python_version()}",
+                    "git": subprocess.run(["git", "--version"], capture_output=True,
+                                          text=True).stdout.strip(),
+                    "cpus": os.cpu_count(), "load_start": round(load_start, 2),
+                    "load_end": round(os.getloadavg()[0], 2), "rounds": args.rounds,
+                    "gitspace": str(installed),
+                    "install": "editable install" if editable else "regular install",
+                    "python_floor_ms": _floor(args.rounds),
+                    "seconds": round(time.perf_counter() - started, 1)},
+            "build_seconds": round(build_s, 1),
+            "rows": [asdict(r) for r in rows],
+        }
+        table = render(report, rows)
+        if args.json:
+            log(table)
+            print(json.dumps(report, indent=2))
+        else:
+            print(table)
+    finally:
+        if args.keep:
+            log(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
