@@ -111,3 +111,27 @@ def scratch_parent() -> str | None:
 def mcp_token() -> str | None:
     """The bearer token MCP-over-HTTP clients must send (GITSPACE_MCP_TOKEN), if set."""
     return os.environ.get("GITSPACE_MCP_TOKEN") or None
+
+
+def no_color() -> bool:
+    """NO_COLOR (https://no-color.org): set and not empty means no colour unless asked for."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def pager_command() -> str | None:
+    """The pager for long output on a terminal: GITSPACE_PAGER, else PAGER, else less.
+    An empty value or ``cat`` means no pager."""
+    for name in ("GITSPACE_PAGER", "PAGER"):
+        if name in os.environ:
+            value = os.environ[name].strip()
+            return None if value in ("", "cat") else value
+    return "less"
+
+
+def pager_environment() -> dict[str, str]:
+    """The pager runs as the user's own program, with their environment; like git, less gets
+    LESS=FRX (quit if one screen, keep colours, do not clear) unless the user set LESS."""
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")
+    env.setdefault("LV", "-c")
+    return env

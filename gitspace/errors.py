@@ -11,12 +11,19 @@ import errno
 
 
 class GitspaceError(Exception):
-    """An expected failure, explained to the person or agent who caused it."""
+    """An expected failure, explained to the person or agent who caused it.
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    ``hint`` is worded for whoever called: a model reads it in a tool result. Where the next
+    step differs on the command line (a command instead of a tool), ``cli_hint`` says it for a
+    person; the CLI shows it instead of ``hint``.
+    """
+
+    def __init__(self, message: str, hint: str | None = None, *,
+                 cli_hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.cli_hint = cli_hint
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message}\nHint: {self.hint}"

@@ -231,6 +231,16 @@ def call_ok(ws: gitspace.Workspace, tool: str, args: Mapping[str, Any] | None = 
     return result
 
 
+def gitspace_cli(cwd: Path | str, *args: str, env: Mapping[str, str] | None = None,
+                 input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``gitspace -C cwd ARGS`` as a person runs it: a new process, no inherited agent or key."""
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("GITSPACE_AGENT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "NO_COLOR")}
+    return subprocess.run([sys.executable, "-m", "gitspace", "-C", str(cwd), *args],
+                          capture_output=True, text=True, env={**base, **(env or {})},
+                          input=input, timeout=120)
+
+
 def write_script(folder: Path, name: str, mutates: bool, body: str) -> None:
     """A small shell constraint script taking {"path": ...}, for tests of the script seam."""
     folder.mkdir(parents=True, exist_ok=True)

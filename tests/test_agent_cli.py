@@ -49,7 +49,7 @@ def test_without_a_key_or_policy_run_says_what_to_do(sample: Path) -> None:
 
 def test_run_needs_a_task_or_a_session(sample: Path) -> None:
     neither = gs(sample, "run")
-    assert neither.returncode == 1 and "Give a TASK, or --resume SESSION" in neither.stderr
+    assert neither.returncode == 2 and "Give a TASK, or --resume SESSION" in neither.stderr
     for args in (["--resume", "01M8MXY7BAHW5R7V17BQJ4ZKPR"],
                  ["next message", "--resume", "01M8MXY7BAHW5R7V17BQJ4ZKPR"]):
         missing = gs(sample, "run", *args)
@@ -98,7 +98,7 @@ def test_a_finished_session_continues_with_a_next_message(sample: Path,
 def test_a_policy_run_stops_at_the_limit_and_resumes(sample: Path) -> None:
     first = gs(sample, "--agent", "maze-runner", "run", "Escape the maze", "--policy", "maze",
                "--max-steps", "4")
-    assert first.returncode == 1, first.stderr
+    assert first.returncode == 5, first.stderr  # stopped early, resumable
     assert "scripted, not a model" in first.stdout and "Stopped after 4 model calls" in first.stdout
     assert_clean(sample)
     sid = session_id(first.stdout)
@@ -138,12 +138,12 @@ def test_with_a_key_run_uses_the_model_and_never_prints_the_key(sample: Path,
     assert json.loads(transcript.read_text())["messages"][0]["content"] == "Make a plan"
 
 
-def test_an_api_error_exits_1_after_the_sdks_retries(sample: Path, fake_api: FakeAnthropic) -> None:
+def test_an_api_error_exits_5_after_the_sdks_retries(sample: Path, fake_api: FakeAnthropic) -> None:
     for _ in range(3):  # the first call and the SDK's two retries
         fake_api.error(529, "overloaded_error", "Overloaded")
     out = gs(sample, "run", "Q", "--model", "m",
              env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.base_url})
-    assert out.returncode == 1
+    assert out.returncode == 5  # the run stopped before the model finished: resumable
     fake_api.done()
     assert "529 (overloaded_error): Overloaded" in out.stdout and KEY not in out.stdout + out.stderr
 

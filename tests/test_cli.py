@@ -55,7 +55,7 @@ def test_expected_errors_exit_1_with_a_hint(ws_dir: Path) -> None:
     assert out.returncode == 1
     assert "missing.md does not exist" in out.stderr and "hint:" in out.stderr
     bad_json = gs(ws_dir, "call", "create", "--args", "{nope")
-    assert bad_json.returncode == 1 and "not valid JSON" in bad_json.stderr
+    assert bad_json.returncode == 2 and "not valid JSON" in bad_json.stderr  # a usage error
     unknown = gs(ws_dir, "call", "no_such_tool")
     assert unknown.returncode == 1 and "gitspace tools" in unknown.stderr
     nowhere = gs(ws_dir / "does-not-exist", "log")

@@ -125,6 +125,34 @@ class Session:
                                hint="Start a new run; the ops it made are all in the git log.") from None
 
 
+def find(root: Path, text: str) -> Session:
+    """The saved session ``text`` names: its id, or a unique start or end of it (as lists show
+    them). Ambiguity is an error listing the candidates."""
+    ids = sorted(p.stem for p in (root / FOLDER).glob("*.json"))
+    if text in ids:
+        return Session.load(root, text)
+    hits = [i for i in ids if text and (i.startswith(text) or i.endswith(text))]
+    if len(hits) == 1:
+        return Session.load(root, hits[0])
+    if hits:
+        raise BadArguments(f"{text!r} matches {len(hits)} sessions: {', '.join(hits[:10])}.",
+                           hint="Give more of the session id.")
+    raise NotFound(f"There is no saved session {text!r} in {root}.",
+                   hint="'gitspace sessions' lists them.")
+
+
+def answer(session: Session) -> str:
+    """The text of the session's last model reply (how the run ended, in its own words)."""
+    for message in reversed(session.messages):
+        if message.get("role") == "assistant":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return "\n".join(b.get("text", "") for b in content or []
+                             if isinstance(b, dict) and b.get("type") == "text").strip()
+    return ""
+
+
 def listing(root: Path) -> list[Session]:
     """Every saved session; a damaged file is listed with status "damaged" rather than hiding
     the others."""

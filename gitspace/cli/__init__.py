@@ -15,8 +15,9 @@ from typing import Any
 
 import typer
 
+from .. import extras
 from ..errors import GitspaceError, from_os_error
-from . import agent_run, common, fleet, harness, history, mcp, replay, team, ui, workspace
+from . import agent_run, common, fleet, harness, history, jsonout, mcp, replay, team, ui, workspace
 
 # Every command, in the order ``gitspace --help`` lists them.
 COMMANDS: list[tuple[str, Callable[..., Any]]] = [
@@ -39,7 +40,6 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("verify", history.verify),
     ("demo", agent_run.demo),
     ("run", agent_run.run),
-    ("sessions", agent_run.sessions),
     ("mcp", mcp.mcp),
     ("ui", ui.ui),
     ("watch", team.watch),
@@ -56,22 +56,36 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("record", harness.record),
 ]
 
+# Commands with subcommands: `gitspace sessions` lists, `gitspace sessions show ID` shows one.
+GROUPS: list[tuple[str, typer.Typer]] = [
+    ("sessions", agent_run.sessions_app),
+    ("hooks", harness.hooks_app),  # install | uninstall | status
+]
+
 app = typer.Typer(
     help="A workspace for AI agents that is an ordinary git repository.",
     no_args_is_help=True,
-    add_completion=False,
+    # typer's --install-completion / --show-completion: shell completion, installed on request.
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
 )
 app.callback()(common.global_options)
 for _name, _command in COMMANDS:
     app.command(name=_name)(_command)
-app.add_typer(harness.hooks_app, name="hooks")  # install | uninstall | status
+for _name, _group in GROUPS:
+    app.add_typer(_group, name=_name)
 
 
 def main() -> None:
     try:
-        app()
+        args = common.take_arguments(sys.argv[1:])
+    except jsonout.UnknownField as e:
+        common.render().usage_error(str(e))
+        sys.exit(2)
+    try:
+        app(args=args, prog_name="gitspace")
     except GitspaceError as e:
         common.render().error(e)
         sys.exit(1)
@@ -84,6 +98,13 @@ def main() -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
+    except ModuleNotFoundError as e:
+        missing = extras.for_missing(e)
+        if missing is None:
+            common.render().bug(e)
+            sys.exit(3)
+        common.render().error(missing)
+        sys.exit(1)
     except Exception as e:  # noqa: BLE001 — the one place bugs are reported
         common.render().bug(e)
         sys.exit(3)

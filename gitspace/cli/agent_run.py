@@ -1,4 +1,10 @@
-"""Commands that run agents: demo, run, sessions."""
+"""Commands that run agents: demo, run, sessions.
+
+``gitspace run`` exits with what happened (RUN_EXIT, also in the README):
+0 the agent finished; 4 it could not act (a policy gave up, every tool call failed, or the model
+refused); 5 the run stopped before the agent finished and can be resumed (--max-steps reached, a
+reply cut off, the context window full, an API error); 1, 2, 3 and 130 as for every command.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ import typer
 
 from .. import config
 from ..errors import BadArguments
-from .common import JsonOpt, echo, open_workspace, render, start_watcher
+from .common import JsonOpt, echo, emit_json, open_workspace, render, start_watcher, usage
 
 
 def demo(
@@ -47,8 +53,8 @@ def run(
     from ..agent.session import Session
 
     if task is None and resume is None:
-        raise BadArguments("Give a TASK, or --resume SESSION to continue one (with a TASK: the "
-                           "session's next message).")
+        usage("Give a TASK, or --resume SESSION to continue one (with a TASK: the session's "
+              "next message).")
     real = {"api_key": config.anthropic_api_key(), "base_url": config.anthropic_base_url()}
     with open_workspace() as ws:
         ws.require_owned("run an agent")  # before any model call: every write would be refused
@@ -73,20 +79,76 @@ def run(
         finally:
             if watcher is not None:
                 watcher.stop()
-        render().outcome(outcome, as_json)
+        code = RUN_EXIT.get(outcome.status, 5)
+        if as_json:
+            session = outcome.session
+            emit_json({"status": outcome.status, "text": outcome.text, "session": session.id,
+                       "calls": outcome.calls, "steps": session.steps, "stats": vars(session.stats),
+                       "exit_code": code}, "run")
+        else:
+            render().outcome(outcome)
         if commit_transcript:  # after the outcome, so a refused transcript cannot hide it
             from ..agent.transcript import commit_transcript as commit
 
             committed = commit(ws, outcome.session)
             if not as_json:
                 echo(committed.text)
-    if not outcome.ok:
-        raise typer.Exit(1)
+    if code:
+        raise typer.Exit(code)
 
 
-def sessions(as_json: JsonOpt = False) -> None:
+# The exit code of `gitspace run` for each outcome status (see the module docstring).
+RUN_EXIT = {
+    "done": 0,
+    "gave_up": 4, "no_action": 4, "refusal": 4,
+    "max_steps": 5, "max_tokens": 5, "context_window": 5, "api_error": 5, "stopped": 5,
+}
+
+
+sessions_app = typer.Typer(
+    help="Saved agent sessions: 'gitspace sessions' lists them, 'gitspace sessions show ID' "
+         "shows one run's ops in order and how it ended.",
+    invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@sessions_app.callback()
+def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """List the saved agent sessions of this workspace (newest last)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from ..agent.session import listing
 
     with open_workspace() as ws:
-        render().sessions(listing(ws.root), as_json)
+        rows = listing(ws.root)
+        if as_json:
+            emit_json([_session_row(s) for s in rows], "sessions")
+        else:
+            render().sessions(rows)
+
+
+def _session_row(s: Any) -> dict[str, Any]:
+    return {"session": s.id, "status": s.status, "agent": s.agent, "client": s.client,
+            "scripted": s.scripted, "steps": s.steps, "task": s.task}
+
+
+@sessions_app.command("show")
+def session_show(
+    session_id: Annotated[str, typer.Argument(
+        metavar="ID", help="The session: its id, or the start or end of it.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """One run: its task, its ops in order (from every branch) and how it ended."""
+    from ..agent.session import answer, find
+    from ..core import timeline
+
+    with open_workspace() as ws:
+        session = find(ws.root, session_id)
+        entries = timeline.query(ws, limit=None, all_branches=True,
+                                 filters=timeline.Filters(session=session.id))[::-1]
+        if as_json:
+            emit_json({**_session_row(session), "answer": answer(session),
+                       "stats": vars(session.stats), "ops": [e.as_json() for e in entries]},
+                      "session")
+            return
+        with render().paged():
+            render().session(session, answer(session), entries)

@@ -3,42 +3,104 @@
 Invariant: command modules import this module and the library, never the app (``cli/__init__``)
 and never each other. Output goes through ``render`` (rich, imported on first use so plain
 commands start fast) or the plain emitters below; nothing else in the CLI writes to the terminal.
+Usage errors (how a command was typed: an unknown option, a bad value, malformed ``--args``)
+raise ``usage`` and exit 2; everything the library refuses exits 1.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
-from .. import config
+from .. import __version__, config
+from . import jsonout
+
+
+class Color(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
 
 
 @dataclass
 class Globals:
-    """The options given before the command: ``-C DIR`` and ``--agent NAME``."""
+    """The options given before the command, and what ``main`` took out of the arguments:
+    ``--json=FIELDS`` and the paths after ``--``."""
 
     directory: Path = Path(".")
     agent: str | None = None
+    color: Color = Color.auto
+    pager: bool = True
+    json_fields: list[str] | None = None
+    paths: list[str] = field(default_factory=list)
 
 
 state = Globals()
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print JSON (docs/json.md); --json=a,b keeps only those fields.")]
+
+
+def usage(message: str) -> NoReturn:
+    """A usage error: said with the command's usage line, exit 2."""
+    raise typer.BadParameter(message)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ..storage.ledger import FORMAT
+
+        echo(f"gitspace {__version__} (JSON output schema {jsonout.SCHEMA}, ledger format {FORMAT})")
+        raise typer.Exit()
 
 
 def global_options(
     directory: Annotated[Path, typer.Option("-C", help="Run as if started in this folder.")] = Path("."),
     agent: Annotated[Optional[str], typer.Option(help="Agent name recorded on ops.")] = None,  # noqa: UP045
+    color: Annotated[Color, typer.Option(
+        help="Colour output: auto (a terminal, unless NO_COLOR is set), always or never.")
+    ] = Color.auto,
+    no_pager: Annotated[bool, typer.Option(
+        "--no-pager", help="Print long output directly instead of through a pager.")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
 ) -> None:
-    """The app's callback: remember the global options for the command that follows."""
+    """A workspace for AI agents that is an ordinary git repository."""
     state.directory = directory
     state.agent = agent or config.default_agent()
+    state.color = color
+    state.pager = not no_pager
+
+
+def take_arguments(argv: list[str]) -> list[str]:
+    """``argv`` without what typer cannot parse: ``--json=FIELDS`` (gh's field selection: it
+    becomes ``--json``, the fields go to ``state``) and the paths after ``--`` (only ``log``
+    takes them). Raises jsonout.UnknownField for an empty selection."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            state.paths = argv[i + 1:]
+            break
+        if arg.startswith("--json="):
+            state.json_fields = jsonout.parse_fields(arg[len("--json="):])
+            arg = "--json"
+        out.append(arg)
+    return out
+
+
+def colour_on(stream: Any = None) -> bool:
+    """Should output to ``stream`` (default stdout) carry colour? (--color, NO_COLOR, a tty)"""
+    if state.color is Color.always:
+        return True
+    if state.color is Color.never or config.no_color():
+        return False
+    return bool((stream or sys.stdout).isatty())
 
 
 def here(path: Path | None = None) -> Path:
@@ -60,6 +122,25 @@ def open_workspace(**extra: Any) -> Any:
                          max_file_bytes=config.max_file_bytes(), **extra)
 
 
+def take_paths() -> list[str]:
+    """The paths given after ``--`` (only commands that take paths call this)."""
+    paths, state.paths = state.paths, []
+    return paths
+
+
+def find_entry(ws: Any, text: str) -> Any:
+    """The timeline entry a person named: an op id or the part of one log shows, a checkpoint,
+    a branch or any revision (the library's finder; ambiguity is its error)."""
+    from ..core import timeline
+
+    return timeline.find(ws, text)
+
+
+def resolve_rev(ws: Any, text: str) -> str:
+    """The commit a person named (as ``find_entry``)."""
+    return str(find_entry(ws, text).commit)
+
+
 def render() -> ModuleType:
     from . import render as module
 
@@ -70,13 +151,21 @@ def echo(text: str, *, err: bool = False) -> None:
     typer.echo(text, err=err)
 
 
-def emit_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+def emit_json(data: Any, kind: str | None = None) -> None:
+    """``data`` as JSON, keeping only the ``--json=`` fields when some were named (a name that
+    ``kind`` does not emit is a usage error)."""
+    fields = state.json_fields
+    if fields is not None and kind is not None:
+        try:
+            jsonout.check(kind, fields)
+        except jsonout.UnknownField as e:
+            usage(str(e))
+    typer.echo(jsonout.dumps(jsonout.select(data, fields)))
 
 
-def write_raw(data: bytes) -> None:
-    """Bytes git produced (a diff), passed through as text."""
-    sys.stdout.write(data.decode(errors="replace"))
+def write_raw(data: bytes, stream: Any = None) -> None:
+    """Bytes git produced (a diff), passed through as text (to ``stream``: the pager's)."""
+    (stream or sys.stdout).write(data.decode(errors="replace"))
 
 
 def show_result(result: Any, as_json: bool = False) -> None:
@@ -84,7 +173,7 @@ def show_result(result: Any, as_json: bool = False) -> None:
     if as_json:
         emit_json({"ok": result.ok, "text": result.text, "tool": result.tool, "op": result.op,
                    "commit": result.commit, "changed": result.changed,
-                   "external_op": result.external_op})
+                   "external_op": result.external_op, "notes": result.notes}, "result")
     else:
         render().result(result)
     if not result.ok:

@@ -3,50 +3,135 @@ creating, restoring, switching), undo and redo."""
 
 from __future__ import annotations
 
+import sys
+from enum import StrEnum
 from typing import Annotated, Any, Optional
 
 import typer
 
-from .common import JsonOpt, call_tool, emit_json, open_workspace, render, write_raw
+from . import lines
+from .common import (
+    JsonOpt,
+    call_tool,
+    colour_on,
+    echo,
+    emit_json,
+    find_entry,
+    open_workspace,
+    render,
+    resolve_rev,
+    show_result,
+    state,
+    take_paths,
+    usage,
+    write_raw,
+)
+from .pager import paged
+
+
+class Source(StrEnum):
+    tool = "tool"
+    external = "external"
+    init = "init"
+    transcript = "transcript"
 
 
 def log(
-    n: Annotated[int, typer.Option("-n", help="How many ops.")] = 20,
-    rev: Annotated[Optional[str], typer.Argument(help="Branch or revision.")] = None,  # noqa: UP045
+    rev: Annotated[Optional[str], typer.Argument(metavar="REV", help=(  # noqa: UP045
+        "Where to start: a branch, a checkpoint, an op id (or the part of one log shows) or "
+        "any git revision. Default: HEAD."))] = None,
+    n: Annotated[int, typer.Option("-n", "--max-count", min=1, help="How many entries.")] = 20,
+    skip: Annotated[int, typer.Option(min=0, help="Skip this many entries first.")] = 0,
+    agent: Annotated[Optional[str], typer.Option(help="Only ops by this agent.")] = None,  # noqa: UP045
+    session: Annotated[Optional[str], typer.Option(help="Only ops of this session.")] = None,  # noqa: UP045
+    tool: Annotated[Optional[str], typer.Option(help="Only ops of this tool.")] = None,  # noqa: UP045
+    source: Annotated[Optional[Source], typer.Option(help="Only ops from this source.")] = None,  # noqa: UP045
+    since: Annotated[Optional[str], typer.Option(help="Only entries after this date ('2 days ago', 2025-01-31).")] = None,  # noqa: UP045,E501
+    until: Annotated[Optional[str], typer.Option(help="Only entries before this date.")] = None,  # noqa: UP045
+    fmt: Annotated[Optional[str], typer.Option("--format", help=(  # noqa: UP045
+        "table (the default on a terminal), line (one line per entry: the default into a pipe) "
+        "or a template such as '{op_short} {tool} {files}' (fields: gitspace log --format help)."
+    ))] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The op timeline: time, agent, tool, args, files touched, checkpoints."""
+    """The op timeline, newest first: time, op, agent, tool, args, files, checkpoints.
+
+    'gitspace log -- PATH...' keeps the entries that changed those paths.
+    """
     from ..core import timeline
 
+    fmt = _log_format(fmt)
+    filters = timeline.Filters(agent=agent, session=session, tool=tool,
+                               source=source.value if source else None, since=since, until=until,
+                               paths=tuple(take_paths()))
     with open_workspace() as ws:
-        entries = timeline.timeline(ws, n, rev)
-        emit_json([e.as_json() for e in entries]) if as_json else render().timeline(entries)
-
-
-def show(ref: str, as_json: JsonOpt = False) -> None:
-    """One op (by op id) or any commit: its record and its diff."""
-    from ..core import timeline
-
-    with open_workspace() as ws:
-        entry = timeline.find(ws, ref)
+        start = resolve_rev(ws, rev) if rev else None
+        entries = timeline.query(ws, start, limit=n, skip=skip, filters=filters)
         if as_json:
-            emit_json(entry.as_json())
-            return
-        render().op_detail(entry)
-        parent = f"{entry.commit}^" if ws.repo.commit(entry.commit).parents else None
-        args = ["diff", "--stat", "-p", parent, entry.commit] if parent else [
-            "show", "--format=", entry.commit]
-        write_raw(ws.repo.git(*args))
+            emit_json([e.as_json() for e in entries], "log")
+        elif fmt == "table":
+            with render().paged():
+                render().timeline(entries)
+        else:
+            with paged(state.pager) as stream:
+                for e in entries:
+                    stream.write((lines.compact(e) if fmt == "line" else
+                                  lines.render_template(fmt, e)) + "\n")
 
 
-def diff(a: str, b: Annotated[Optional[str], typer.Argument()] = None) -> None:  # noqa: UP045
-    """Diff between two ops/revisions/checkpoints (B defaults to the branch tip)."""
-    from ..core import timeline
+def _log_format(fmt: str | None) -> str:
+    if fmt is None:
+        return "table" if sys.stdout.isatty() else "line"
+    if fmt == "help":
+        echo("--format takes table, line, or a template of these fields:\n" + "\n".join(
+            f"  {{{name}}}  {what}" for name, what in lines.TEMPLATE_FIELDS.items()))
+        raise typer.Exit()
+    if fmt in ("table", "line"):
+        return fmt
+    try:
+        lines.check_template(fmt)
+    except lines.BadTemplate as e:
+        usage(str(e))
+    return fmt
+
+
+def show(
+    ref: Annotated[str, typer.Argument(metavar="OP", help=(
+        "An op id (or the part of one log shows), a checkpoint, a branch or any commit."))],
+    stat: Annotated[bool, typer.Option("--stat", help="Only the files changed, with counts.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """One op or commit: its record and its diff."""
+    from ..storage.gitrepo import EMPTY_TREE
 
     with open_workspace() as ws:
-        left = timeline.find(ws, a).commit
-        right = timeline.find(ws, b).commit if b else ws.tip()
-        write_raw(ws.repo.git("diff", left, right))
+        entry = find_entry(ws, ref)
+        if as_json:
+            emit_json(entry.as_json(), "show")
+            return
+        parent = entry.parents[0] if entry.parents else EMPTY_TREE
+        diff = ["--stat"] if stat else ["--stat", "-p"]
+        with render().paged():
+            render().op_detail(entry)
+            write_raw(ws.repo.git("diff", *_color(), *diff, parent, entry.commit), render().out.file)
+
+
+def diff(
+    a: Annotated[str, typer.Argument(metavar="A", help="An op, checkpoint, branch or revision.")],
+    b: Annotated[Optional[str], typer.Argument(metavar="B", help="The other side (default: HEAD).")] = None,  # noqa: UP045,E501
+    stat: Annotated[bool, typer.Option("--stat", help="Only the files changed, with counts.")] = False,
+) -> None:
+    """The diff from A to B (ops, checkpoints, branches or revisions)."""
+    with open_workspace() as ws:
+        left = find_entry(ws, a).commit
+        right = find_entry(ws, b).commit if b else ws.repo.read_ref("HEAD") or left
+        with render().paged():
+            write_raw(ws.repo.git("diff", *_color(), *(["--stat"] if stat else []), left, right),
+                      render().out.file)
+
+
+def _color() -> list[str]:
+    return ["--color=always" if colour_on() else "--color=never"]
 
 
 def checkpoints(as_json: JsonOpt = False) -> None:
@@ -78,16 +163,23 @@ def restore(name: str) -> None:
 
 
 def undo(
-    count: Annotated[Optional[int], typer.Option(help="Undo this many ops.")] = None,  # noqa: UP045
-    op: Annotated[Optional[str], typer.Option(help="Undo this one op.")] = None,  # noqa: UP045
+    count: Annotated[Optional[int], typer.Option(min=1, max=100, help="Undo this many ops.")] = None,  # noqa: UP045,E501
+    op: Annotated[Optional[str], typer.Option(help=(  # noqa: UP045
+        "Undo this one op: its id, or the part of it log shows."))] = None,
 ) -> None:
     """Revert the latest op (or several, or one by id) as a new op."""
-    args: dict[str, Any] = {}
-    if count is not None:
-        args["count"] = count
-    if op is not None:
-        args["op"] = op
-    call_tool("undo", args)
+    if count is not None and op is not None:
+        usage("Give --count or --op, not both.")
+    with open_workspace() as ws:
+        args: dict[str, Any] = {}
+        if count is not None:
+            args["count"] = count
+        if op is not None:
+            found = find_entry(ws, op)
+            if found.op is None:
+                usage(f"{op} is a commit, not an op: only ops can be undone by id.")
+            args["op"] = found.op.op_id
+        show_result(ws.call("undo", args))
 
 
 def redo() -> None:

@@ -1,23 +1,58 @@
-"""Terminal rendering for the CLI (rich). Imported only by ``cli``; never by the library."""
+"""Terminal rendering for the CLI (rich). Imported only by ``cli``; never by the library.
+
+Colour follows ``--color`` and NO_COLOR (``common.colour_on``). Tables never fold a value over
+two lines: a column too narrow for its text ends it with an ellipsis, and ``log`` into a pipe
+prints whole lines without rich (``lines``).
+"""
 
 from __future__ import annotations
 
-import time
+import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..storage import ledger
+from . import common, lines, pager
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+def _console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    on = common.colour_on(stream)
+    # Into a pipe or a file nothing is cut to a width: a table row stays one whole line.
+    width = None if stream.isatty() else 100_000
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, force_terminal=on or None,
+                   no_color=not on, color_system="auto" if on else None, width=width)
+
+
+out = _console()
+err = _console(stderr=True)
+
+
+@contextmanager
+def paged() -> Iterator[None]:
+    """Send ``out`` through the pager (on a terminal) while the block runs."""
+    with pager.paged(common.state.pager) as stream:
+        if stream is sys.stdout:
+            yield
+            return
+        previous, width = out.file, out.width
+        out.file = stream
+        out.width = width  # the terminal's, not the pipe's default of 80
+        try:
+            yield
+        finally:
+            out.file = previous
 
 
 def _when(ts: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+    return lines.when(ts)
 
 
 
@@ -29,12 +64,14 @@ def result(res: Any) -> None:
             out.print(f"[dim]op {res.op} commit {res.commit[:12]}{extra}[/dim]")
     else:
         error(res.error or res.text)
+    for note in getattr(res, "notes", []):
+        err.print(f"[yellow]note:[/yellow] {escape(note)}")
 
 
 def error(e: Any) -> None:
     message = getattr(e, "message", str(e))
     err.print(f"[bold red]error:[/bold red] {escape(message)}")
-    hint = getattr(e, "hint", None)
+    hint = getattr(e, "cli_hint", None) or getattr(e, "hint", None)
     if hint:
         err.print(f"[yellow]hint:[/yellow] {escape(hint)}")
 
@@ -47,7 +84,14 @@ def bug(e: BaseException) -> None:
 
 def status(data: dict[str, Any]) -> None:
     out.print(f"Workspace {escape(data['root'])}")
-    out.print(f"On branch [bold]{escape(data['branch'])}[/bold] at {data['tip'][:12]}")
+    if data["tip"] is None:
+        out.print(f"On branch [bold]{escape(data['branch'] or '?')}[/bold], with no commit yet.")
+        return
+    if data["detached"]:
+        out.print(f"HEAD detached at {data['tip'][:12]} (read-only: ops need a branch; "
+                  "'gitspace switch BRANCH' picks one).")
+    else:
+        out.print(f"On branch [bold]{escape(data['branch'])}[/bold] at {data['tip'][:12]}")
     if data["pending"]:
         out.print(f"{len(data['pending'])} outside change(s) not yet recorded "
                   "(run 'gitspace snapshot'):")
@@ -59,26 +103,50 @@ def status(data: dict[str, Any]) -> None:
         out.print(f"[yellow]not recorded:[/yellow] {escape(note)}")
 
 
-def timeline(entries: list[Any]) -> None:
+def _table(columns: list[str], rows: list[list[str]], flexible: tuple[str, ...]) -> Table:
+    """A table whose rows never fold: every column gets its whole text when the terminal is
+    wide enough; when it is not, only the ``flexible`` columns shrink, widest first, and end
+    with an ellipsis."""
+    natural = [max([len(name), *(Text.from_markup(r[i]).cell_len for r in rows)])
+               for i, name in enumerate(columns)]
+    widths = list(natural)
+    room = out.width - 2 * (len(columns) - 1)
+    shrinkable = [i for i, name in enumerate(columns) if name in flexible]
+    while sum(widths) > room:
+        widest = max(shrinkable, key=lambda i: widths[i], default=None)
+        if widest is None or widths[widest] <= 8:
+            break  # too narrow for anything sensible: rich cuts the rest
+        widths[widest] -= 1
     table = Table(box=None, pad_edge=False)
-    for col in ("time", "op", "agent", "tool", "args", "files", ""):
-        table.add_column(col, overflow="fold")
+    for name, width in zip(columns, widths, strict=True):
+        table.add_column(name, no_wrap=True, overflow="ellipsis", width=width)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def timeline(entries: list[Any]) -> None:
+    """The op table for a terminal: one row per op, never folded over two lines."""
+    rows = []
     for e in entries:
         op = e.op
         files = ", ".join(e.files[:3]) + (f" +{len(e.files) - 3}" if len(e.files) > 3 else "")
         marks = " ".join(f"[green]◆ {escape(c)}[/green]" for c in e.checkpoints)
         if e.problem:
             marks += f" [red]malformed: {escape(e.problem)}[/red]"
-        table.add_row(
-            _when(e.time),
-            op.op_id[-8:] if op else e.commit[:8],
+        rows.append([
+            lines.when(e.time),
+            op.op_id[-lines.OP_SHORT:] if op else e.commit[:lines.OP_SHORT],
             escape(op.agent or "-") if op else escape(e.author),
             escape(op.tool) if op else "[dim]commit[/dim]",
-            escape(ledger.args_summary(op.args)) if op else escape(e.subject),
-            escape(files),
+            escape(ledger.args_summary(op.args, 200)) if op else escape(e.subject),
+            escape(lines.one_line(files)),
             marks,
-        )
-    out.print(table)
+        ])
+    out.print(_table(["time", "op", "agent", "tool", "args", "files", ""], rows,
+                     ("args", "files", "")))
+    if not entries:
+        out.print("No ops match.")
 
 
 def op_detail(e: Any) -> None:
@@ -161,15 +229,8 @@ def verify(report: Any) -> None:
         out.print(f"[red]{commit[:12]} malformed:[/red] {escape(problem)}")
 
 
-def outcome(result: Any, as_json: bool = False) -> None:
+def outcome(result: Any) -> None:
     s = result.session
-    if as_json:
-        import json
-
-        out.print_json(json.dumps({"status": result.status, "text": result.text, "session": s.id,
-                                   "calls": result.calls, "steps": s.steps,
-                                   "stats": vars(s.stats)}))
-        return
     colour = "green" if result.ok else "yellow"
     out.print(f"\n[{colour}]{escape(result.status)}[/{colour}] after {result.calls} model call(s) "
               f"this run ({s.steps} in session {s.id}).")
@@ -180,25 +241,35 @@ def outcome(result: Any, as_json: bool = False) -> None:
               f"{st.compactions} compaction(s).[/dim]")
 
 
-def sessions(rows: list[Any], as_json: bool = False) -> None:
-    if as_json:
-        import json
-
-        out.print_json(json.dumps([{"session": s.id, "status": s.status, "agent": s.agent,
-                                    "client": s.client, "scripted": s.scripted, "steps": s.steps,
-                                    "task": s.task} for s in rows]))
-        return
+def sessions(rows: list[Any]) -> None:
     if not rows:
         out.print("No saved sessions. Start one with 'gitspace run TASK'.")
         return
-    table = Table(box=None, pad_edge=False)
-    for col in ("session", "status", "agent", "client", "steps", "task"):
-        table.add_column(col, overflow="fold")
-    for s in rows:
-        client = f"{s.client} (scripted)" if s.scripted else s.client
-        table.add_row(s.id, s.status, s.agent or "-", escape(client), str(s.steps),
-                      escape(s.task[:60]))
-    out.print(table)
+    cells = [[s.id, escape(s.status), escape(s.agent or "-"),
+              escape(f"{s.client} (scripted)" if s.scripted else s.client), str(s.steps),
+              escape(lines.one_line(s.task))] for s in rows]
+    out.print(_table(["session", "status", "agent", "client", "steps", "task"], cells, ("task",)))
+    out.print("[dim]'gitspace sessions show ID' shows one run (the start or end of an id will "
+              "do).[/dim]")
+
+
+def session(s: Any, answer: str, entries: list[Any]) -> None:
+    client = f"{s.client} (scripted)" if s.scripted else s.client
+    out.print(f"Session [bold]{s.id}[/bold]: {escape(s.status)}")
+    out.print(f"task    {escape(s.task)}")
+    out.print(f"agent   {escape(s.agent or '-')}   client {escape(client)}   "
+              f"{s.steps} model call(s)   {s.stats.tool_calls} tool call(s), "
+              f"{s.stats.failed_calls} failed")
+    out.print(f"\n{len(entries)} op(s), oldest first:")
+    for e in entries:
+        out.print("  " + escape(lines.compact(e)), soft_wrap=True)
+    out.print(f"\nHow it ended ({escape(s.status)}):")
+    out.print(escape(answer or "(no final answer was saved)"))
+
+
+def usage_error(message: str) -> None:
+    err.print(f"[bold red]error:[/bold red] {escape(message)}")
+    err.print("[yellow]hint:[/yellow] 'gitspace COMMAND -h' shows how a command is used.")
 
 
 # -- replay ------------------------------------------------------------------------------------

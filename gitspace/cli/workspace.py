@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from .. import config
-from ..errors import BadArguments
-from .common import JsonOpt, call_tool, echo, emit_json, here, open_workspace, render, show_result, state
+from .common import (
+    JsonOpt,
+    call_tool,
+    echo,
+    emit_json,
+    here,
+    open_workspace,
+    render,
+    show_result,
+    state,
+    usage,
+)
 
 
 def init(directory: Annotated[Path, typer.Argument()] = Path(".")) -> None:
@@ -27,10 +38,11 @@ def status(as_json: JsonOpt = False) -> None:
     from ..core.snapshot import pending_changes
 
     with open_workspace() as ws:
-        changes, skipped = pending_changes(ws)
-        data = {"root": str(ws.root), "branch": ws.branch(), "tip": ws.tip(),
+        branch, tip = ws.repo.head_branch(), ws.repo.read_ref("HEAD")
+        changes, skipped = pending_changes(ws) if tip else ({}, [])
+        data = {"root": str(ws.root), "branch": branch, "detached": branch is None, "tip": tip,
                 "pending": sorted(changes), "too_large": skipped}
-        emit_json(data) if as_json else render().status(data)
+        emit_json(data, "status") if as_json else render().status(data)
 
 
 def tools(as_json: JsonOpt = False) -> None:
@@ -57,22 +69,38 @@ def tools(as_json: JsonOpt = False) -> None:
 
 def call(
     tool: str,
-    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
+    args: Annotated[str, typer.Option(
+        "--args", help="Arguments as a JSON object; @FILE reads them from FILE, - from stdin.")
+    ] = "{}",
     as_json: JsonOpt = False,
 ) -> None:
     """Run any tool exactly as an agent would."""
+    call_tool(tool, parse_args(args), as_json)
+
+
+def parse_args(text: str) -> dict[str, Any]:
+    """``--args``: JSON inline, ``@FILE`` or ``-`` (stdin). Malformed input is a usage error."""
+    source = "--args"
+    raw = text
+    if text == "-":
+        text, source = sys.stdin.read(), "--args - (stdin)"
+    elif text.startswith("@"):
+        path = here(Path(text[1:]))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            usage(f"--args {raw}: cannot read {path}: {getattr(e, 'strerror', None) or e}.")
+        source = f"--args {raw}"
     try:
-        parsed = json.loads(args)
+        parsed = json.loads(text)
     except RecursionError:
-        raise BadArguments("--args nests too deeply to read.",
-                           hint="Pass a flat JSON object of the tool's arguments.") from None
+        usage(f"{source} nests too deeply to read. Pass a flat JSON object of the tool's arguments.")
     except ValueError as e:
-        raise BadArguments(f"--args is not valid JSON: {e}.",
-                           hint='Quote it for the shell, e.g. --args \'{"path": "notes"}\'.') from None
+        usage(f"{source} is not valid JSON: {e}. Quote it for the shell, e.g. "
+              '--args \'{"path": "notes"}\', or put it in a file and pass --args @FILE.')
     if not isinstance(parsed, dict):
-        raise BadArguments("--args must be a JSON object of the tool's arguments.",
-                           hint='Pass one object, e.g. --args \'{"path": "notes"}\'.')
-    call_tool(tool, parsed, as_json)
+        usage(f'{source} must be a JSON object, like {{"path": "notes"}}.')
+    return parsed
 
 
 def snapshot(author: Annotated[str, typer.Option(help="Who made the changes.")] = "human") -> None:

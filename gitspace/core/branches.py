@@ -40,7 +40,9 @@ def create(ws: Workspace, name: str, start: str, op_id: str | None = None) -> Br
     refnames.check_new(ws, "branch", name, "refs/heads/")
     if ws.repo.read_ref(f"refs/heads/{name}") is not None:
         raise GitspaceError(f"A branch named {name!r} already exists.",
-                            hint="Switch to it with the switch tool, or pick another name.")
+                            hint="Switch to it with the switch tool, or pick another name.",
+                            cli_hint=f"Switch to it with 'gitspace switch {name}', or pick "
+                                     "another name.")
     ws.transactions.create_ref(f"refs/heads/{name}", start, ws.author,
                                ledger.branch_note(name, op_id))
     return Branch(name, start, False)

@@ -32,7 +32,9 @@ def _target(ws: Workspace, path: object) -> tuple[str, Path]:
 def _existing(txn: Txn, rel: str) -> str:
     data = txn.read(rel)
     if data is None:
-        raise ToolFailed(f"{rel} does not exist.", hint="Create it first with the create tool.")
+        raise ToolFailed(f"{rel} does not exist.", hint="Create it first with the create tool.",
+                         cli_hint="Create it first with 'gitspace call create' "
+                                  "('gitspace tools' shows an example).")
     return decode(rel, data)
 
 

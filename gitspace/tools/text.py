@@ -22,6 +22,7 @@ def decode(rel: str, data: bytes) -> str:
         raise FileRefused(
             f"{rel} holds binary data ({len(data):,} bytes); the text tools do not edit it.",
             hint="Use the stat tool to see its size and type.",
+            cli_hint="Look at it with git or your own tools; 'gitspace call stat' shows its size.",
         )
     try:
         return data.decode("utf-8")
@@ -29,6 +30,7 @@ def decode(rel: str, data: bytes) -> str:
         raise FileRefused(
             f"{rel} is not UTF-8 text ({len(data):,} bytes); the text tools do not edit it.",
             hint="Use the stat tool to see its size and type.",
+            cli_hint="Look at it with git or your own tools; 'gitspace call stat' shows its size.",
         ) from None
 
 

@@ -1,0 +1,82 @@
+"""JSON output: the schema version, the fields each command emits, and ``--json=FIELDS``.
+
+Invariant: ``FIELDS`` is the contract docs/json.md documents (tests/test_cli_json.py checks that
+the two and the real output agree). Within one ``SCHEMA`` version fields are only ever added;
+renaming or removing one, or changing its type, bumps the version. ``--json=a,b`` keeps only the
+named fields (``op.tool`` reaches into an object), as ``gh --json a,b`` does; an unknown name is a
+usage error that lists the known ones.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SCHEMA = 1
+
+_ENTRY = ["commit", "parents", "time", "author", "subject", "files", "checkpoints", "op", "problem"]
+FIELDS: dict[str, list[str]] = {
+    "log": _ENTRY,
+    "show": _ENTRY,
+    "status": ["root", "branch", "detached", "tip", "pending", "too_large"],
+    "checkpoints": ["name", "commit", "branch", "agent", "time", "message"],
+    "branches": ["name", "tip", "current"],
+    "result": ["ok", "text", "tool", "op", "commit", "changed", "external_op", "notes"],
+    "verify": ["ok", "commits", "ops", "foreign", "problems"],
+    "sessions": ["session", "status", "agent", "client", "scripted", "steps", "task"],
+    "session": ["session", "status", "agent", "client", "scripted", "steps", "task", "answer",
+                "stats", "ops"],
+    "run": ["status", "text", "session", "calls", "steps", "stats", "exit_code"],
+    "version": ["gitspace", "json_schema", "ledger_format", "git"],
+}
+OP_FIELDS = ["id", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of"]
+
+
+class UnknownField(ValueError):
+    """A ``--json=`` name the command does not emit."""
+
+
+def parse_fields(text: str) -> list[str]:
+    fields = [f.strip() for f in text.split(",") if f.strip()]
+    if not fields:
+        raise UnknownField("--json= needs at least one field name, e.g. --json=commit,op.")
+    return fields
+
+
+def check(kind: str, fields: list[str]) -> None:
+    known = FIELDS.get(kind)
+    if known is None:
+        return
+    for name in fields:
+        head, _, rest = name.partition(".")
+        if head not in known or rest and not (head == "op" and rest in OP_FIELDS):
+            raise UnknownField(f"{kind} has no JSON field {name!r}. Fields: {', '.join(known)}"
+                               + (f"; op.{{{','.join(OP_FIELDS)}}}" if "op" in known else "")
+                               + ".")
+
+
+def _pick(obj: Any, fields: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in fields:
+        head, _, rest = name.partition(".")
+        value = obj.get(head) if isinstance(obj, dict) else None
+        if rest:
+            inner = out.setdefault(head, {} if value is not None else None)
+            if isinstance(inner, dict) and isinstance(value, dict):
+                inner[rest] = value.get(rest)
+        else:
+            out[head] = value
+    return out
+
+
+def select(data: Any, fields: list[str] | None) -> Any:
+    """``data`` (one object or a list of them) with only ``fields`` kept."""
+    if fields is None:
+        return data
+    if isinstance(data, list):
+        return [_pick(item, fields) for item in data]
+    return _pick(data, fields)
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False)

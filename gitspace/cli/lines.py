@@ -1,0 +1,98 @@
+"""Timeline entries as plain lines: the compact format ``log`` prints into a pipe, and
+``--format`` templates. No rich here: a piped ``gitspace log`` never loads it.
+
+Invariant: one entry is exactly one line, whatever it holds. Nothing is cut to a width and
+nothing is wrapped, so grep sees whole words; a newline or tab inside a value (a file name, a
+hostile subject) is written as ``\\n`` / ``\\t``.
+"""
+
+from __future__ import annotations
+
+import string
+import time
+from typing import Any
+
+from ..storage import ledger
+
+OP_SHORT = 8  # the op-id suffix log shows: the random end of a ULID, unique in practice
+TEMPLATE_FIELDS = {
+    "time": "local time of the op (YYYY-MM-DD HH:MM:SS)",
+    "timestamp": "seconds since the epoch",
+    "op": "the full op id",
+    "op_short": f"the last {OP_SHORT} characters of the op id, as log shows them",
+    "commit": "the full commit id",
+    "short": "the first 12 characters of the commit id",
+    "agent": "the agent (ops) or the author (other commits)",
+    "tool": "the tool (ops) or 'commit'",
+    "source": "tool, external, init or transcript ('-' for other commits)",
+    "session": "the session id ('-' if none)",
+    "args": "the arguments, summarised on one line",
+    "args_json": "the arguments as canonical JSON",
+    "files": "the files changed, comma-separated",
+    "checkpoints": "checkpoint names at this op, comma-separated",
+    "subject": "the commit's subject line",
+}
+
+
+def one_line(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+
+
+def when(ts: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def values(e: Any) -> dict[str, str]:
+    """Every template field of one entry, each already on one line."""
+    op = e.op
+    raw = {
+        "time": when(e.time), "timestamp": str(e.time),
+        "op": op.op_id if op else "-", "op_short": op.op_id[-OP_SHORT:] if op else e.commit[:OP_SHORT],
+        "commit": e.commit, "short": e.commit[:12],
+        "agent": (op.agent or "-") if op else e.author,
+        "tool": op.tool if op else "commit",
+        "source": op.source if op else "-",
+        "session": (op.session or "-") if op else "-",
+        "args": ledger.args_summary(op.args, 10_000) if op else e.subject,
+        "args_json": ledger.canonical_json(op.args) if op else "{}",
+        "files": ",".join(e.files), "checkpoints": ",".join(e.checkpoints),
+        "subject": e.subject,
+    }
+    return {k: one_line(v) for k, v in raw.items()}
+
+
+def compact(e: Any) -> str:
+    """The line ``log`` prints into a pipe: time, op, agent, tool, args, files, checkpoints."""
+    v = values(e)
+    parts = [v["time"], v["op_short"], v["agent"], v["tool"], v["args"]]
+    parts.append(f"files: {v['files'].replace(',', ', ')}" if e.files else "files: -")
+    if e.checkpoints:
+        parts.append(f"checkpoint: {v['checkpoints'].replace(',', ', ')}")
+    if e.problem:
+        parts.append(f"malformed: {one_line(e.problem)}")
+    return "  ".join(parts)
+
+
+class BadTemplate(ValueError):
+    """A --format template with an unknown field or a malformed brace."""
+
+
+def check_template(template: str) -> None:
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise BadTemplate(f"--format {template!r} is not a valid template: {e}.") from None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in TEMPLATE_FIELDS or conversion or "{" in (spec or ""):
+            raise BadTemplate(f"--format has no field {{{name}}}. Fields: "
+                              + ", ".join(f"{{{k}}}" for k in TEMPLATE_FIELDS) + ".")
+
+
+def render_template(template: str, e: Any) -> str:
+    """One entry through a checked template (a value never adds a line; the template may)."""
+    try:
+        return template.format_map(values(e))
+    except ValueError as error:  # a format spec that does not fit a string, e.g. {tool:d}
+        raise BadTemplate(f"--format {template!r} cannot be applied: {error}.") from None
