@@ -2,6 +2,9 @@
 # Each builds .venv from pyproject.toml when it is missing or older than pyproject.toml.
 # `make test` also installs the real Claude Code CLI from npm into .cache/claude-code (git-ignored),
 # which the harness tests drive against a local fake Messages API; they fail without it.
+# `make install` puts `gitspace` on PATH the way pipx or `uv tool` would: a virtualenv of its
+# own (PREFIX/share/gitspace/venv, a regular install with every extra) and a link to its
+# launcher in PREFIX/bin. PREFIX is ~/.local unless given; `make uninstall` removes both.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +14,10 @@ CLAUDE_DIR := .cache/claude-code
 CLAUDE := $(CLAUDE_DIR)/node_modules/.bin/claude
 CLAUDE_STAMP := $(CLAUDE_DIR)/.installed
 
-.PHONY: demo test lint bench clean claude-code
+PREFIX ?= $(HOME)/.local
+TOOL_VENV := $(PREFIX)/share/gitspace/venv
+
+.PHONY: demo test lint bench clean claude-code install uninstall
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +48,21 @@ lint: $(STAMP)
 	$(BIN)/ruff check gitspace tests benchmarks
 	$(BIN)/mypy gitspace
 
+install:
+	rm -rf $(TOOL_VENV)
+	$(PYTHON) -m venv $(TOOL_VENV)
+	$(TOOL_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(TOOL_VENV)/bin/python -m pip install --quiet '.[all]'
+	mkdir -p $(PREFIX)/bin
+	ln -sf $(TOOL_VENV)/bin/gitspace $(PREFIX)/bin/gitspace
+	@echo "Installed $(PREFIX)/bin/gitspace ($$($(PREFIX)/bin/gitspace --version))."
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	  *) echo "$(PREFIX)/bin is not on your PATH: add it, e.g. export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
+
+uninstall:
+	rm -f $(PREFIX)/bin/gitspace
+	rm -rf $(PREFIX)/share/gitspace
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ops.py
 	$(BIN)/python benchmarks/scale.py --quick
@@ -50,6 +71,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/replay.py
 	$(BIN)/python benchmarks/ui.py
 	$(BIN)/python benchmarks/hooks.py
+	$(BIN)/python benchmarks/cli.py
 
 clean:
 	rm -rf $(VENV) .cache

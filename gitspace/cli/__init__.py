@@ -68,6 +68,9 @@ app = typer.Typer(
     # typer's --install-completion / --show-completion: shell completion, installed on request.
     add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
+    # Plain help and error text, as git prints them: greppable, no boxes, no <bool> metavars,
+    # and no rich/markdown import before the first line (--help answers in tens of ms).
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
 )

@@ -108,7 +108,8 @@ RUN_EXIT = {
 sessions_app = typer.Typer(
     help="Saved agent sessions: 'gitspace sessions' lists them, 'gitspace sessions show ID' "
          "shows one run's ops in order and how it ended.",
-    invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+    invoke_without_command=True, rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]})
 
 
 @sessions_app.callback()

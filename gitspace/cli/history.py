@@ -140,7 +140,7 @@ def checkpoints(as_json: JsonOpt = False) -> None:
 
     with open_workspace() as ws:
         rows = cps.listing(ws)
-        emit_json([vars(c) for c in rows]) if as_json else render().checkpoints(rows)
+        emit_json([vars(c) for c in rows], "checkpoints") if as_json else render().checkpoints(rows)
 
 
 def branches(as_json: JsonOpt = False) -> None:
@@ -149,7 +149,7 @@ def branches(as_json: JsonOpt = False) -> None:
 
     with open_workspace() as ws:
         rows = brs.listing(ws)
-        emit_json([vars(b) for b in rows]) if as_json else render().branches(rows)
+        emit_json([vars(b) for b in rows], "branches") if as_json else render().branches(rows)
 
 
 def checkpoint(name: str, message: Annotated[str, typer.Option("-m")] = "") -> None:
@@ -216,7 +216,8 @@ def verify(
         if as_json:
             emit_json({"ok": report.ok, "commits": report.commits, "ops": report.ops,
                        "foreign": report.foreign,
-                       "problems": [{"commit": c, "problem": p} for c, p in report.problems]})
+                       "problems": [{"commit": c, "problem": p} for c, p in report.problems]},
+                      "verify")
         else:
             render().verify(report)
         if not report.ok:

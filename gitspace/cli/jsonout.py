@@ -27,7 +27,6 @@ FIELDS: dict[str, list[str]] = {
     "session": ["session", "status", "agent", "client", "scripted", "steps", "task", "answer",
                 "stats", "ops"],
     "run": ["status", "text", "session", "calls", "steps", "stats", "exit_code"],
-    "version": ["gitspace", "json_schema", "ledger_format", "git"],
 }
 OP_FIELDS = ["id", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of"]
 

@@ -1,0 +1,79 @@
+"""docs/json.md, the field lists in cli/jsonout.py and what the commands print all agree: the
+JSON schema is a contract only if the three cannot drift apart."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import gitspace_cli
+
+import gitspace
+from gitspace.agent.session import Session
+from gitspace.cli import jsonout
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "json.md"
+
+
+def documented() -> dict[str, list[str]]:
+    """kind -> the fields its table in docs/json.md lists, in order."""
+    out: dict[str, list[str]] = {}
+    kind = None
+    for line in DOC.read_text().splitlines():
+        heading = re.fullmatch(r"### `(\w+)`", line)
+        if heading:
+            kind = heading.group(1)
+            out[kind] = []
+            continue
+        row = re.match(r"\| `(\w+)` \|", line)
+        if row and kind is not None:
+            out[kind].append(row.group(1))
+    return out
+
+
+def test_the_doc_lists_exactly_the_fields_of_every_kind() -> None:
+    assert documented() == jsonout.FIELDS
+    assert f"(schema {jsonout.SCHEMA})" in DOC.read_text().splitlines()[0]
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """What each documented command prints with --json, on one small workspace."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(tmp_path_factory.mktemp("json-home")))
+        mp.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+        root = tmp_path_factory.mktemp("json") / "ws"
+        with gitspace.init(root, agent="a", session="json-session") as ws:
+            ws.call("create", {"path": "a.md", "file_text": "a\n"})
+            ws.call("checkpoint", {"name": "cp"})
+        Session("json-session", "a task", "a", "test", True, status="done", root=root).save()
+
+        def run(*args: str) -> object:
+            out = gitspace_cli(root, *args, "--json")
+            assert out.returncode in (0, 4), out.stderr
+            return json.loads(out.stdout)
+
+        found = {
+            "log": run("log"), "show": run("show", "HEAD"), "status": run("status"),
+            "checkpoints": run("checkpoints"), "branches": run("branches"),
+            "result": run("call", "create", "--args", '{"path": "b.md", "file_text": "b"}'),
+            "verify": run("verify"), "sessions": run("sessions"),
+            "session": run("sessions", "show", "json-session"),
+        }
+        # No maze here: the policy gives up (exit 4), which still prints the run's JSON.
+        found["run"] = run("run", "Escape the maze", "--policy", "maze")
+        return found
+
+
+@pytest.mark.parametrize("kind", sorted(jsonout.FIELDS))
+def test_each_command_prints_the_documented_fields(outputs: dict[str, object], kind: str) -> None:
+    value = outputs[kind]
+    first = value[0] if isinstance(value, list) else value
+    assert isinstance(first, dict)
+    assert list(first) == jsonout.FIELDS[kind]
+    if isinstance(first.get("op"), dict):
+        assert list(first["op"]) == jsonout.OP_FIELDS
+    if kind == "session":
+        assert [list(e) for e in first["ops"]][:1] == [jsonout.FIELDS["log"]]
