@@ -144,8 +144,8 @@ def session_show(
 
     with open_workspace() as ws:
         session = find(ws.root, session_id)
-        entries = timeline.query(ws, limit=None, all_branches=True,
-                                 filters=timeline.Filters(session=session.id))[::-1]
+        entries = timeline.query(ws.repo, None, timeline.Filters(session=session.id),
+                                 limit=timeline.ALL).entries[::-1]  # every branch, oldest first
         if as_json:
             emit_json({**_session_row(session), "answer": answer(session),
                        "stats": vars(session.stats), "ops": [e.as_json() for e in entries]},

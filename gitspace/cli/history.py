@@ -31,9 +31,11 @@ from .pager import paged
 
 class Source(StrEnum):
     tool = "tool"
+    script = "script"
     external = "external"
     init = "init"
     transcript = "transcript"
+    commit = "commit"
 
 
 def log(
@@ -45,7 +47,9 @@ def log(
     agent: Annotated[Optional[str], typer.Option(help="Only ops by this agent.")] = None,  # noqa: UP045
     session: Annotated[Optional[str], typer.Option(help="Only ops of this session.")] = None,  # noqa: UP045
     tool: Annotated[Optional[str], typer.Option(help="Only ops of this tool.")] = None,  # noqa: UP045
-    source: Annotated[Optional[Source], typer.Option(help="Only ops from this source.")] = None,  # noqa: UP045
+    source: Annotated[Optional[Source], typer.Option(help=(  # noqa: UP045
+        "Only entries from this source: a tool call, a constraint script, an outside edit, the "
+        "first commit, a committed transcript, or a commit that is no op."))] = None,
     since: Annotated[Optional[str], typer.Option(help="Only entries after this date ('2 days ago', 2025-01-31).")] = None,  # noqa: UP045,E501
     until: Annotated[Optional[str], typer.Option(help="Only entries before this date.")] = None,  # noqa: UP045
     fmt: Annotated[Optional[str], typer.Option("--format", help=(  # noqa: UP045
@@ -56,7 +60,8 @@ def log(
 ) -> None:
     """The op timeline, newest first: time, op, agent, tool, args, files, checkpoints.
 
-    'gitspace log -- PATH...' keeps the entries that changed those paths.
+    'gitspace log -- PATH...' keeps the entries that changed those paths (a file, or anything
+    under a folder).
     """
     from ..core import timeline
 
@@ -65,8 +70,9 @@ def log(
                                source=source.value if source else None, since=since, until=until,
                                paths=tuple(take_paths()))
     with open_workspace() as ws:
-        start = resolve_rev(ws, rev) if rev else None
-        entries = timeline.query(ws, start, limit=n, skip=skip, filters=filters)
+        start = resolve_rev(ws, rev) if rev else "HEAD"  # HEAD: a branch, or detached in CI
+        entries = timeline.query(ws.repo, start, filters, offset=skip, limit=n,
+                                 count=False).entries
         if as_json:
             emit_json([e.as_json() for e in entries], "log")
         elif fmt == "table":

@@ -1,7 +1,10 @@
 """Reading the ledger back: the op timeline humans and agents see, and ``verify``.
 
 Invariant: everything here is derived from commits and tags alone, so it reads the same in any
-clone and after any restart. Nothing here writes.
+clone, any checkout (a detached HEAD, a shallow clone, a repository gitspace does not own) and
+after any restart. Nothing here writes. Every reader (the CLI's log, MCP, the agent's log tool,
+the web view) goes through ``query``: a page costs a fixed number of git processes, never work
+per commit in Python.
 
 ``query`` is the paged timeline for readers that run beside writers (the web view): it takes a
 ``GitRepo``, not a ``Workspace`` (opening a workspace may finish a crashed op, which writes), and
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger
-from ..storage.gitrepo import Commit, GitRepo
+from ..storage.gitrepo import GitRepo
 from . import checkpoints, lookup
 from .workspace import Workspace
 
@@ -47,8 +50,9 @@ class Entry:
     def as_json(self) -> dict[str, object]:
         op = self.op
         return {
-            "commit": self.commit, "time": self.time, "author": self.author,
-            "subject": self.subject, "files": self.files, "checkpoints": self.checkpoints,
+            "commit": self.commit, "parents": list(self.parents), "time": self.time,
+            "author": self.author, "subject": self.subject, "files": self.files,
+            "checkpoints": self.checkpoints,
             "op": None if op is None else {
                 "id": op.op_id, "tool": op.tool, "args": op.args, "source": op.source,
                 "agent": op.agent, "session": op.session, "tool_use_id": op.tool_use_id,
@@ -58,29 +62,16 @@ class Entry:
         }
 
 
-def _entry(ws: Workspace, commit: Commit, marks: dict[str, list[str]]) -> Entry:
-    problem = None
-    try:
-        op = ledger.parse_message(commit.message)
-    except LedgerError as e:
-        op, problem = None, str(e)
-    parent_tree = ws.repo.parent_tree(commit)
-    files = [c.path for c in ws.repo.diff_trees(parent_tree, commit.tree)]
-    return Entry(commit.sha, commit.time, commit.author_name,
-                 commit.message.split("\n", 1)[0], op, files, marks.get(commit.sha, []), problem)
-
-
 def timeline(ws: Workspace, limit: int | None = 20, rev: str | None = None) -> list[Entry]:
-    """Newest first: the ops (and any other commits) on a branch."""
-    target = rev or f"refs/heads/{ws.branch()}"
-    marks = checkpoint_marks(ws.repo)  # refs only: no tag is read to mark the log
-    return [_entry(ws, c, marks) for c in ws.repo.log(target, limit)]
+    """Newest first: the ops (and any other commits) of ``rev`` (default HEAD)."""
+    return query(ws.repo, rev or "HEAD", limit=ALL if limit is None else limit,
+                 count=False).entries
 
 
 def find(ws: Workspace, ref: str) -> Entry:
     """What ``ref`` names (an op id or part of one, a checkpoint, a branch, any revision: see
     ``lookup.resolve``), as a timeline entry."""
-    return _entry(ws, ws.repo.commit(lookup.resolve(ws.repo, ref).commit), {})
+    return entry(ws.repo, locate(ws.repo, ref))
 
 
 @dataclass
@@ -100,7 +91,8 @@ def verify(ws: Workspace, rev: str | None = None) -> Report:
     report = Report()
     seen: set[str] = set()
     links: list[tuple[str, str]] = []
-    for commit in ws.repo.log(rev or f"refs/heads/{ws.branch()}"):
+    target = rev or ("HEAD" if ws.repo.read_ref("HEAD") else None)  # detached (CI) too
+    for commit in ws.repo.log(target) if target else []:
         report.commits += 1
         try:
             op = ledger.parse_message(commit.message)
@@ -136,6 +128,12 @@ _TRAILER_FILTERS = (("agent", "Gitspace-Agent", "agent"), ("session", "Gitspace-
                     ("tool", "Gitspace-Tool", "tool"))
 
 
+def _printable(name: str, value: str | None) -> None:
+    if value is not None and any(ord(c) < 32 or c == "\x7f" for c in value):
+        raise BadArguments(f"The {name} filter holds a control character.",
+                           hint="Filter on printable text.")
+
+
 def source_of(op: ledger.Op | None) -> str:
     if op is None:
         return "commit"
@@ -145,8 +143,9 @@ def source_of(op: ledger.Op | None) -> str:
 @dataclass(frozen=True)
 class Filters:
     """Which commits a timeline shows. Every value given must match exactly, except ``text``: a
-    case-insensitive piece of the subject or of the args. ``path`` keeps commits that change it
-    (a file, or anything under a folder)."""
+    case-insensitive piece of the subject or of the args. ``path`` (or several, ``paths``) keeps
+    commits that change it (a file, or anything under a folder). ``since`` and ``until`` are
+    dates as git reads them ("2 days ago", "2025-01-31"), on the commit time."""
 
     agent: str | None = None
     session: str | None = None
@@ -154,20 +153,25 @@ class Filters:
     source: str | None = None
     path: str | None = None
     text: str | None = None
+    paths: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("agent", "session", "tool", "source", "path", "text"):
-            value = getattr(self, name)
-            if value is not None and any(ord(c) < 32 or c == "\x7f" for c in value):
-                raise BadArguments(f"The {name} filter holds a control character.",
-                                   hint="Filter on printable text.")
+        if self.path is not None and self.path not in self.paths:
+            object.__setattr__(self, "paths", (self.path, *self.paths))
+        for name in ("agent", "session", "tool", "source", "text", "since", "until"):
+            _printable(name, getattr(self, name))
+        for one in self.paths:
+            _printable("path", one)
         if self.source is not None and self.source not in SOURCES:
             raise BadArguments(f"There is no op source {self.source!r}.",
                                hint="Sources: " + ", ".join(SOURCES) + ".")
 
     @property
     def active(self) -> bool:
-        return any((self.agent, self.session, self.tool, self.source, self.path, self.text))
+        return any((self.agent, self.session, self.tool, self.source, self.paths, self.text,
+                    self.since, self.until))
 
     def _exact(self) -> list[tuple[str, str, str]]:
         return [(key, attr, getattr(self, name)) for name, key, attr in _TRAILER_FILTERS
@@ -201,10 +205,13 @@ class Filters:
         return True
 
 
+ALL = 1_000_000_000  # a limit that takes every entry (git reads -n as an int)
+
+
 @dataclass
 class Page:
     entries: list[Entry]
-    total: int  # commits that match, on every page
+    total: int  # commits that match, on every page (-1: not counted, count=False)
     offset: int
     limit: int
 
@@ -240,9 +247,11 @@ class Counts:
 
 
 def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, offset: int = 0,
-          limit: int = PAGE, first_parent: bool = True, counts: Counts | None = None) -> Page:
+          limit: int = PAGE, first_parent: bool = True, counts: Counts | None = None,
+          count: bool = True) -> Page:
     """One page of the timeline of ``rev`` (a full ref name or a commit id; None: every branch),
-    newest first. ``counts`` remembers totals between calls (a long-running reader keeps one)."""
+    newest first. ``counts`` remembers totals between calls (a long-running reader keeps one);
+    ``count=False`` skips the total (a one-shot reader such as ``gitspace log``)."""
     filters = filters or Filters()
     revs = _revs(rev)
     offset, limit = max(offset, 0), max(limit, 1)
@@ -252,9 +261,10 @@ def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, off
     if not filters.active:
         tip = repo.resolve(rev) if rev is not None and counts is not None else None
         args = _walk([tip] if tip else revs, first_parent)  # one tip for the count and the page
+        total = -1
         if tip and counts is not None and rev is not None:
             total = counts.total(repo, rev, tip, first_parent)
-        else:
+        elif count:
             total = int(repo.read_git("rev-list", "--count", *args).decode().strip() or 0)
         found = _entries(repo, ["log", f"--skip={offset}", f"-n{limit}", *args], marks)
         return Page(found, total, offset, limit)
@@ -334,9 +344,13 @@ def _candidates(repo: GitRepo, revs: list[str], filters: Filters, first_parent: 
     """Every commit that matches ``filters``, newest first."""
     greps = filters.greps()
     args = ["--first-parent"] if first_parent else []
+    if revs == ["--branches"]:
+        args.append("--topo-order")  # several lines of history: children before their parents
     if greps:
         args += ["-E", "-i", "--all-match", *(f"--grep={g}" for g in greps)]
-    paths = [filters.path.strip("/") or "."] if filters.path else []
+    args += [f"--since={filters.since}"] if filters.since else []
+    args += [f"--until={filters.until}"] if filters.until else []
+    paths = [p.strip("/") or "." for p in filters.paths]
     return [b.commit for b in briefs(repo, [*args, *revs, "--", *paths])
             if filters.accepts(b.subject, b.op)]
 
