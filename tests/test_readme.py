@@ -1,0 +1,71 @@
+"""The README, walked literally: every command of its ``sh`` blocks, in order, in one shell, in a
+copy of this checkout, with a fresh HOME and a PATH that has no virtualenv on it, so ``gitspace``
+is found only where the README's ``make install`` puts it.
+
+One line is not run: ``make test``, which is this very suite (it runs in CI on its own). The
+``text`` blocks show syntax with placeholders and are not commands. This is the slowest test (two
+virtualenvs are built, as a new user's machine would); nothing else builds them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from conftest import git
+
+ROOT = Path(__file__).resolve().parent.parent
+NOT_RUN = {"make test"}  # this suite itself
+
+
+def readme_commands() -> list[str]:
+    """The lines of every ```sh block, in order (comments kept: bash ignores them)."""
+    blocks = re.findall(r"^```sh\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
+    lines = [line for block in blocks for line in block.splitlines() if line.strip()]
+    return [line for line in lines if line.split("#")[0].strip() not in NOT_RUN]
+
+
+def clean_copy(target: Path) -> None:
+    """The files of this checkout a clone would have (tracked, and new ones not ignored)."""
+    listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    for rel in sorted(set(p for p in listed.split("\0") if p)):
+        source = ROOT / rel
+        if not source.exists() or source.is_dir():
+            continue  # deleted in the work tree but not yet in the index, or a submodule
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target / rel, follow_symlinks=False)
+
+
+def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
+    commands = readme_commands()
+    assert commands[0].startswith("make demo") and "make install" in commands
+    clone, home = tmp_path / "gitspace", tmp_path / "home"
+    clone.mkdir()
+    home.mkdir()
+    clean_copy(clone)
+    keep = ("LANG", "LC_ALL", "TERM", "TMPDIR", "http_proxy", "https_proxy", "no_proxy")
+    env = {k: v for k, v in os.environ.items() if k in keep or k.startswith("PIP_")}
+    env.update(HOME=str(home), PATH="/usr/local/bin:/usr/bin:/bin", GIT_CONFIG_NOSYSTEM="1",
+               GIT_AUTHOR_NAME="Reader", GIT_AUTHOR_EMAIL="reader@example.com",
+               GIT_COMMITTER_NAME="Reader", GIT_COMMITTER_EMAIL="reader@example.com")
+    assert shutil.which("gitspace", path=env["PATH"]) is None  # found only where make install puts it
+    script = "\n".join([
+        "set -euo pipefail",
+        *(f"echo '>>> {c.split('#')[0].strip().replace(chr(39), '')}'\n{c}" for c in commands),
+        "echo '>>> where'", "command -v gitspace",
+    ])
+    proc = subprocess.run(["bash", "-c", script], cwd=clone, env=env, capture_output=True,
+                          text=True, timeout=1500)
+    transcript = proc.stdout + proc.stderr
+    assert proc.returncode == 0, transcript[-6000:]
+    assert transcript.strip().splitlines()[-1] == str(home / ".local" / "bin" / "gitspace")
+    launcher = home / ".local" / "bin" / "gitspace"
+    assert launcher.is_symlink() and ".local/share/gitspace/venv" in os.readlink(launcher)
+    for expected in ("Initialised gitspace workspace", "Checkpoint before-refactor saved",
+                     "Restored checkpoint before-refactor", "Committed outside changes",
+                     "Every op parses", "exit 4: the policy could not act"):
+        assert expected in transcript, expected
+    assert "Traceback" not in transcript and "gitspace hit a bug" not in transcript
