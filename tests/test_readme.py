@@ -61,7 +61,7 @@ def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
                           text=True, timeout=1500)
     transcript = proc.stdout + proc.stderr
     assert proc.returncode == 0, transcript[-6000:]
-    assert transcript.strip().splitlines()[-1] == str(home / ".local" / "bin" / "gitspace")
+    assert proc.stdout.strip().splitlines()[-1] == str(home / ".local" / "bin" / "gitspace")
     launcher = home / ".local" / "bin" / "gitspace"
     assert launcher.is_symlink() and ".local/share/gitspace/venv" in os.readlink(launcher)
     for expected in ("Initialised gitspace workspace", "Checkpoint before-refactor saved",
