@@ -111,6 +111,7 @@ def test_args_from_stdin_and_from_a_file(busy: Path, tmp_path: Path) -> None:
     ["diff"], ["undo", "--count", "0"], ["undo", "--count", "1", "--op", "x"],
     ["call"], ["run"], ["run", "task", "--resume", "x"], ["sessions", "show"],
     ["checkpoint"], ["--color", "sometimes", "log"], ["nosuchcommand"], ["status", "extra"],
+    ["status", "--", "notes"], ["-C", "log", "status", "--", "x"],
 ])
 def test_usage_errors_exit_2(busy: Path, argv: list[str]) -> None:
     out = gitspace_cli(busy, *argv)

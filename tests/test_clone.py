@@ -49,7 +49,7 @@ def test_push_to_a_fresh_bare_remote_clones_cleanly(tmp_path: Path, how: str) ->
     with gitspace.open(b, agent="bob") as ws:
         assert ws.owned and ws.tip() == tip
         call_ok(ws, "create", {"path": "notes/b.md", "file_text": "b\n"})
-        assert [e.op.tool for e in timeline.query(ws, limit=None) if e.op] == [
+        assert [e.op.tool for e in timeline.timeline(ws, None) if e.op] == [
             "create", "create", "init"]
     assert_clean(b)
     with gitspace.open(tmp_path / "a", agent="alice") as ws:

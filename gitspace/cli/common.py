@@ -78,18 +78,28 @@ def global_options(
     state.pager = not no_pager
 
 
+_GLOBAL_VALUES = ("-C", "--agent", "--color")  # global options that take a value
+
+
 def take_arguments(argv: list[str]) -> list[str]:
     """``argv`` without what typer cannot parse: ``--json=FIELDS`` (gh's field selection: it
-    becomes ``--json``, the fields go to ``state``) and the paths after ``--`` (only ``log``
-    takes them). Raises jsonout.UnknownField for an empty selection."""
+    becomes ``--json``, the fields go to ``state``) and, for ``log``, the paths after ``--``
+    (any other command gets its ``--`` as typer reads it). Raises jsonout.UnknownField for an
+    empty selection."""
     out: list[str] = []
+    command = None
     for i, arg in enumerate(argv):
         if arg == "--":
-            state.paths = argv[i + 1:]
-            break
+            if command == "log":
+                state.paths = argv[i + 1:]
+                return out
+            return out + argv[i:]
         if arg.startswith("--json="):
             state.json_fields = jsonout.parse_fields(arg[len("--json="):])
             arg = "--json"
+        elif command is None and not arg.startswith("-") and (
+                not out or out[-1] not in _GLOBAL_VALUES):
+            command = arg
         out.append(arg)
     return out
 

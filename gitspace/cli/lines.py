@@ -96,3 +96,26 @@ def render_template(template: str, e: Any) -> str:
         return template.format_map(values(e))
     except ValueError as error:  # a format spec that does not fit a string, e.g. {tool:d}
         raise BadTemplate(f"--format {template!r} cannot be applied: {error}.") from None
+
+
+def status(data: dict[str, Any]) -> list[str]:
+    """``gitspace status`` for people, as plain lines (no rich: status answers fast)."""
+    out = [f"Workspace {data['root']}"]
+    if data["tip"] is None:
+        return [*out, f"On branch {data['branch'] or '?'}, with no commit yet."]
+    if data["detached"]:
+        out.append(f"HEAD detached at {data['tip'][:12]} (read-only: ops need a branch; "
+                   "'gitspace switch BRANCH' picks one).")
+    else:
+        out.append(f"On branch {data['branch']} at {data['tip'][:12]}")
+    if data["pending"]:
+        out.append(f"{len(data['pending'])} outside change(s) not yet recorded "
+                   "(run 'gitspace snapshot'):")
+        out += [f"  {one_line(path)}" for path in data["pending"][:50]]
+        if len(data["pending"]) > 50:
+            out.append(f"  ... and {len(data['pending']) - 50} more ('gitspace status --json' "
+                       "lists them all)")
+    else:
+        out.append("No outside changes: the work tree matches the last op.")
+    out += [f"not recorded: {one_line(note)}" for note in data["too_large"]]
+    return out

@@ -82,27 +82,6 @@ def bug(e: BaseException) -> None:
     err.print("Please report it with the command you ran.")
 
 
-def status(data: dict[str, Any]) -> None:
-    out.print(f"Workspace {escape(data['root'])}")
-    if data["tip"] is None:
-        out.print(f"On branch [bold]{escape(data['branch'] or '?')}[/bold], with no commit yet.")
-        return
-    if data["detached"]:
-        out.print(f"HEAD detached at {data['tip'][:12]} (read-only: ops need a branch; "
-                  "'gitspace switch BRANCH' picks one).")
-    else:
-        out.print(f"On branch [bold]{escape(data['branch'])}[/bold] at {data['tip'][:12]}")
-    if data["pending"]:
-        out.print(f"{len(data['pending'])} outside change(s) not yet recorded "
-                  "(run 'gitspace snapshot'):")
-        for path in data["pending"][:50]:
-            out.print(f"  {escape(path)}")
-    else:
-        out.print("No outside changes: the work tree matches the last op.")
-    for note in data["too_large"]:
-        out.print(f"[yellow]not recorded:[/yellow] {escape(note)}")
-
-
 def _table(columns: list[str], rows: list[list[str]], flexible: tuple[str, ...]) -> Table:
     """A table whose rows never fold: every column gets its whole text when the terminal is
     wide enough; when it is not, only the ``flexible`` columns shrink, widest first, and end

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import config
+from . import lines
 from .common import (
     JsonOpt,
     call_tool,
@@ -42,7 +43,10 @@ def status(as_json: JsonOpt = False) -> None:
         changes, skipped = pending_changes(ws) if tip else ({}, [])
         data = {"root": str(ws.root), "branch": branch, "detached": branch is None, "tip": tip,
                 "pending": sorted(changes), "too_large": skipped}
-        emit_json(data, "status") if as_json else render().status(data)
+        if as_json:
+            emit_json(data, "status")
+        else:
+            echo("\n".join(lines.status(data)))
 
 
 def tools(as_json: JsonOpt = False) -> None:
