@@ -109,7 +109,7 @@ def test_args_from_stdin_and_from_a_file(busy: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv", [
     ["log", "--no-such-option"], ["log", "-n", "zero"], ["log", "-n", "0"], ["show"],
     ["diff"], ["undo", "--count", "0"], ["undo", "--count", "1", "--op", "x"],
-    ["call"], ["run"], ["run", "task", "--resume", "x"], ["sessions", "show"],
+    ["call"], ["run"], ["sessions", "show"],
     ["checkpoint"], ["--color", "sometimes", "log"], ["nosuchcommand"], ["status", "extra"],
     ["status", "--", "notes"], ["-C", "log", "status", "--", "x"],
 ])

@@ -2,7 +2,8 @@
 copy of this checkout, with a fresh HOME and a PATH that has no virtualenv on it, so ``gitspace``
 is found only where the README's ``make install`` puts it.
 
-One line is not run: ``make test``, which is this very suite (it runs in CI on its own). The
+Two lines are not run: ``make test``, which is this very suite (it runs in CI on its own), and
+``claude``, which starts Claude Code's interactive session (tests/test_harness*.py drive it). The
 ``text`` blocks show syntax with placeholders and are not commands. This is the slowest test (two
 virtualenvs are built, as a new user's machine would); nothing else builds them.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from conftest import git
 
 ROOT = Path(__file__).resolve().parent.parent
-NOT_RUN = {"make test"}  # this suite itself
+NOT_RUN = {"make test", "claude"}  # this suite itself; an interactive Claude Code session
 
 
 def readme_commands() -> list[str]:
