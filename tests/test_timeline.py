@@ -181,7 +181,7 @@ def test_a_malformed_op_is_listed_with_its_problem_and_filtered_out(ws_root: Pat
 
 def test_bad_queries_are_expected_errors(busy: Path) -> None:
     with gitspace.open(busy) as ws:
-        with pytest.raises(NotFound, match="neither an op id"):
+        with pytest.raises(NotFound, match="not a branch or revision here"):
             timeline.find(ws, "no-such-branch")
         with pytest.raises(BadArguments):
             timeline.query(ws.repo, "--all")

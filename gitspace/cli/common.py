@@ -10,8 +10,6 @@ raise ``usage`` and exit 2; everything the library refuses exits 1.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any, NoReturn, Optional
@@ -20,28 +18,7 @@ import typer
 
 from .. import __version__, config
 from . import jsonout
-
-
-class Color(StrEnum):
-    auto = "auto"
-    always = "always"
-    never = "never"
-
-
-@dataclass
-class Globals:
-    """The options given before the command, and what ``main`` took out of the arguments:
-    ``--json=FIELDS`` and the paths after ``--``."""
-
-    directory: Path = Path(".")
-    agent: str | None = None
-    color: Color = Color.auto
-    pager: bool = True
-    json_fields: list[str] | None = None
-    paths: list[str] = field(default_factory=list)
-
-
-state = Globals()
+from .options import Color, colour_on, state  # noqa: F401  (re-exported)
 
 JsonOpt = Annotated[bool, typer.Option(
     "--json", help="Print JSON (docs/json.md); --json=a,b keeps only those fields.")]
@@ -102,15 +79,6 @@ def take_arguments(argv: list[str]) -> list[str]:
             command = arg
         out.append(arg)
     return out
-
-
-def colour_on(stream: Any = None) -> bool:
-    """Should output to ``stream`` (default stdout) carry colour? (--color, NO_COLOR, a tty)"""
-    if state.color is Color.always:
-        return True
-    if state.color is Color.never or config.no_color():
-        return False
-    return bool((stream or sys.stdout).isatty())
 
 
 def here(path: Path | None = None) -> Path:

@@ -1,6 +1,6 @@
 """Terminal rendering for the CLI (rich). Imported only by ``cli``; never by the library.
 
-Colour follows ``--color`` and NO_COLOR (``common.colour_on``). Tables never fold a value over
+Colour follows ``--color`` and NO_COLOR (``options.colour_on``). Tables never fold a value over
 two lines: a column too narrow for its text ends it with an ellipsis, and ``log`` into a pipe
 prints whole lines without rich (``lines``).
 """
@@ -19,12 +19,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ..storage import ledger
-from . import common, lines, pager
+from . import lines, options, pager
 
 
 def _console(stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
-    on = common.colour_on(stream)
+    on = options.colour_on(stream)
     # Into a pipe or a file nothing is cut to a width: a table row stays one whole line.
     width = None if stream.isatty() else 100_000
     return Console(stderr=stderr, highlight=False, soft_wrap=True, force_terminal=on or None,
@@ -38,7 +38,7 @@ err = _console(stderr=True)
 @contextmanager
 def paged() -> Iterator[None]:
     """Send ``out`` through the pager (on a terminal) while the block runs."""
-    with pager.paged(common.state.pager) as stream:
+    with pager.paged(options.state.pager) as stream:
         if stream is sys.stdout:
             yield
             return
