@@ -215,6 +215,14 @@ def cli(root: Path, *args: str, env: dict[str, str] | None = None,
                           capture_output=True, text=True, env=env or dict(os.environ), timeout=120)
 
 
+def usage_failure(proc: subprocess.CompletedProcess[str]) -> None:
+    """How a command was typed is wrong (a malformed --args): exit 2, as every usage error, with
+    the command's usage line and what is wrong, and no traceback."""
+    assert proc.returncode == 2, f"exit {proc.returncode}: {proc.stderr}"
+    assert "Traceback" not in proc.stderr and "hit a bug" not in proc.stderr, proc.stderr
+    assert "Usage:" in proc.stderr and "--args" in proc.stderr, proc.stderr
+
+
 def expected_failure(proc: subprocess.CompletedProcess[str]) -> None:
     """Exit 1 with a sentence and a hint on stderr, and no traceback."""
     assert proc.returncode == 1, f"exit {proc.returncode}: {proc.stderr}"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import head
-from hostile import Outside, cli, expected_failure, fsck, sealed, workspace
+from hostile import Outside, cli, expected_failure, fsck, sealed, usage_failure, workspace
 
 import gitspace
 from gitspace.errors import GitspaceError
@@ -167,8 +167,8 @@ def test_cli_arguments_that_are_not_text(scene: tuple[gitspace.Workspace, Outsid
                               capture_output=True, text=True, env=dict(os.environ),
                               errors="surrogateescape")
         expected_failure(proc)
-        expected_failure(cli(ws.root, "call", "view", "--args", "[]"))
-        expected_failure(cli(ws.root, "call", "view", "--args", '{"path": "a.txt"'))
+        usage_failure(cli(ws.root, "call", "view", "--args", "[]"))
+        usage_failure(cli(ws.root, "call", "view", "--args", '{"path": "a.txt"'))
 
 
 # -- the machine says no ----------------------------------------------------------------------

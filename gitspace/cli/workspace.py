@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import config
+from ..errors import BadArguments
 from . import lines
 from .common import (
     JsonOpt,
@@ -97,8 +98,9 @@ def parse_args(text: str) -> dict[str, Any]:
         source = f"--args {raw}"
     try:
         parsed = json.loads(text)
-    except RecursionError:
-        usage(f"{source} nests too deeply to read. Pass a flat JSON object of the tool's arguments.")
+    except RecursionError:  # what is in it, not how it was typed: refused as every door refuses it
+        raise BadArguments(f"{source} nests too deeply to read.",
+                           hint="Pass a flat JSON object of the tool's arguments.") from None
     except ValueError as e:
         usage(f"{source} is not valid JSON: {e}. Quote it for the shell, e.g. "
               '--args \'{"path": "notes"}\', or put it in a file and pass --args @FILE.')

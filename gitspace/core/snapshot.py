@@ -28,12 +28,12 @@ def pending_changes(
     """
     changes: dict[str, tuple[Entry | None, os.stat_result | None]] = {}
     skipped: list[str] = []
-    paths = ws.repo.status_paths()
+    pending = ws.repo.status_paths()
     # HEAD, not the branch: a detached checkout (CI) reads too. Read only when something is
     # pending, so a clean 'gitspace status' reads no object at all.
-    head = None if initial or not paths else ws.repo.read_ref("HEAD")
+    head = None if initial or not pending else ws.repo.read_ref("HEAD")
     tree = None if head is None else ws.repo.commit(head).tree
-    for listed in paths:
+    for listed in pending:
         # "sub/": an untracked folder (a nested repository). As a file path it is absent, which
         # records a deletion when a file of that name is tracked (a file became a folder).
         rel = listed.rstrip("/")
