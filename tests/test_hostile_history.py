@@ -154,6 +154,28 @@ def test_undo_of_a_recorded_link_never_writes_through_it(tmp_path: Path,
     assert_sound(root)
 
 
+def test_redo_after_a_link_was_planted_never_writes_through_it(tmp_path: Path,
+                                                               outside: Outside) -> None:
+    """An op wrote ``lnk/file``; it was undone; then another process put ``lnk -> outside``
+    where the folder was. Redo refuses with a hint: it never writes through the link, and never
+    removes a link it did not put there (the user's, until recorded)."""
+    root = tmp_path / "ws"
+    with gitspace.init(root) as ws:
+        call_ok(ws, "create", {"path": "lnk/file", "file_text": "written through the link?\n"})
+        call_ok(ws, "undo", {})
+        assert not (root / "lnk").exists()
+        os.symlink(outside.path, root / "lnk")
+        tip = head(root)
+        result = ws.call("redo", {})
+        assert not result.ok and result.error is not None and result.error.hint, result.text
+        assert "lnk" in result.text and head(root) == tip
+        assert os.readlink(root / "lnk") == str(outside.path)
+        outside.unchanged()
+        ws.snapshot()  # the link is recorded like any outside edit
+    outside.unchanged()
+    assert_sound(root)
+
+
 def test_merge_into_the_checkout_never_writes_through_a_link(tmp_path: Path,
                                                              outside: Outside) -> None:
     user = make_user_repo(tmp_path / "user")

@@ -3,7 +3,8 @@
 Bounded in time (``RACE_SECONDS``). The racer runs in its own process, so it truly runs between
 the writer's system calls: it moves the folder aside, puts a link to the outside folder in its
 place, waits a moment, then puts the folder back. The agent meanwhile creates, appends, edits,
-renames and deletes files in that folder and below. An op may fail (a link stood in its way:
+renames and deletes files in that folder and below, and undoes, switches branches and restores a
+checkpoint (writers of many paths at once). An op may fail (a link stood in its way:
 an expected error, rolled back) but nothing may land outside, and afterwards the repository is
 sound: ``git fsck --strict`` passes and, once what the racer left is recorded, the status is
 clean.
@@ -63,12 +64,19 @@ def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
     with gitspace.init(root, agent="racer") as ws:
         for rel in ("box/a.txt", "box/log.txt", "box/sub/deep.txt"):
             assert ws.call("create", {"path": rel, "file_text": "start\n"}).ok
+        assert ws.call("checkpoint", {"name": "start"}).ok
+        # Another branch whose files differ under box/: switching writes many paths at once.
+        assert ws.call("branch", {"name": "other"}).ok
+        for n in range(10):
+            assert ws.call("create", {"path": f"box/sub/o{n}.txt", "file_text": f"o {n}\n"}).ok
+        assert ws.call("switch", {"name": "main"}).ok
     racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside.path), "7"],
                              stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
     rng = random.Random(11)
     done = failed = 0
     unexpected = []
+    recorded: dict[str, int] = {}
     try:
         with gitspace.open(root, agent="racer") as ws:
             deadline = time.monotonic() + RACE_SECONDS
@@ -76,7 +84,7 @@ def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
             while time.monotonic() < deadline:
                 n += 1
                 kind = rng.choice(["create", "create", "deep", "append", "replace", "rename",
-                                   "delete"])
+                                   "delete", "undo", "switch", "restore"])
                 if kind == "create":
                     call = ("create", {"path": f"box/f{n % 50}.txt", "file_text": f"{n}\n"})
                 elif kind == "deep":
@@ -88,8 +96,14 @@ def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
                 elif kind == "rename":
                     call = ("rename", {"old_path": f"box/f{n % 50}.txt",
                                        "new_path": f"box/sub/r{n}.txt"})
-                else:
+                elif kind == "delete":
                     call = ("delete", {"path": f"box/f{(n * 7) % 50}.txt"})
+                elif kind == "undo":  # (every writer: undo, switch and restore write many paths)
+                    call = ("undo", {})
+                elif kind == "switch":
+                    call = ("switch", {"name": "other" if ws.branch() == "main" else "main"})
+                else:
+                    call = ("restore", {"name": "start"})
                 try:
                     result = ws.call(*call)
                 except Exception as e:  # noqa: BLE001 — a bug: counted, and the race goes on
@@ -97,6 +111,7 @@ def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
                     continue
                 if result.ok:
                     done += 1
+                    recorded[kind] = recorded.get(kind, 0) + 1
                 else:
                     failed += 1
                     if result.error is None:
@@ -104,10 +119,12 @@ def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
     finally:
         racer.send_signal(signal.SIGKILL)
         racer.wait()
-    print(f"race: {done} ops recorded, {failed} refused")  # shown with pytest -rP
+    print(f"race: {done} ops recorded, {failed} refused; recorded by kind: {recorded}")  # -rP
     outside.unchanged()
     assert not unexpected, f"{len(unexpected)} unexpected errors: {unexpected[:5]}"
     assert done > 100, f"only {done} ops succeeded ({failed} failed): the race proved nothing"
+    assert all(recorded.get(k) for k in ("undo", "switch", "restore")), \
+        f"a writer of many paths never ran: {recorded}"
     fsck = git_run(root, "fsck", "--strict", "--no-progress")
     assert fsck.returncode == 0, fsck.stderr.decode()
     for leftover in (root / "box", root / "box" / "sub"):  # the racer was killed mid-swap
