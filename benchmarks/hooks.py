@@ -4,7 +4,7 @@ Through the path users take: ``gitspace hooks install claude-code`` writes the h
 ``.claude/settings.json``; this script reads that command back and runs it exactly as Claude Code
 does for one tool call: ``/bin/sh -c COMMAND`` with the PreToolUse payload on stdin, the tool's
 effect, then ``/bin/sh -c COMMAND`` with the PostToolUse payload. Payloads are shaped as the real
-binary sends them (tests/test_claude_code_wire.py).
+binary sends them (tests/harness/test_claude_code_wire.py).
 
 Baselines, measured in the same run on the same calls: the same two hook invocations running
 ``true`` (the harness's bare cost of calling any hook) and running a no-op Python that reads its

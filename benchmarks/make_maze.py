@@ -10,7 +10,7 @@ character positions; the character between two cells is the wall or the passage 
 A depth-first explorer trying north, east, south, west in that order, checkpointing at every cell
 with two or more unexplored openings and restoring the latest checkpoint at every dead end, escapes
 with 12 moves on its final path after 6 checkpoints, 4 dead ends and 4 restores (20 moves in all).
-tests/test_maze.py replays exactly that search through the scripts.
+tests/tools/test_maze.py replays exactly that search through the scripts.
 
     python benchmarks/make_maze.py sample_workspace/maze
 """

@@ -19,6 +19,8 @@ import pytest
 import gitspace
 from gitspace.storage.ledger import LedgerError, Op, parse_message
 
+REPO = Path(__file__).resolve().parent.parent  # the checkout: tests/<layer>/ files ask here
+SAMPLE = REPO / "sample_workspace"
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
 _guard = {"on": False}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -78,7 +80,7 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     # No background repack unless a test asks for one: git fsck run while a repack prunes loose
-    # objects reports them missing. tests/test_packing.py turns it on and waits for it.
+    # objects reports them missing. tests/storage/test_packing.py turns it on and waits for it.
     monkeypatch.setenv("GITSPACE_PACK_THRESHOLD", "0")
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES", "GITSPACE_AGENT"):

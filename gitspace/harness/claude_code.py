@@ -1,4 +1,4 @@
-"""Claude Code's hooks, as the real binary sends them (see tests/test_claude_code_wire.py).
+"""Claude Code's hooks, as the real binary sends them (see tests/harness/test_claude_code_wire.py).
 
 Every payload carries ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``; tool
 events add ``tool_name``, ``tool_input`` and ``tool_use_id`` (PostToolUse adds ``tool_response``,

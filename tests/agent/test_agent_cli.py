@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_clean, git, ops
+from conftest import SAMPLE, assert_clean, git, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_workspace"
 KEY = "sk-ant-test-secret-value"
 
 

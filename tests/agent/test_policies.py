@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import assert_clean, files, git, ops
+from conftest import SAMPLE, assert_clean, files, git, ops
 
 import gitspace
 from gitspace.agent.loop import Event, Loop, Options, Outcome
@@ -20,7 +20,6 @@ from gitspace.agent.model import blocks
 from gitspace.agent.policies.journal import JournalPolicy
 from gitspace.agent.policies.maze import MazePolicy
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_workspace"
 JOURNAL = "journal/worklog.jsonl"
 
 

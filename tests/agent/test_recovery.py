@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import assert_clean, files, git, ops
+from conftest import SAMPLE, assert_clean, files, git, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
 
 import gitspace
@@ -23,8 +23,6 @@ from gitspace.agent.clients import AnthropicClient
 from gitspace.agent.loop import Loop
 from gitspace.agent.policies.maze import MazePolicy
 from gitspace.agent.session import TOOLS, Session
-
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_workspace"
 
 CHILD = """
 import os, signal, sys, json

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import call_ok, git, head
+from conftest import REPO, call_ok, git, head
 
 import gitspace
 
@@ -192,7 +192,7 @@ def test_an_interrupted_replay_leaves_nothing_behind(tmp_path: Path, tmpdir_: Pa
 
 # -- the CI workflow -------------------------------------------------------------------------
 
-WORKFLOW = Path(__file__).resolve().parents[1] / ".github" / "workflows" / "gitspace-replay.yml"
+WORKFLOW = REPO / ".github" / "workflows" / "gitspace-replay.yml"
 
 
 def workflow_step(name: str) -> str:

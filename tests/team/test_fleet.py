@@ -25,7 +25,7 @@ import gitspace
 from gitspace.replay.engine import replay
 from gitspace.team.sync import SyncBusy, sync
 
-AGENT = Path(__file__).with_name("fleet_agent.py")
+AGENT = Path(__file__).resolve().parents[1] / "fleet_agent.py"  # a helper in tests/
 CLONES = 4
 OPS = 25
 TIMEOUT = 300

@@ -19,10 +19,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import REPO, SAMPLE
 
-REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "constraints"
-SAMPLE = REPO / "sample_workspace"
 sys.path.insert(0, str(REPO / "benchmarks"))
 import gen_worklog  # noqa: E402
 

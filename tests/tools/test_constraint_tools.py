@@ -10,12 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write_script
+from conftest import SAMPLE, write_script
 
 import gitspace
-
-ROOT = Path(__file__).resolve().parent.parent
-
 
 
 def _git(root: Path, *args: str) -> str:
@@ -95,7 +92,7 @@ def test_agents_cannot_write_constraint_scripts(ws, path: str) -> None:  # type:
 
 def test_peek_on_the_sample_journal_prints_metadata_and_no_entry(tmp_path: Path) -> None:
     copy = tmp_path / "sample"
-    shutil.copytree(ROOT / "sample_workspace", copy)
+    shutil.copytree(SAMPLE, copy)
     gitspace.init(copy).close()
     out = subprocess.run(
         [sys.executable, "-m", "gitspace", "-C", str(copy), "call", "peek", "--args",

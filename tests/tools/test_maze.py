@@ -18,9 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO, SAMPLE
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "sample_workspace"
 sys.path.insert(0, str(REPO / "benchmarks"))
 import make_maze  # noqa: E402
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import assert_clean, call_ok, changed_files, files, git, head, ops
+from conftest import SAMPLE, assert_clean, call_ok, changed_files, files, git, head, ops
 from test_builtin_constraints import Env, entry, gen_worklog, oracle, reported_count, tree_state
 
 import gitspace
@@ -341,7 +341,7 @@ def test_append_never_writes_through_a_link(tmp_path: Path) -> None:
 @pytest.fixture
 def sample_ws(tmp_path: Path) -> gitspace.Workspace:
     root = tmp_path / "ws"
-    shutil.copytree(Path(__file__).resolve().parent.parent / "sample_workspace", root)
+    shutil.copytree(SAMPLE, root)
     ws = gitspace.init(root, agent="tester")
     yield ws
     ws.close()
@@ -442,7 +442,7 @@ def test_the_journal_policy_reads_a_segmented_log_as_it_reads_the_file(tmp_path:
     summaries = {}
     for form in ("file", "folder"):
         root = tmp_path / form
-        shutil.copytree(Path(__file__).resolve().parent.parent / "sample_workspace", root)
+        shutil.copytree(SAMPLE, root)
         gitspace.init(root, agent="runner").close()
         path = JOURNAL
         if form == "folder":
