@@ -42,6 +42,13 @@ it. (So a single file rewritten in place with the same length in the middle *and
 would be missed; a segment cannot be: it is always re-read whole.) Without a cache folder every
 read is one streaming scan: slow, still correct.
 
+A first read of a huge log cannot finish inside a script's 10 s timeout on a busy machine (1M
+entries, 127 MiB: about 6 s of CPU). With a cache folder, building summaries stops after
+BUILD_BUDGET seconds of the call (at least one segment, or 4,096 lines, is read): what was read is kept (a single file as the summary of its first
+``end`` bytes, which the next call extends like a grown file; a folder as the summaries of the
+segments read so far) and the call answers, exit 1, how far it got and to call again. Each call
+carries on where the last stopped, so a log of any size gets indexed, a few seconds at a time.
+
 Range queries binary-search the sparse index of at most two boundary files, read at most two
 K-entry blocks to get the exact count, and read the slice only when it fits the caller's limit.
 """
@@ -53,13 +60,14 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from _boot import cache_folder
-from _common import Refusal, UsageError, fit, resolve
+from _common import Refusal, UsageError, fit, human_size, resolve
 
 K = 256  # entries per sparse-index block: two boundary blocks are ~50 KB of reading
 FORMAT = 2  # bump when the cache layout changes; old caches are then rebuilt
@@ -71,6 +79,19 @@ GROUP_NAME = re.compile(r"[0-9]{1,15}")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 US = timedelta(microseconds=1)
 DAY_US = 86_400_000_000
+
+
+def _budget() -> float:
+    """Seconds a call may spend building summaries: 6 (the script timeout is 10), or
+    ``$GITSPACE_WORKLOG_BUDGET`` (tests set 0: every call then reads one step and stops)."""
+    try:
+        return max(0.0, float(os.environ.get("GITSPACE_WORKLOG_BUDGET", "6")))
+    except ValueError:
+        return 6.0
+
+
+BUILD_BUDGET = _budget()
+_STARTED = time.monotonic()
 MAX_LINES = 200  # with fit()'s 60-character floor this keeps any listing under OUTPUT_BUDGET
 
 
@@ -172,15 +193,27 @@ def _add(idx: dict[str, Any], line: bytes, off: int) -> None:
         idx["projects"][e["project"]] = idx["projects"].get(e["project"], 0) + 1
 
 
-def _scan(f: BinaryIO, idx: dict[str, Any], stop: int) -> None:
-    """Index every complete line from ``idx['end']`` up to ``stop``."""
+class OutOfTime(Exception):
+    """The call's BUILD_BUDGET ran out while building summaries (what was built is kept)."""
+
+
+def _out_of_time(budgeted: bool) -> bool:
+    return budgeted and time.monotonic() - _STARTED > BUILD_BUDGET
+
+
+def _scan(f: BinaryIO, idx: dict[str, Any], stop: int, budgeted: bool = False) -> None:
+    """Index every complete line from ``idx['end']`` up to ``stop``; ``budgeted``: raise
+    OutOfTime once the budget is spent, with ``idx`` complete up to its ``end``."""
     off = idx["end"]
     f.seek(off)
-    for line in f:
+    for n, line in enumerate(f, 1):
         if off + len(line) > stop or not line.endswith(b"\n"):
             break  # an unterminated last line is read per query, never cached
         _add(idx, line, off)
         off += len(line)
+        if n % 4096 == 0 and _out_of_time(budgeted):
+            idx["end"] = off
+            raise OutOfTime
     idx["end"] = off
 
 
@@ -192,13 +225,16 @@ def _edges(f: BinaryIO, end: int) -> tuple[str, str]:
     return head, tail
 
 
-def _summarise(f: BinaryIO, key: list[int], idx: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``idx`` extended to the file's complete lines (a fresh summary when ``idx`` is None)."""
-    idx = _new_index() if idx is None else idx
+def _summarise(f: BinaryIO, key: list[int], idx: dict[str, Any]) -> dict[str, Any]:
+    """``idx`` extended to the file's complete lines (pass ``_new_index()`` for a fresh one)."""
     _scan(f, idx, key[0])
+    _seal(f, idx, key)
+    return idx
+
+
+def _seal(f: BinaryIO, idx: dict[str, Any], key: list[int]) -> None:
     idx["head"], idx["tail"] = _edges(f, idx["end"])
     idx["stat"] = key
-    return idx
 
 
 def _with_tail(f: BinaryIO, idx: dict[str, Any], size: int) -> dict[str, Any]:
@@ -290,9 +326,27 @@ def _file_part(path: Path) -> Part:
             assert old is not None
             idx = old
         else:
-            idx = _summarise(f, key, old if _grew_only(f, old, key) else None)
+            idx = old if old is not None and _grew_only(f, old, key) else _new_index()
+            try:
+                _scan(f, idx, key[0], budgeted=cache is not None)
+            except OutOfTime:
+                # Kept as the summary of the file's first ``end`` bytes: the next call finds
+                # the file "grown" past it and reads on from there.
+                _seal(f, idx, [idx["end"], *key[1:]])
+                _write_cache(cache, {"format": FORMAT, "path": str(path), "kind": "file",
+                                     "idx": idx})
+                raise _indexing(path.name, idx["end"], key[0]) from None
+            _seal(f, idx, key)
             _write_cache(cache, {"format": FORMAT, "path": str(path), "kind": "file", "idx": idx})
         return Part(path.name, path, key[0], _with_tail(f, idx, key[0]))
+
+
+def _indexing(name: str, done: int, total: int) -> Refusal:
+    share = f"{100 * done / total:.0f}%" if total else "all"
+    return Refusal(f"{name} is being indexed for the first time: {human_size(done)} of "
+                   f"{human_size(total)} ({share}) indexed so far, and kept. Call this tool "
+                   "again: each call reads on from where the last stopped, and once the whole log "
+                   "is read every call answers at once.")
 
 
 def _grew_only(f: BinaryIO, idx: dict[str, Any] | None, key: list[int]) -> bool:
@@ -347,13 +401,21 @@ def _folder_parts(folder: Path) -> tuple[list[Part], int]:
     fresh: dict[str, Any] = {}
     parts = []
     changed = record is None or len(known) != len(found)
+    done = 0  # bytes of the segments read so far: the progress a stopped call reports
+    read = 0  # segments read in this call: a call stops only after making some progress
     for seg in found:
         key = _key(seg.st)
         idx = known.get(seg.name)
         if idx is None or idx.get("stat") != key or _racy(key, written):
+            if read and _out_of_time(cache is not None):
+                # Keep the summaries made and trusted so far; the next call reads on from here.
+                _write_cache(cache, {"format": FORMAT, "path": str(folder), "kind": "folder",
+                                     "parts": fresh})
+                raise _indexing(folder.name, done, sum(s.st.st_size for s in found))
             with open(seg.path, "rb") as f:
-                idx = _summarise(f, key)
-            changed = True
+                idx = _summarise(f, key, _new_index())
+            changed, read = True, read + 1
+        done += key[0]
         fresh[seg.name] = idx
         if idx["end"] < key[0]:
             with open(seg.path, "rb") as f:

@@ -39,6 +39,7 @@ class Env:
 
     def __init__(self, root: Path, cache: Path | None) -> None:
         self.root, self.cache = root, cache
+        self.env: dict[str, str] = {}  # more variables for the scripts
 
     def run(self, script: str, args: dict | str, cache: bool = True) -> subprocess.CompletedProcess:
         env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
@@ -46,6 +47,7 @@ class Env:
                "GITSPACE_WORKSPACE": str(self.root)}
         if cache and self.cache is not None:
             env["GITSPACE_CACHE_DIR"] = str(self.cache)
+        env.update(self.env)
         stdin = args if isinstance(args, str) else json.dumps(args)
         return subprocess.run([str(SCRIPTS / script)], input=stdin, capture_output=True,
                               text=True, cwd=self.root, env=env, timeout=60)

@@ -282,6 +282,49 @@ def test_the_cache_is_used_unless_the_file_changed_in_its_tick(split: Env) -> No
     assert "6,000 entries" in split.ok("peek", {"path": FOLDER})
 
 
+def until_answered(env: Env, tool: str, args: dict) -> tuple[str, list[str]]:
+    """Call ``tool`` until it answers: (the answer, what each stopped call said)."""
+    stops = []
+    for _ in range(50):
+        r = env.run(tool, args)
+        if r.returncode == 0:
+            return r.stdout, stops
+        assert r.returncode == 1 and "being indexed for the first time" in r.stderr, r.stderr
+        stops.append(r.stderr)
+    raise AssertionError(f"{tool} never answered: {stops[-3:]}")
+
+
+def test_a_first_index_too_big_for_one_call_is_built_over_several(split: Env,
+                                                                 tmp_path: Path) -> None:
+    """With no time to spare (budget 0), every call reads one step (a segment, 4,096 lines),
+    keeps it and says how far it got; the answer at the end is the full scan's, and a file
+    rewritten between two calls is read again from its start."""
+    whole = {p: split.ok("peek", {"path": p}, cache=False) for p in (SINGLE, FOLDER)}
+    split.env["GITSPACE_WORKLOG_BUDGET"] = "0"
+    answer, stops = until_answered(split, "peek", {"path": FOLDER})
+    assert answer == whole[FOLDER] and len(stops) == 5  # 6 segments: 5 stops, then the answer
+    assert "(17%) indexed so far" in stops[0] and "(84%)" in stops[-1]
+    answer, stops = until_answered(split, "peek", {"path": SINGLE})
+    assert answer == whole[SINGLE] and len(stops) == 1  # 6,000 lines: 4,096, then the rest
+    assert split.ok("range", {"path": FOLDER, "start": "2023-03-01", "end": "2023-03-08"}) \
+        == split.ok("range", {"path": SINGLE, "start": "2023-03-01", "end": "2023-03-08"})
+
+    # Stopped half-way, then the file is rewritten: nothing of the first half is believed.
+    other = Env(tmp_path / "other", tmp_path / "other-cache")
+    other.env["GITSPACE_WORKLOG_BUDGET"] = "0"
+    log = other.root / SINGLE
+    log.parent.mkdir(parents=True)
+    shutil.copy(split.root / SINGLE, log)
+    assert "being indexed" in other.run("peek", {"path": SINGLE}).stderr
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(line.replace(b'"review"', b'"design"') for line in lines[:100])
+                    + b"".join(lines[100:]) + lines[-1])
+    answer, _ = until_answered(other, "peek", {"path": SINGLE})
+    other.env.clear()
+    assert answer == other.ok("peek", {"path": SINGLE}, cache=False)
+    assert "6,001 entries" in answer
+
+
 # ---------------------------------------------------------------- append_entry
 
 def filled(size: int, ts: str = "2024-01-01T00:00:00Z") -> str:
