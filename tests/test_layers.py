@@ -4,12 +4,13 @@ tests/test_source.py). A failure says which rule broke and where.
 Every import counts: at module level, inside a function (lazy) or under ``TYPE_CHECKING``; a
 lazy import only hides a dependency, it does not remove it. An allowed exception is listed below
 with a one-line reason; an entry that no longer matches anything fails too, so the lists only
-ever shrink.
+ever shrink. docs/architecture.md, which draws these layers, is checked against the source too.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
@@ -191,3 +192,59 @@ def _is_a_tool_name(node: ast.expr) -> bool:
         return node.attr == "tool" or (node.attr == "name" and isinstance(node.value, ast.Name)
                                        and node.value.id == "tool")
     return False
+
+
+# -- docs/architecture.md names real places --------------------------------------------------
+
+DOC = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _definitions() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """{module's last name: its top-level names} and {class name: its members}, from the source."""
+    modules: dict[str, set[str]] = {}
+    classes: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        names = modules.setdefault(module.rsplit(".", 1)[-1], set())
+        for node in ast.parse(path.read_text()).body:
+            names |= _bound(node)
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, set()).update(*(_bound(n) for n in node.body))
+    return modules, classes
+
+
+def _bound(node: ast.stmt) -> set[str]:
+    """The names a statement binds (a def, a class, an assignment, an import)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return {node.target.id}
+    if isinstance(node, ast.Assign):
+        names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+        if names == {"__all__"} and isinstance(node.value, ast.List | ast.Tuple):
+            names |= {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+        return names
+    if isinstance(node, ast.ImportFrom):
+        return {alias.asname or alias.name for alias in node.names}
+    return set()
+
+
+def test_the_architecture_page_names_real_places() -> None:
+    """Every file or folder docs/architecture.md names exists, and every ``Class.member``,
+    ``module.name`` and CONSTANT it names is defined: a move or a rename updates the page."""
+    modules, classes = _definitions()
+    constants = set().union(*modules.values())
+    missing = []
+    for token in re.findall(r"`([^`\s]+)`", DOC.read_text()):
+        if token.endswith((".py", "/")) and not token.startswith(".") and "<" not in token:
+            folders = [PACKAGE, PACKAGE.parent, PACKAGE.parent / "tests",
+                       *(p.parent for p in MODULES.values())]
+            if not any(list(folder.glob(token.rstrip("/"))) for folder in folders):
+                missing.append(token)
+        elif re.fullmatch(r"[A-Za-z_]\w*\.[A-Za-z_]\w*", token) and not token.endswith(".md"):
+            owner, name = token.split(".")
+            owner = {"ws": "Workspace"}.get(owner, owner)  # the page's name for a workspace
+            if name not in classes.get(owner, set()) | modules.get(owner, set()):
+                missing.append(token)
+        elif re.fullmatch(r"[A-Z][A-Z_]+", token) and token not in constants:
+            missing.append(token)
+    assert not missing, f"docs/architecture.md names what does not exist: {missing}"

@@ -3,7 +3,7 @@ copy of this checkout, with a fresh HOME and a PATH that has no virtualenv on it
 is found only where the README's ``make install`` puts it.
 
 Two lines are not run: ``make test``, which is this very suite (it runs in CI on its own), and
-``claude``, which starts Claude Code's interactive session (tests/test_harness*.py drive it). The
+``claude``, which starts Claude Code's interactive session (tests/harness/test_harness*.py drive it). The
 ``text`` blocks show syntax with placeholders and are not commands. This is the slowest test (two
 virtualenvs are built, as a new user's machine would); nothing else builds them.
 """
