@@ -62,6 +62,12 @@ BAD: dict[str, tuple[str, dict[str, Any], str]] = {
     "deep JSON": ("create", {"path": "d.txt", "file_text": "<nested>"}, "deep"),
     "deep JSON for a script": ("peek", {"path": "<nested>"}, "deep"),
     "huge checkpoint message": ("checkpoint", {"name": "c2", "message": "m" * 10_000}, "500"),
+    "a pattern git cannot use": ("search", {"pattern": "(unclosed"}, "pattern"),
+    "a 100,000-character pattern": ("search", {"pattern": "a" * 100_000}, "pattern"),
+    "a line number of 31 digits": ("insert", {"path": "a.txt", "insert_line": 10**30,
+                                              "insert_text": "x"}, "insert_line"),
+    "a folder moved into itself": ("rename", {"old_path": "a.txt", "new_path": "a.txt/b"},
+                                   "itself"),
 }
 
 
@@ -132,6 +138,7 @@ def _refused_everywhere(ws: gitspace.Workspace, tool: str, args: dict[str, Any],
     result = ws.call(tool, _api_args(args))
     assert not result.ok and isinstance(result.error, GitspaceError), result
     assert phrase.lower() in result.text.lower() and result.error.hint, result.text
+    assert len(result.text) < 2000, f"the error echoes the input back: {len(result.text)} chars"
     out = cli(ws.root, "call", tool, "--args", _raw(args))
     expected_failure(out)
     assert phrase.lower() in out.stderr.lower(), out.stderr

@@ -203,8 +203,8 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         count = len(lines) - 1 if trailing else len(lines)
         if at > count:
             raise ToolFailed(
-                f"Invalid `insert_line` parameter: {at}. It should be within the range [0, {count}].",
-            )
+                f"Invalid `insert_line` parameter: {str(at)[:20]}. It should be within the range "
+                f"[0, {count}].", hint=f"0 inserts before the first line, {count} after the last.")
         new_lines = text_in[:-1].split("\n") if text_in.endswith("\n") else text_in.split("\n")
         lines[at:at] = new_lines
         txn.write(rel, "\n".join(lines).encode("utf-8"))
@@ -276,7 +276,8 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     src, src_full = _target(ws, args["old_path"])
     dst, dst_full = _target(ws, args["new_path"])
     if dst == src or dst.startswith(src + "/"):
-        raise ToolFailed(f"Cannot move {src} onto itself or into itself.")
+        raise ToolFailed(f"Cannot move {src} onto itself or into itself.",
+                         hint="Give a new_path outside old_path.")
 
     def stage(txn: Txn) -> Outcome:
         if dst_full.exists() or dst_full.is_symlink() or txn.entry(dst) is not None:
@@ -317,7 +318,10 @@ def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
         rel or ".",
     )
     if proc.returncode not in (0, 1):
-        raise ToolFailed(f"The pattern could not be used: {proc.stderr.decode().strip()}")
+        why = proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["git grep failed"]
+        raise ToolFailed(f"The pattern could not be used: {why[-1][:300]}",
+                         hint="It is a POSIX extended regular expression: put a backslash before "
+                         "( ) [ ] { } . * + ? | ^ $ to match one literally.")
     lines = proc.stdout.decode("utf-8", "replace").splitlines()
     shown = [ln if len(ln) <= 240 else ln[:239] + "…" for ln in lines[:SEARCH_CAP]]
     if not lines:
