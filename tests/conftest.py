@@ -8,6 +8,7 @@ mocked: helpers here run the real ``git`` CLI against the repositories gitspace 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -115,6 +116,20 @@ def git(root: Path | str, *args: str, input: bytes | None = None) -> str:
     proc = git_run(root, *args, input=input)
     assert proc.returncode == 0, f"git {' '.join(args)} failed: {proc.stderr.decode()}"
     return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+CHECKOUT = Path(__file__).resolve().parent.parent  # this source tree
+
+
+def clean_copy(target: Path) -> None:
+    """The files of this checkout a clone would have (tracked, and new ones not ignored)."""
+    listed = git(CHECKOUT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    for rel in sorted(set(p for p in listed.split("\0") if p)):
+        source = CHECKOUT / rel
+        if not source.exists() or source.is_dir():
+            continue  # deleted in the work tree but not yet in the index, or a submodule
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target / rel, follow_symlinks=False)
 
 
 def assert_clean(root: Path | str) -> None:

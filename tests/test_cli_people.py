@@ -257,3 +257,37 @@ def test_reads_work_in_a_shallow_clone_and_a_users_own_repository(busy: Path,
     wrote = gitspace_cli(mine, "call", "create", "--args", '{"path": "x.md", "file_text": "x"}')
     assert wrote.returncode == 1 and "attach --agent" in wrote.stderr
     assert not (mine / "x.md").exists()
+
+
+def test_what_log_shows_types_back_everywhere(busy: Path) -> None:
+    """The op column of a piped log (the last 8 characters of an op id) and a bare checkpoint
+    name, typed back into show, diff, log REV, undo --op and restore."""
+    rows = gitspace_cli(busy, "log", "--format", "{op_short} {tool}").stdout.splitlines()
+    short: dict[str, str] = {}
+    for part, tool in (r.split() for r in rows):
+        short.setdefault(tool, part)  # newest first: the create of notes/b.md
+    replaced, created = short["str_replace"], short["create"]
+    assert len(replaced) == 8
+    shown = gitspace_cli(busy, "show", replaced)
+    assert shown.returncode == 0 and "+beta" in shown.stdout, shown.stderr
+    assert gitspace_cli(busy, "show", "first").returncode == 0
+    diff = gitspace_cli(busy, "diff", "first", replaced)
+    assert diff.returncode == 0 and "-alpha" in diff.stdout and "+beta" in diff.stdout
+    since_first = gitspace_cli(busy, "log", "first", "--format", "{op_short}").stdout.split()
+    assert since_first[0] == created and len(since_first) == 3  # b.md, a.md, init
+    assert gitspace_cli(busy, "log", replaced, "--format", "{op_short}").stdout.split()[0] == replaced
+    undone = gitspace_cli(busy, "undo", "--op", replaced)
+    assert undone.returncode == 0, undone.stderr
+    assert (busy / "notes/a.md").read_text().startswith("alpha")
+    by_op = gitspace_cli(busy, "restore", replaced)  # the files right after that op
+    assert by_op.returncode == 0, by_op.stderr
+    assert (busy / "notes/a.md").read_text().startswith("beta")
+    by_name = gitspace_cli(busy, "restore", "first")
+    assert by_name.returncode == 0, by_name.stderr
+    assert not (busy / "outside.txt").exists() and (busy / "notes/a.md").read_text().startswith("alpha")
+    for command in (["show"], ["diff"], ["log"], ["undo", "--op"], ["restore"]):
+        missing = gitspace_cli(busy, *command, "ZZZZZZZZ")
+        assert missing.returncode == 1 and "hint:" in missing.stderr, (command, missing.stderr)
+        assert "fatal" not in missing.stderr and "Traceback" not in missing.stderr
+    branch = gitspace_cli(busy, "restore", "main")
+    assert branch.returncode == 1 and "restore takes a checkpoint or an op" in branch.stderr

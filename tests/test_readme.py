@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import git
+from conftest import clean_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_RUN = {"make test", "claude"}  # this suite itself; an interactive Claude Code session
@@ -27,17 +27,6 @@ def readme_commands() -> list[str]:
     blocks = re.findall(r"^```sh\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
     lines = [line for block in blocks for line in block.splitlines() if line.strip()]
     return [line for line in lines if line.split("#")[0].strip() not in NOT_RUN]
-
-
-def clean_copy(target: Path) -> None:
-    """The files of this checkout a clone would have (tracked, and new ones not ignored)."""
-    listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    for rel in sorted(set(p for p in listed.split("\0") if p)):
-        source = ROOT / rel
-        if not source.exists() or source.is_dir():
-            continue  # deleted in the work tree but not yet in the index, or a submodule
-        (target / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target / rel, follow_symlinks=False)
 
 
 def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..errors import BadArguments
 from . import lines
 from .common import (
     JsonOpt,
@@ -164,8 +165,21 @@ def checkpoint(name: str, message: Annotated[str, typer.Option("-m")] = "") -> N
 
 
 def restore(name: str) -> None:
-    """Make the files equal checkpoint NAME again (a new op; nothing is lost)."""
-    call_tool("restore", {"name": name})
+    """Make the files equal checkpoint NAME again, or what they were right after an op (its id,
+    or the part of it log shows): a new op; nothing is lost."""
+    from ..core import lookup
+
+    with open_workspace() as ws:
+        found = lookup.resolve(ws.repo, name)
+        if found.where == "checkpoint" and found.name == name and found.op_id is None:
+            args = {"name": name}
+        elif found.op_id is not None:
+            args = {"op": found.op_id}
+        else:
+            raise BadArguments(f"{name!r} names {found.describe()}: restore takes a checkpoint or "
+                               "an op.", hint="'gitspace checkpoints' lists checkpoints, "
+                               "'gitspace log' ops; 'gitspace switch' moves to a branch.")
+        show_result(ws.call("restore", args))
 
 
 def undo(
