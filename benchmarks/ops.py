@@ -9,7 +9,9 @@ One op = write a new 100-byte file and record it as one commit:
 
 Each is measured on repositories holding 10, 1,000 and 10,000 files (100 per folder, folders
 nested two deep, all committed once and packed with ``git gc`` up front), and gitspace also on a
-10-file workspace after 10,000 gitspace ops of history (each op rewrites one of 10 files). The
+10-file workspace after 10,000 gitspace ops of history (each op rewrites one of 10 files). From
+5,000 files on, gitspace is measured twice: with its default plain index (which libgit2 and
+dulwich read) and with ``core.splitIndex=true`` (the split index it used to write by default). The
 tools are measured in interleaved rounds, so a burst of load from other processes on this shared
 machine hits all of them alike: compare the ratios, not the absolute numbers.
 
@@ -54,6 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from typing import Any
 
 from _bench import hermetic, log  # noqa: E402
+
+from gitspace.storage.gitindex import SPLIT_OPT_IN_AT  # noqa: E402
 
 FILES_PER_FOLDER = 100
 CONTENT = "x" * 100
@@ -161,6 +165,17 @@ class GitspaceRunner(Runner):
 
     def close(self) -> None:
         self.ws.close()
+
+
+class SplitIndexRunner(GitspaceRunner):
+    """gitspace with ``core.splitIndex=true`` (opt-in since the plain index became the default,
+    so libgit2 and dulwich read every workspace): what the split index saves per op."""
+
+    name = "gitspace split"
+
+    def __init__(self, root: Path) -> None:
+        git(root, "config", "core.splitIndex", "true")
+        super().__init__(root)
 
 
 class CliRunner(Runner):
@@ -372,6 +387,9 @@ def measure(work: Path, plan: Plan) -> tuple[list[Cell], Cell | None, dict[str, 
         t0 = time.perf_counter()
         base = work / f"files{files}"
         gitspace_repo(base / "gitspace", files)
+        split = files >= SPLIT_OPT_IN_AT
+        if split:
+            gitspace_repo(base / "gitspace-split", files)
         plain_repo(base / "cli", files)
         plain_repo(base / "gitpython", files)
         log(f"  {files:,} files: set up three repositories in {time.perf_counter() - t0:.1f} s")
@@ -382,6 +400,9 @@ def measure(work: Path, plan: Plan) -> tuple[list[Cell], Cell | None, dict[str, 
             (files, 0, GitPythonRunner, base / "gitpython",
              plan.gitpython_big if big else plan.samples["GitPython"]),
         ]
+        if split:
+            cells.append((files, 0, SplitIndexRunner, base / "gitspace-split",
+                          plan.samples["gitspace"]))
     build = size = None
     if plan.history:
         root, build, size = build_history(work, plan)
@@ -460,7 +481,9 @@ def render(report: dict[str, Any]) -> str:
     for c in cells:
         gs = next((g.median_ms for g in cells if g.files == c.files and g.history == c.history
                    and g.tool == "gitspace"), None)
-        if c.tool != "gitspace":
+        if c.tool == SplitIndexRunner.name:
+            rel = f"plain index {gs / c.median_ms:.2f}x this" if gs else ""
+        elif c.tool != "gitspace":
             rel = f"{c.median_ms / gs:.1f}x slower" if gs else ""
         else:
             rel = f"{c.median_ms / base:.2f}x its first row" if base else ""

@@ -135,3 +135,9 @@ def pager_environment() -> dict[str, str]:
     env.setdefault("LESS", "FRX")
     env.setdefault("LV", "-c")
     return env
+
+
+def completing() -> bool:
+    """Is the shell asking for completions (typer's _GITSPACE_COMPLETE)? Then the CLI builds
+    every command's parameters, so options complete too."""
+    return bool(os.environ.get("_GITSPACE_COMPLETE"))

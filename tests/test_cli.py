@@ -115,8 +115,8 @@ def test_verify_reports_a_malformed_op(ws_dir: Path) -> None:
 
 def test_ctrl_c_exits_130(ws_dir: Path) -> None:
     script = ("import time, gitspace.cli as c\n"
-              "@c.app.command('sleepy')\n"
               "def sleepy() -> None:\n    time.sleep(30)\n"
+              "c.COMMANDS.append(('sleepy', sleepy))\n"
               "import sys; sys.argv=['gitspace','sleepy']; c.main()\n")
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
@@ -127,8 +127,8 @@ def test_ctrl_c_exits_130(ws_dir: Path) -> None:
 
 def test_bug_exits_3_without_locals(tmp_path: Path) -> None:
     script = ("import gitspace.cli as c\n"
-              "@c.app.command('boom')\n"
               "def boom() -> None:\n    secret = 'sk-ant-SECRET'\n    raise RuntimeError('kaput')\n"
+              "c.COMMANDS.append(('boom', boom))\n"
               "import sys; sys.argv=['gitspace','boom']; c.main()\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 3

@@ -133,6 +133,19 @@ def test_version_short_help_and_completion(busy: Path) -> None:
         assert "<bool>" not in helped.stdout, command
 
 
+def test_a_run_builds_one_command_and_says_the_same(busy: Path) -> None:
+    """The CLI registers only the command it runs (the rest by name and help): the top-level
+    help is the whole app's, word for word, and shell completion still sees every option."""
+    whole = subprocess.run([sys.executable, "-c", "from gitspace.cli import app; "
+                            "app(prog_name='gitspace')", "--help"], capture_output=True, text=True)
+    assert whole.returncode == 0 and gitspace_cli(busy, "--help").stdout == whole.stdout
+    env = {**os.environ, "_GITSPACE_COMPLETE": "complete_bash", "COMP_WORDS": "gitspace log --ag",
+           "COMP_CWORD": "2"}
+    completed = subprocess.run([sys.executable, "-m", "gitspace"], capture_output=True, text=True,
+                               env=env, cwd=busy)
+    assert "--agent" in completed.stdout, (completed.stdout, completed.stderr)
+
+
 def test_color_follows_the_flag_and_no_color(busy: Path) -> None:
     always = gitspace_cli(busy, "--color", "always", "show", "HEAD")
     assert always.returncode == 0 and "\x1b[" in always.stdout

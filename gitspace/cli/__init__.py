@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from .. import extras
+from .. import config, extras
 from ..errors import GitspaceError, from_os_error
 from . import agent_run, common, fleet, harness, history, jsonout, mcp, replay, team, ui, workspace
 
@@ -62,23 +62,43 @@ GROUPS: list[tuple[str, typer.Typer]] = [
     ("hooks", harness.hooks_app),  # install | uninstall | status
 ]
 
-app = typer.Typer(
-    help="A workspace for AI agents that is an ordinary git repository.",
-    no_args_is_help=True,
-    # typer's --install-completion / --show-completion: shell completion, installed on request.
-    add_completion=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    # Plain help and error text, as git prints them: greppable, no boxes, no <bool> metavars,
-    # and no rich/markdown import before the first line (--help answers in tens of ms).
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    pretty_exceptions_show_locals=False,
-)
-app.callback()(common.global_options)
-for _name, _command in COMMANDS:
-    app.command(name=_name)(_command)
-for _name, _group in GROUPS:
-    app.add_typer(_group, name=_name)
+def build(command: str | None = None, *, whole: bool = True) -> typer.Typer:
+    """The app. ``whole``: every command as it is. Otherwise only ``command`` (when it is one)
+    is real, and the others are listed by name and help alone: typer reads every parameter of
+    every command it registers on each run, which for 40 commands costs about 100 ms before
+    anything happens; a run needs one command's (``benchmarks/cli.py``)."""
+    app = typer.Typer(
+        help="A workspace for AI agents that is an ordinary git repository.",
+        no_args_is_help=True,
+        # typer's --install-completion / --show-completion: shell completion, installed on request.
+        add_completion=True,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        # Plain help and error text, as git prints them: greppable, no boxes, no <bool> metavars,
+        # and no rich/markdown import before the first line (--help answers in tens of ms).
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        pretty_exceptions_show_locals=False,
+    )
+    app.callback()(common.global_options)
+    for name, function in COMMANDS:
+        if whole or name == command:
+            app.command(name=name)(function)
+        else:
+            app.command(name=name, help=function.__doc__)(_listed_only)
+    for name, group in GROUPS:
+        if whole or name == command:
+            app.add_typer(group, name=name)
+        else:
+            app.add_typer(typer.Typer(), name=name, help=group.info.help)
+    return app
+
+
+def _listed_only() -> None:
+    """Stands in for a command this run does not run (see ``build``); never called."""
+    raise AssertionError("a listed-only command ran")
+
+
+app = build()
 
 
 def main() -> None:
@@ -88,7 +108,7 @@ def main() -> None:
         common.render().usage_error(str(e))
         sys.exit(2)
     try:
-        app(args=args, prog_name="gitspace")
+        build(common.state.command, whole=config.completing())(args=args, prog_name="gitspace")
     except GitspaceError as e:
         common.render().error(e)
         sys.exit(1)

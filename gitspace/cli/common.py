@@ -76,7 +76,7 @@ def take_arguments(argv: list[str]) -> list[str]:
             arg = "--json"
         elif command is None and not arg.startswith("-") and (
                 not out or out[-1] not in _GLOBAL_VALUES):
-            command = arg
+            command = state.command = arg
         out.append(arg)
     return out
 

@@ -32,6 +32,7 @@ class Globals:
     pager: bool = True
     json_fields: list[str] | None = None
     paths: list[str] = field(default_factory=list)
+    command: str | None = None  # the command named on the command line (take_arguments)
 
 
 state = Globals()
