@@ -118,14 +118,11 @@ def git(root: Path | str, *args: str, input: bytes | None = None) -> str:
     return proc.stdout.decode("utf-8", "surrogateescape")
 
 
-CHECKOUT = Path(__file__).resolve().parent.parent  # this source tree
-
-
 def clean_copy(target: Path) -> None:
     """The files of this checkout a clone would have (tracked, and new ones not ignored)."""
-    listed = git(CHECKOUT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    listed = git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     for rel in sorted(set(p for p in listed.split("\0") if p)):
-        source = CHECKOUT / rel
+        source = REPO / rel
         if not source.exists() or source.is_dir():
             continue  # deleted in the work tree but not yet in the index, or a submodule
         (target / rel).parent.mkdir(parents=True, exist_ok=True)

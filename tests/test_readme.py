@@ -16,15 +16,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import clean_copy
+from conftest import REPO, clean_copy
 
-ROOT = Path(__file__).resolve().parent.parent
 NOT_RUN = {"make test", "claude"}  # this suite itself; an interactive Claude Code session
 
 
 def readme_commands() -> list[str]:
     """The lines of every ```sh block, in order (comments kept: bash ignores them)."""
-    blocks = re.findall(r"^```sh\n(.*?)^```", (ROOT / "README.md").read_text(), re.M | re.S)
+    blocks = re.findall(r"^```sh\n(.*?)^```", (REPO / "README.md").read_text(), re.M | re.S)
     lines = [line for block in blocks for line in block.splitlines() if line.strip()]
     return [line for line in lines if line.split("#")[0].strip() not in NOT_RUN]
 
