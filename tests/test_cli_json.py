@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import gitspace_cli
+from conftest import git, gitspace_cli
 
 import gitspace
 from gitspace.agent.session import Session
@@ -48,7 +48,11 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         with gitspace.init(root, agent="a", session="json-session") as ws:
             ws.call("create", {"path": "a.md", "file_text": "a\n"})
             ws.call("checkpoint", {"name": "cp"})
+            ws.call("checkpoint", {"name": "claude-code-1a2b3c4d-turn-1"})  # a harness's turn
         Session("json-session", "a task", "a", "test", True, status="done", root=root).save()
+        git(root.parent, "init", "-q", "--bare", "remote.git")
+        git(root, "remote", "add", "origin", str(root.parent / "remote.git"))
+        assert gitspace_cli(root, "hooks", "install", "claude-code").returncode == 0
 
         def run(*args: str) -> object:
             out = gitspace_cli(root, *args, "--json")
@@ -62,6 +66,11 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             "verify": run("verify"), "sessions": run("sessions"),
             "session": run("sessions", "show", "json-session"),
         }
+        found.update({
+            "tools": run("tools"), "attach": run("attach", "--agent", "bob"),
+            "agents": run("agents"), "hooks": run("hooks", "status"), "turns": run("rewind"),
+            "sync": run("sync"), "replay": run("replay"),
+        })
         # No maze here: the policy gives up (exit 4), which still prints the run's JSON.
         found["run"] = run("run", "Escape the maze", "--policy", "maze")
         return found
@@ -77,3 +86,12 @@ def test_each_command_prints_the_documented_fields(outputs: dict[str, object], k
         assert list(first["op"]) == jsonout.OP_FIELDS
     if kind == "session":
         assert [list(e) for e in first["ops"]][:1] == [jsonout.FIELDS["log"]]
+    if kind == "tools":
+        assert list(first["tools"][0]) == ["name", "description", "input_schema", "mutates",
+                                           "origin", "example"]
+
+
+def test_field_selection_is_checked_for_every_kind(outputs: dict[str, object]) -> None:
+    for kind in jsonout.FIELDS:
+        with pytest.raises(jsonout.UnknownField, match="Fields: "):
+            jsonout.check(kind, ["no_such_field"])

@@ -26,7 +26,7 @@ def sync(
         if not watch:
             done = sync_once(ws, remote, drop=tuple(drop or ()))
             if as_json:
-                emit_json(dataclasses.asdict(done))
+                emit_json(dataclasses.asdict(done), "sync")
             else:
                 render().fleet_synced(done)
             return

@@ -70,7 +70,7 @@ def hooks_status(as_json: JsonOpt = False) -> None:
     data = [{"harness": spec.name, "scope": scope, "path": str(found.path),
              "installed": found.complete, "partial": not found.complete and any(found.events.values()),
              "command": found.command} for spec, scope, found in rows]
-    emit_json(data) if as_json else render().hooks(data)
+    emit_json(data, "hooks") if as_json else render().hooks(data)
 
 
 def hook(
@@ -109,6 +109,6 @@ def rewind(
             marks = rewinding.turns(ws)
             data = [{"turn": t.number, "session": t.prefix, "checkpoint": t.name,
                      "commit": t.commit, "time": t.time, "message": t.message} for t in marks]
-            emit_json(data) if as_json else render().turns(data)
+            emit_json(data, "turns") if as_json else render().turns(data)
             return
         show_result(rewinding.rewind(ws, which, session), as_json)

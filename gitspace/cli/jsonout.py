@@ -27,6 +27,16 @@ FIELDS: dict[str, list[str]] = {
     "session": ["session", "status", "agent", "client", "scripted", "steps", "task", "answer",
                 "stats", "ops"],
     "run": ["status", "text", "session", "calls", "steps", "stats", "exit_code"],
+    "tools": ["tools", "notes"],
+    "attach": ["agent", "branch", "path", "start", "dirty", "existed", "resumed"],
+    "agents": ["agent", "branch", "path", "tip", "ops", "last_op", "last_tool", "last_time"],
+    "hooks": ["harness", "scope", "path", "installed", "partial", "command"],
+    "turns": ["turn", "session", "checkpoint", "commit", "time", "message"],
+    "sync": ["remote", "branch", "tip", "pulled", "rebased", "pushed", "dropped", "checkpoints",
+             "attempts", "notes"],
+    "replay": ["tip", "base", "total", "start", "reexecuted", "as_recorded", "recorded_why",
+               "unverified", "scripts", "onto", "branch", "created", "leftover", "ok", "result",
+               "checked", "divergence"],
 }
 OP_FIELDS = ["id", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of"]
 

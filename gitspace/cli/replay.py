@@ -57,7 +57,7 @@ def replay(
             except BadNewBranch as e:
                 raise typer.BadParameter(str(e), param_hint="--branch") from None
     if as_json:
-        emit_json(report.as_json())
+        emit_json(report.as_json(), "replay")
     else:
         render().replay_report(report)
     if not report.ok:

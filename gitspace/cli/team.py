@@ -61,7 +61,7 @@ def attach(
     if as_json:
         emit_json({"agent": done.name, "branch": done.branch, "path": str(done.path),
                    "start": done.start, "dirty": done.dirty, "existed": done.existed,
-                   "resumed": done.resumed})
+                   "resumed": done.resumed}, "attach")
     else:
         render().attached(done)
 
@@ -75,7 +75,7 @@ def agents(as_json: JsonOpt = False) -> None:
         emit_json([{"agent": a.name, "branch": a.branch, "path": a.path and str(a.path),
                     "tip": a.tip, "ops": a.ops, "last_op": a.last and a.last.op_id,
                     "last_tool": a.last and a.last.tool, "last_time": a.last_time}
-                   for a in rows])
+                   for a in rows], "agents")
     else:
         render().agents(rows)
 

@@ -67,7 +67,7 @@ def tools(as_json: JsonOpt = False) -> None:
         if as_json:
             emit_json({"tools": [{**t.definition(), "mutates": t.mutates, "origin": t.origin,
                                   "example": t.example} for t in found.values()],
-                       "notes": notes})
+                       "notes": notes}, "tools")
         else:
             render().tools(list(found.values()), notes)
 
