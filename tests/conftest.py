@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -236,6 +237,18 @@ def ws(ws_root: Path) -> Iterator[gitspace.Workspace]:
         yield workspace
     finally:
         workspace.close()
+
+
+@pytest.fixture
+def scratch_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Replay's temporary folders go here, and none may be left afterwards. Tests that replay
+    use it for every test: ``pytestmark = pytest.mark.usefixtures("scratch_dirs")``."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setenv("GITSPACE_SCRATCH_DIR", str(folder))  # not the RAM folder replay prefers
+    yield folder
+    assert not any(n.startswith("gitspace-replay-") for n in os.listdir(folder))
 
 
 def call_ok(ws: gitspace.Workspace, tool: str, args: Mapping[str, Any] | None = None) -> gitspace.Result:

@@ -15,14 +15,15 @@ from pathlib import Path
 import pytest
 from conftest import call_ok, git, head, ops
 from hostile import assert_sound, commit
-from test_attach import checkout_state, make_user_repo, status
-from test_replay import scratch_dirs  # noqa: F401  (autouse: replay's folders, none left)
+from user_repo import checkout_state, make_user_repo, status
 
 import gitspace
 from gitspace.replay.engine import replay
 from gitspace.team import attach, merge
 from gitspace.team import remote as sync
 from gitspace.team.watch import Watcher
+
+pytestmark = pytest.mark.usefixtures("scratch_dirs")  # replay's folders: none left after
 
 FILE = {"fd": "a file\n", "fd/x": None}
 FOLDER = {"fd": None, "fd/x": "a file in a folder\n"}

@@ -31,8 +31,7 @@ from hostile import (
     raw_tree,
     tree,
 )
-from test_attach import checkout_state, make_user_repo, status
-from test_replay import scratch_dirs  # noqa: F401  (autouse: replay's folders, none left)
+from user_repo import checkout_state, make_user_repo, status
 
 import gitspace
 from gitspace.errors import GitspaceError
@@ -40,6 +39,8 @@ from gitspace.replay.engine import replay
 from gitspace.replay.onto import replay_onto
 from gitspace.team import attach, merge
 from gitspace.team import remote as sync
+
+pytestmark = pytest.mark.usefixtures("scratch_dirs")  # replay's folders: none left after
 
 
 @pytest.fixture

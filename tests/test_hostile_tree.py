@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import call_ok, git, head, ops
 from hostile import Outside, assert_sound, commit
-from test_attach import make_user_repo
+from user_repo import make_user_repo
 
 import gitspace
 from gitspace.errors import GitspaceError

@@ -248,3 +248,22 @@ def test_the_architecture_page_names_real_places() -> None:
         elif re.fullmatch(r"[A-Z][A-Z_]+", token) and token not in constants:
             missing.append(token)
     assert not missing, f"docs/architecture.md names what does not exist: {missing}"
+
+
+def test_a_test_imports_helpers_not_tests_of_another_folder() -> None:
+    """pytest puts a test's own folder on sys.path only when it collects it, so importing
+    ``test_x`` of another folder works or fails by collection order. Shared helpers live in a
+    helper module in tests/ (conftest, user_repo, fleet, hostile...)."""
+    tests = PACKAGE.parent / "tests"
+    where = {p.stem: p.parent for p in tests.rglob("test_*.py")}
+    crossing = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     else [])
+            for name in names:
+                if name in where and where[name] != path.parent:
+                    crossing.append(f"{path.relative_to(tests)}:{node.lineno} imports {name}")
+    assert not crossing, ("A test imports a test module of another folder: "
+                          f"{crossing}. Move what it shares into a helper module in tests/.")

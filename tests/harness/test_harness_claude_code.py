@@ -17,7 +17,7 @@ from typing import Any
 from claude_code import ClaudeCode, new_session
 from conftest import assert_clean, files, git, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
-from test_attach import checkout_state, make_user_repo, status
+from user_repo import checkout_state, make_user_repo, status
 
 import gitspace
 

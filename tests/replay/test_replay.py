@@ -100,15 +100,7 @@ def user_state(root: Path) -> tuple[str, ...]:
             index.read_bytes().hex() if index.exists() else "")
 
 
-@pytest.fixture(autouse=True)
-def scratch_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Replay's temporary folders go here, and none may be left afterwards."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    monkeypatch.setenv("GITSPACE_SCRATCH_DIR", str(folder))  # not the RAM folder replay prefers
-    yield folder
-    assert not any(n.startswith("gitspace-replay-") for n in os.listdir(folder))
+pytestmark = pytest.mark.usefixtures("scratch_dirs")  # replay's folders: none left after
 
 
 def replayed(ws: Workspace, rev: str = "HEAD", base: str | None = None) -> Report:

@@ -14,65 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, git_run
+from conftest import git
+from user_repo import checkout_state, fsck, gs, index_entries, make_user_repo, status
 
 import gitspace
 from gitspace.errors import Conflict, GitspaceError, NotFound
 from gitspace.team import attach, merge
 
 
-def make_user_repo(root: Path) -> Path:
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "src").mkdir()
-    (root / "README.md").write_text("# project\n")
-    (root / "notes.txt").write_text("one\ntwo\nthree\n")
-    (root / "src" / "app.py").write_text("print('hi')\n")
-    (root / ".gitignore").write_text("build/\n*.log\n")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "the user's first commit")
-    # Everything a working checkout has at once:
-    (root / "notes.txt").write_text("one\ntwo (being edited)\nthree\n")  # unstaged
-    (root / "src" / "app.py").write_text("print('hello')\n")
-    git(root, "add", "src/app.py")  # staged
-    (root / "new.txt").write_text("not added yet\n")  # untracked
-    (root / "build").mkdir()
-    (root / "build" / "out.bin").write_bytes(b"\0\1\2")  # ignored
-    (root / "debug.log").write_text("ignored log\n")  # ignored
-    return root
-
-
 @pytest.fixture
 def user(tmp_path: Path) -> Path:
     return make_user_repo(tmp_path / "user")
-
-
-def checkout_state(root: Path) -> dict[str, Any]:
-    """Everything of the user's checkout that gitspace must not change, as raw bytes."""
-    files = {}
-    for folder, dirs, names in os.walk(root):
-        if Path(folder) == root:
-            dirs.remove(".git")
-        for n in names:
-            p = Path(folder, n)
-            files[p.relative_to(root).as_posix()] = (p.read_bytes(), os.lstat(p).st_mode)
-    return {
-        "HEAD": (root / ".git" / "HEAD").read_bytes(),
-        "head commit": git(root, "rev-parse", "HEAD"),
-        "index": (root / ".git" / "index").read_bytes(),
-        "files": files,
-    }
-
-
-def status(root: Path) -> str:
-    """``git status`` without letting git refresh (rewrite) the index while it looks."""
-    return git(root, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all",
-               "--ignored")
-
-
-def fsck(root: Path) -> None:
-    proc = git_run(root, "fsck", "--strict", "--no-progress")
-    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
 
 
 def side_branch(root: Path, name: str, path: str, text: str) -> str:
@@ -156,26 +108,13 @@ def test_merge_into_the_checkout_is_refused_when_the_user_has_that_file(user: Pa
     assert git(user, "rev-parse", "main") == main
 
 
-def _index_entries(root: Path) -> dict[str, str]:
-    out = git(root, "ls-files", "-s", "--debug")
-    entries: dict[str, str] = {}
-    name = ""
-    for line in out.splitlines():
-        if not line.startswith(" "):
-            name = line.split("\t", 1)[1]
-            entries[name] = line
-        else:
-            entries[name] += "\n" + line
-    return entries
-
-
 def test_merge_into_the_checkout_writes_only_the_merged_paths(user: Path) -> None:
     a = attach.attach(user, "bob")
     with gitspace.open(a.path, agent="bob") as ws:
         assert ws.call("create", {"path": "docs/guide.md", "file_text": "read me\n"}).ok
         assert ws.call("str_replace", {"path": "README.md", "old_str": "# project",
                                        "new_str": "# project, improved"}).ok
-    before, listed, entries = checkout_state(user), status(user), _index_entries(user)
+    before, listed, entries = checkout_state(user), status(user), index_entries(user)
     main = git(user, "rev-parse", "main").strip()
 
     done = merge.merge(user, "bob")
@@ -193,7 +132,7 @@ def test_merge_into_the_checkout_writes_only_the_merged_paths(user: Path) -> Non
         return {k: v for k, v in d.items() if k not in merged}
 
     assert others(after["files"]) == others(before["files"])
-    assert others(_index_entries(user)) == others(entries)
+    assert others(index_entries(user)) == others(entries)
     assert status(user) == listed
     assert git(user, "diff", "--cached", "--name-only") == "src/app.py\n"
     again = merge.merge(user, "bob")
@@ -377,12 +316,6 @@ def test_ownership_follows_the_root_not_the_tip(user: Path, tmp_path: Path) -> N
             repo.close()
 
 
-def gs(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"}
-    return subprocess.run([sys.executable, "-m", "gitspace", "-C", str(cwd), *args],
-                          capture_output=True, text=True, env=env, timeout=60)
-
-
 def test_cli_attach_agents_merge_detach(user: Path) -> None:
     before, listed = checkout_state(user), status(user)
     out = gs(user, "attach", "--agent", "bob")
@@ -538,7 +471,6 @@ def test_reading_commands_never_refresh_the_users_index(tmp_path: Path) -> None:
     would rewrite their index file, so gitspace's reads ask git not to."""
     import os
     import subprocess
-    import sys
 
     repo = tmp_path / "mine"
     repo.mkdir()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import git
-from test_attach import checkout_state, fsck, gs, make_user_repo, status
+from user_repo import checkout_state, fsck, gs, make_user_repo, status
 
 import gitspace
 from gitspace.core import owner

@@ -21,7 +21,7 @@ from typing import Any
 
 from conftest import git, git_run, head
 from hostile import commit
-from test_attach import _index_entries, checkout_state, make_user_repo, status
+from user_repo import checkout_state, index_entries, make_user_repo, status
 
 import gitspace
 from gitspace.team import attach, merge
@@ -109,7 +109,7 @@ def test_kill_9_during_merge_into_the_users_checkout(tmp_path: Path) -> None:
         user = tmp_path / f"user{round_}"
         shutil.copytree(template, user, symlinks=True)
         git(user, "update-index", "-q", "--refresh")  # the copy's stat data, as git would
-        before, listed, entries = checkout_state(user), status(user), _index_entries(user)
+        before, listed, entries = checkout_state(user), status(user), index_entries(user)
         done = run_and_kill("merge", user, rng.uniform(0.0, took), group=round_ % 2 == 1)
         finished += done
         killed += not done
@@ -124,7 +124,7 @@ def test_kill_9_during_merge_into_the_users_checkout(tmp_path: Path) -> None:
             assert head(user, "main^2") == work
             assert after["HEAD"] == before["HEAD"]
             assert _others(after["files"], merged) == _others(before["files"], merged)
-            assert _others(_index_entries(user), merged) == _others(entries, merged)
+            assert _others(index_entries(user), merged) == _others(entries, merged)
             assert (user / "README.md").read_text() == "# project, by bob\n"
             assert all((user / p).read_text() == t for p, t in added.items())
             assert status(user) == listed

@@ -17,9 +17,9 @@ from collections import Counter
 from pathlib import Path
 
 from conftest import assert_clean, git
+from fleet import assert_never_forced, machine, ops_of, seed
 from fleet_agent import op_for
 from gitserver import GitServer
-from test_fleet_sync import _ops_of, assert_never_forced, machine, seed
 
 import gitspace
 from gitspace.replay.engine import replay
@@ -64,7 +64,7 @@ def _outage_midway(server: GitServer, members: list[subprocess.Popen[bytes]]) ->
     """Stop the server once a tenth of the ops reached it, for a second, then start it again
     (the members keep making ops meanwhile: their syncs find it down)."""
     deadline = time.monotonic() + TIMEOUT
-    while len(_ops_of(server.path("fleet"))) < CLONES * OPS // 10:
+    while len(ops_of(server.path("fleet"))) < CLONES * OPS // 10:
         assert time.monotonic() < deadline, "the fleet made no progress"
         time.sleep(0.05)
     assert any(m.poll() is None for m in members), "the fleet ended before the outage"
@@ -89,7 +89,7 @@ def check_fleet(tmp_path: Path, server: GitServer,
                     continue
         for ws in clones:  # and every clone catches up with the last one's ops
             sync(ws)
-        on_remote = Counter(op.op_id for op in _ops_of(server.path("fleet")))
+        on_remote = Counter(op.op_id for op in ops_of(server.path("fleet")))
         assert all(on_remote[op] == 1 for op in made), \
             [op for op in made if on_remote[op] != 1]
         assert sum(on_remote.values()) == CLONES * OPS + 3  # + init and the two seed ops

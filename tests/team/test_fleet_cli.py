@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conftest import assert_clean, call_ok, state
+from fleet import machine, ops_of, seed
 from gitserver import GitServer
-from test_fleet_sync import _ops_of, machine, seed
 
 
 def gs(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -50,7 +50,7 @@ def test_sync_once_and_its_refusals(tmp_path: Path, git_server: GitServer) -> No
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["dropped"] == [[loser.op, loser.commit]] and report["pushed"] == 1
-    assert kept.op in [op.op_id for op in _ops_of(git_server.path("fleet"))]
+    assert kept.op in [op.op_id for op in ops_of(git_server.path("fleet"))]
     for bad in (["nowhere"], ["--drop", "not-an-op"], ["--watch", "--drop", kept.op or ""]):
         out = gs(b.root, "sync", *bad)
         assert out.returncode in (1, 2) and "Traceback" not in out.stderr, out.stderr
@@ -68,7 +68,7 @@ def test_watch_syncs_every_op_and_queues_them_while_the_server_is_down(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         def remote_has(op: str | None) -> Callable[[], bool]:
-            return lambda: op in [o.op_id for o in _ops_of(git_server.path("fleet"))]
+            return lambda: op in [o.op_id for o in ops_of(git_server.path("fleet"))]
 
         first = call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"})
         wait_for(remote_has(first.op))  # after every op
@@ -90,7 +90,7 @@ def test_watch_syncs_every_op_and_queues_them_while_the_server_is_down(
     assert watcher.returncode == 0, err
     assert "offline:" in err and "op(s) queued here" in err
     assert "Synced main with origin" in out
-    on_remote = [o.op_id for o in _ops_of(git_server.path("fleet"))]
+    on_remote = [o.op_id for o in ops_of(git_server.path("fleet"))]
     assert all(on_remote.count(op) == 1 for op in [first.op, *queued])
     assert_clean(b.root)
     a.close()

@@ -19,8 +19,8 @@ from collections import Counter
 from pathlib import Path
 
 from conftest import assert_clean, call_ok, git, git_run
+from fleet import assert_never_forced, machine, ops_of, seed
 from gitserver import GitServer
-from test_fleet_sync import _ops_of, assert_never_forced, machine, seed
 
 import gitspace
 from gitspace.storage import ledger
@@ -82,7 +82,7 @@ def test_kill_9_at_random_moments(tmp_path: Path, git_server: GitServer) -> None
         state = b.repo.gitdir / "gitspace"
         assert not (state / "sync-journal.json").exists()
         assert not any((state / "sync-scratch").iterdir())
-        on_remote = Counter(op.op_id for op in _ops_of(git_server.path("fleet")))
+        on_remote = Counter(op.op_id for op in ops_of(git_server.path("fleet")))
         assert [on_remote[op] for op in made] == [1] * len(made)
         assert git(b.root, "rev-parse", "HEAD") == git_server.refs("fleet")["refs/heads/main"] + "\n"
         for n in range(r + 1):  # each checkpoint is on the branch, at the op it was made after

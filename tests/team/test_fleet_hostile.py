@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_clean, call_ok, git, op_ids, state
+from fleet import machine, ops_of, seed
 from gitserver import GitServer
-from test_fleet_sync import _ops_of, machine, seed
 
 import gitspace
 from gitspace.errors import Conflict
@@ -82,7 +82,7 @@ def test_a_forged_copy_of_an_unpushed_op_id_is_refused(tmp_path: Path, git_serve
     # The way on that the refusal offers keeps the op: a branch of its own, pushed as it is.
     call_ok(b, "branch", {"name": "b-own"})
     sync(b)
-    assert [op.op_id for op in _ops_of(git_server.path("fleet"), "refs/heads/b-own")].count(
+    assert [op.op_id for op in ops_of(git_server.path("fleet"), "refs/heads/b-own")].count(
         mine.op) == 1
     assert digest(outside) == seen
     b.close()
@@ -103,7 +103,7 @@ def test_forged_and_malformed_trailers_on_the_remote_are_only_commits(
     seen = digest(outside)
     done = sync(b)
     assert done.rebased == 1 and done.pushed == 1
-    on_remote = [op.op_id for op in _ops_of(git_server.path("fleet"))]
+    on_remote = [op.op_id for op in ops_of(git_server.path("fleet"))]
     assert on_remote.count(mine.op) == 1 and on_remote[-1] == mine.op
     assert (b.root / "shared/log.md").read_text() == "log\nb's work\n"
     assert digest(outside) == seen
@@ -153,7 +153,7 @@ def test_refs_dropped_while_syncing_lose_nothing(tmp_path: Path, git_server: Git
 
     done = sync(b, on_step=drop_everything)
     assert any("deleted main while this sync ran" in note for note in done.notes)
-    on_remote = [op.op_id for op in _ops_of(git_server.path("fleet"))]
+    on_remote = [op.op_id for op in ops_of(git_server.path("fleet"))]
     assert mine.op in on_remote and op_ids(a.root)[-1] in on_remote
     assert digest(outside) == seen
     # A remote that drops the branch between syncs is not re-created behind anyone's back.
@@ -179,7 +179,7 @@ def test_a_server_hook_that_drops_refs_while_serving_the_fetch(
     hook.chmod(0o755)
     git_server.global_config.write_text(f"[uploadpack]\n\tpackObjectsHook = {hook}\n")
     done = sync(b)  # the fetch is served, the branch is gone when the push arrives
-    assert done.notes and mine.op in [op.op_id for op in _ops_of(git_server.path("fleet"))]
+    assert done.notes and mine.op in [op.op_id for op in ops_of(git_server.path("fleet"))]
     assert git(b.root, "rev-parse", "HEAD").strip() == git_server.refs("fleet")["refs/heads/main"]
     assert_clean(b.root)
     a.close()
@@ -214,7 +214,7 @@ def test_a_symlink_planted_in_remote_history_is_never_written_through(
         assert state(c.root) == before
     else:
         assert (c.root / "lnk" / "mine.md").read_text() == "c's file\n"
-        assert mine.op in [op.op_id for op in _ops_of(git_server.path("fleet"))]
+        assert mine.op in [op.op_id for op in ops_of(git_server.path("fleet"))]
     assert digest(outside) == seen
     b.close()
     c.close()

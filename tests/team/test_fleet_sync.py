@@ -11,65 +11,15 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_clean, call_ok, git, message_of, op_ids, state
-from fleet_agent import BOARD
+from fleet import assert_never_forced, machine, ops_of, remote_ops, seed
 from gitserver import GitServer
 
 import gitspace
 from gitspace.core import checkpoints, undo
-from gitspace.errors import BadArguments, Conflict, LedgerError
+from gitspace.errors import BadArguments, Conflict
 from gitspace.storage import ledger
-from gitspace.storage.gitrepo import ZERO
 from gitspace.team.rebase import SyncStopped
 from gitspace.team.sync import sync
-
-
-def seed(tmp_path: Path, server: GitServer, name: str = "fleet") -> gitspace.Workspace:
-    """The first machine: a workspace with a shared board and log, synced to a new remote."""
-    url = server.create(name)
-    ws = gitspace.init(tmp_path / "m0", agent="agent-0")
-    call_ok(ws, "create", {"path": "shared/board.md", "file_text": BOARD})
-    call_ok(ws, "create", {"path": "shared/log.md", "file_text": "log\n"})
-    git(ws.root, "remote", "add", "origin", url)
-    sync(ws)
-    return ws
-
-
-def machine(tmp_path: Path, server: GitServer, n: int, name: str = "fleet",
-            agent: str | None = None) -> gitspace.Workspace:
-    """Another machine: a clone of the remote, with an agent of its own."""
-    target = tmp_path / f"m{n}"
-    git(tmp_path, "clone", "-q", server.url(name), str(target))
-    return gitspace.open(target, agent=agent or f"agent-{n}")
-
-
-def remote_ops(server: GitServer, name: str = "fleet") -> list[ledger.Op]:
-    return [op for op in _ops_of(server.path(name))]
-
-
-def _ops_of(bare: Path, rev: str = "refs/heads/main") -> list[ledger.Op]:
-    out = git(bare, "log", "-z", "--format=%B", "--reverse", rev, "--")
-    found = []
-    for message in out.split("\0"):
-        if message.strip():
-            try:
-                op = ledger.parse_message(message.lstrip("\n"))
-            except LedgerError:
-                continue  # a malformed block (a hostile remote's) is not an op
-            if op is not None:
-                found.append(op)
-    return found
-
-
-def assert_never_forced(server: GitServer, name: str = "fleet") -> None:
-    """Every update the server ever logged kept the old commit in the new one's history."""
-    bare = server.path(name)
-    logs = [p for p in (bare / "logs" / "refs").rglob("*") if p.is_file()]
-    assert logs, "the server logged no ref update"
-    for log in logs:
-        for line in log.read_text().splitlines():
-            old, new = line.split()[:2]
-            if old != ZERO and new != ZERO:
-                assert git(bare, "merge-base", "--is-ancestor", old, new) == "", (log, line)
 
 
 def test_unpushed_ops_are_rerun_on_the_remotes_new_ops(tmp_path: Path,
@@ -157,7 +107,7 @@ def test_continue_on_a_branch_of_its_own(tmp_path: Path, git_server: GitServer) 
     call_ok(b, "branch", {"name": "b-board"})
     done = sync(b)
     assert done.branch == "b-board" and done.pushed
-    assert mine.op in [op.op_id for op in _ops_of(git_server.path("fleet"),
+    assert mine.op in [op.op_id for op in ops_of(git_server.path("fleet"),
                                                    "refs/heads/b-board")]
     a.close()
     b.close()

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git, git_run, ops
-from test_attach import checkout_state, make_user_repo, status
 from ui_server import fetch, serving
+from user_repo import checkout_state, make_user_repo, status
 
 import gitspace
 from gitspace.core.timeline import verify

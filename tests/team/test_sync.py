@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_clean, git, state
-from test_attach import checkout_state, gs, make_user_repo, status
+from user_repo import checkout_state, gs, make_user_repo, status
 
 import gitspace
 from gitspace.agent.session import Session

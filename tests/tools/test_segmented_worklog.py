@@ -477,9 +477,7 @@ def test_calls_through_ws_call_the_cli_and_mcp_use_the_cache_in_dot_git(
 
 
 def test_the_journal_policy_reads_a_segmented_log_as_it_reads_the_file(tmp_path: Path) -> None:
-    from test_policies import JOURNAL, run, sample  # noqa: F401
-
-    from gitspace.agent.loop import Options
+    from gitspace.agent.loop import Loop, Options
     from gitspace.agent.policies.journal import JournalPolicy
 
     summaries = {}
@@ -487,13 +485,13 @@ def test_the_journal_policy_reads_a_segmented_log_as_it_reads_the_file(tmp_path:
         root = tmp_path / form
         shutil.copytree(SAMPLE, root)
         gitspace.init(root, agent="runner").close()
-        path = JOURNAL
-        if form == "folder":
-            with gitspace.open(root, agent="runner") as ws:
-                call_ok(ws, "split_worklog", {"path": JOURNAL})
-            path = "journal/worklog/"
-        outcome = run(root, JournalPolicy(), f"Summarise {path} chunk by chunk",
-                      Options(budget=20_000, keep_last=4, max_steps=200))
+        path = "journal/worklog.jsonl"
+        with gitspace.open(root, agent="runner") as ws:
+            if form == "folder":
+                call_ok(ws, "split_worklog", {"path": path})
+                path = "journal/worklog/"
+            outcome = Loop(ws, JournalPolicy(), Options(budget=20_000, keep_last=4, max_steps=200)
+                           ).start(f"Summarise {path} chunk by chunk")
         assert outcome.status == "done", outcome.text
         summaries[form] = {p: text.replace("journal/worklog.jsonl", "LOG")
                            .replace("journal/worklog", "LOG")

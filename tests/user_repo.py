@@ -1,0 +1,87 @@
+"""A user's own repository, and how tests read what gitspace must leave alone in it.
+
+Shared by the tests of agents on an existing repository (attach, merge, sync, several agents,
+crashes, hostile flips, Claude Code's hooks): import these by name, never from a test module.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from conftest import git, git_run
+
+
+def make_user_repo(root: Path) -> Path:
+    """A user's repository as people have them: a commit, and unstaged, staged, untracked and
+    ignored files all at once."""
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "src").mkdir()
+    (root / "README.md").write_text("# project\n")
+    (root / "notes.txt").write_text("one\ntwo\nthree\n")
+    (root / "src" / "app.py").write_text("print('hi')\n")
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "the user's first commit")
+    # Everything a working checkout has at once:
+    (root / "notes.txt").write_text("one\ntwo (being edited)\nthree\n")  # unstaged
+    (root / "src" / "app.py").write_text("print('hello')\n")
+    git(root, "add", "src/app.py")  # staged
+    (root / "new.txt").write_text("not added yet\n")  # untracked
+    (root / "build").mkdir()
+    (root / "build" / "out.bin").write_bytes(b"\0\1\2")  # ignored
+    (root / "debug.log").write_text("ignored log\n")  # ignored
+    return root
+
+
+def checkout_state(root: Path) -> dict[str, Any]:
+    """Everything of the user's checkout that gitspace must not change, as raw bytes."""
+    files = {}
+    for folder, dirs, names in os.walk(root):
+        if Path(folder) == root:
+            dirs.remove(".git")
+        for n in names:
+            p = Path(folder, n)
+            files[p.relative_to(root).as_posix()] = (p.read_bytes(), os.lstat(p).st_mode)
+    return {
+        "HEAD": (root / ".git" / "HEAD").read_bytes(),
+        "head commit": git(root, "rev-parse", "HEAD"),
+        "index": (root / ".git" / "index").read_bytes(),
+        "files": files,
+    }
+
+
+def status(root: Path) -> str:
+    """``git status`` without letting git refresh (rewrite) the index while it looks."""
+    return git(root, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all",
+               "--ignored")
+
+
+def fsck(root: Path) -> None:
+    proc = git_run(root, "fsck", "--strict", "--no-progress")
+    assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+
+
+def index_entries(root: Path) -> dict[str, str]:
+    """Every index entry of the checkout with git's debug fields (stat data included)."""
+    out = git(root, "ls-files", "-s", "--debug")
+    entries: dict[str, str] = {}
+    name = ""
+    for line in out.splitlines():
+        if not line.startswith(" "):
+            name = line.split("\t", 1)[1]
+            entries[name] = line
+        else:
+            entries[name] += "\n" + line
+    return entries
+
+
+def gs(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``gitspace -C cwd ARGS`` in a new process, with no agent name inherited."""
+    env = {k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"}
+    return subprocess.run([sys.executable, "-m", "gitspace", "-C", str(cwd), *args],
+                          capture_output=True, text=True, env=env, timeout=60)
