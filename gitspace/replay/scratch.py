@@ -48,7 +48,10 @@ from ..tools.builtins import registry
 BRANCH = "replay"
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 REPLAYER = COMMITTER
-REMOVE_ATTEMPTS = 200  # 10 ms apart: a killed git child has two seconds to finish its last write
+# 10 ms apart: ten seconds for a git child an interrupt killed to finish its last write. Python's
+# subprocess does not wait for a child it kills on KeyboardInterrupt, and on a loaded machine a
+# child blocked in a disk write (state D) can take seconds to die; two seconds proved too few.
+REMOVE_ATTEMPTS = 1000
 
 
 class BadNewBranch(BadArguments):
