@@ -17,7 +17,9 @@ Standard library only; no file in the work tree is ever written from here.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -158,6 +160,27 @@ def resolve(rel: str, *, must_exist: bool = True) -> Path:
         raise UsageError(f"No such file or folder: {rel!r}. "
                          "Use stat on a parent folder to see what exists.")
     return target
+
+
+def read_inside(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` if the file actually opened lies inside the workspace (None when it
+    does not, or is not a regular file, or is over ``limit``). Checked on the open descriptor,
+    not on the name: a folder swapped for a link after ``resolve`` cannot send the read
+    elsewhere. (Where /proc is missing the name's resolution is checked again after the open.)"""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        try:
+            where = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            where = path.resolve()
+        base = root()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit or base not in where.parents:
+            return None
+        return f.read(limit + 1)[:limit]
 
 
 def display(path: Path) -> str:

@@ -12,6 +12,7 @@ clean.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 from conftest import git_run
-from hostile import Outside, assert_sound
+from hostile import Outside, assert_sound, fingerprint
 
 import gitspace
 
@@ -31,11 +32,12 @@ RACER = textwrap.dedent("""
     import os, random, sys, time
     root, outside = sys.argv[1], sys.argv[2]
     rng = random.Random(int(sys.argv[3]))
+    targets = sys.argv[4].split(",") if len(sys.argv) > 4 else ["box", "box", "box/sub"]
     print("ready", flush=True)
     n = 0
     while True:
         n += 1
-        target = os.path.join(root, rng.choice(["box", "box", "box/sub"]))
+        target = os.path.join(root, rng.choice(targets))
         aside = os.path.join(root, f".aside-{n}")
         try:
             os.rename(target, aside)
@@ -133,4 +135,65 @@ def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
     with gitspace.open(root, agent="racer") as ws:
         ws.snapshot()  # what the racer moved around is an outside edit like any other
     outside.unchanged()
+    assert_sound(root)
+
+
+READ_SECONDS = 8.0
+
+
+def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
+        tmp_path: Path) -> None:
+    """The same racer, against the tools that read: view, search (git grep) and the grep
+    script must never hand the agent a byte of the outside folder's files, which have the same
+    names as the workspace's."""
+    outside = Outside(tmp_path / "outside")
+    secret = b"SECRET outside\n"
+    (tmp_path / "outside" / "a.txt").write_bytes(secret)  # (before the fingerprint is taken:
+    (tmp_path / "outside" / "sub" / "deep.txt").write_bytes(secret)  # Outside re-reads it)
+    outside.before = outside_print = fingerprint(outside.path)
+    root = tmp_path / "ws"
+    with gitspace.init(root, agent="reader") as ws:
+        for rel in ("box/a.txt", "box/sub/deep.txt"):
+            assert ws.call("create", {"path": rel, "file_text": "inside\n"}).ok
+    # Only "box": a racer renaming "box/sub" while gitspace has put back a link at "box" (a
+    # script's changes are undone to what was on disk, link included) would move the outside
+    # folder's own files about, and the outside check would judge the racer, not gitspace.
+    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside.path), "5",
+                              "box"],
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+    calls = [("view", {"path": "box/a.txt"}), ("view", {"path": "box/sub/deep.txt"}),
+             ("view", {"path": "box"}), ("search", {"pattern": "S.CRET", "path": "box"}),
+             ("search", {"pattern": "S.CRET"}), ("grep", {"pattern": "S.CRET", "path": "box"})]
+    answered: dict[str, int] = {}
+    leaked, unexpected = [], []
+    try:
+        with gitspace.open(root, agent="reader") as ws:
+            deadline = time.monotonic() + READ_SECONDS
+            while time.monotonic() < deadline:
+                for tool, args in calls:
+                    try:
+                        result = ws.call(tool, args)
+                    except Exception as e:  # noqa: BLE001 — a bug: counted, the race goes on
+                        unexpected.append(f"{tool} {args}: {type(e).__name__}: {e}")
+                        continue
+                    if "SECRET outside" in result.text:
+                        leaked.append(f"{tool} {args}: {result.text[:200]}")
+                    if result.ok:
+                        answered[tool] = answered.get(tool, 0) + 1
+                    elif result.error is None:
+                        unexpected.append(result.text)
+    finally:
+        os.killpg(racer.pid, signal.SIGKILL)
+        racer.wait()
+    print(f"read race: answered {answered}")  # shown with pytest -rP
+    assert not leaked, f"{len(leaked)} reads showed outside content: {leaked[:3]}"
+    assert not unexpected, f"{len(unexpected)} unexpected errors: {unexpected[:5]}"
+    assert all(answered.get(t) for t in ("view", "search")), f"the reads never ran: {answered}"
+    assert fingerprint(outside.path) == outside_print
+    with gitspace.open(root, agent="reader") as ws:
+        for leftover in (root / "box", root / "box" / "sub"):  # the racer was killed mid-swap
+            if leftover.is_symlink():
+                leftover.unlink()
+        ws.snapshot()
     assert_sound(root)

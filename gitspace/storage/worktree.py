@@ -200,6 +200,22 @@ class WorkTree:
         with self._folder_of(parts) as folder:
             return None if folder is None else _lstat_at(folder, parts[-1])
 
+    def listing(self, rel: str) -> list[tuple[str, os.stat_result]] | None:
+        """The entries of folder ``rel`` ("" for the root) with their own stats (links are not
+        followed), sorted by name; None when it, or a folder on the way, is absent, a link or a
+        file. Read through a descriptor of the folder itself, so a folder swapped for a link
+        while it is listed never shows what lies beyond the link."""
+        parts = parts_of(rel) + [""] if rel else [""]
+        with self._folder_of(parts) as folder:
+            if folder is None:
+                return None
+            found = []
+            for name in sorted(os.listdir(folder)):
+                st = _lstat_at(folder, name)
+                if st is not None:  # (gone since the listing)
+                    found.append((name, st))
+            return found
+
     def read(self, rel: str, *, limit: int | None = None,
              stats: dict[str, os.stat_result] | None = None) -> State:
         """(content, git mode) of a path, None when absent or a folder.

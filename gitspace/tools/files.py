@@ -8,7 +8,9 @@ tools to use instead, never silently cut.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +18,15 @@ from ..core import paths
 from ..core.result import Result
 from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
-from ..errors import FileRefused, ToolFailed
+from ..errors import FileRefused, GitspaceError, ToolFailed
 from ..storage import ledger
+from ..storage.gitrepo import LINK_MODE
+from ..storage.worktree import WorkTree
 from .registry import PATH, builtin, integer, obj, string
 from .text import LISTING_CAP, VIEW_CAP, decode, numbered, refuse_binary
 
 SEARCH_CAP = 50
+SEARCH_READ_CAP = 64 << 20  # a file a shown match is checked in is read up to this size
 
 
 def _target(ws: Workspace, path: object) -> tuple[str, Path]:
@@ -54,18 +59,24 @@ def _existing(txn: Txn, rel: str) -> str:
     mutates=False,
 )
 def view(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
-    rel, full = paths.resolve(ws.root, args["path"], allow_root=True)
-    if full.is_dir():
-        return Result(ok=True, text=_listing(ws, rel), tool="view")
-    if not full.exists():
-        raise ToolFailed(f"{rel} does not exist.", hint="View the folder to see what is there.")
-    size = full.stat().st_size
-    if size > ws.max_file_bytes:
+    rel = paths.resolve(ws.root, args["path"], allow_root=True)[0]
+    # Read through the no-follow reader, never by name: the check above is not the read, and a
+    # folder swapped for a link in between must not show what lies beyond it.
+    files = ws.transactions.files
+    listing = files.listing(rel)
+    if listing is not None:
+        return Result(ok=True, text=_listing(files, rel, listing), tool="view")
+    st = files.stat(rel) if rel else None
+    if st is not None and st.st_size > ws.max_file_bytes:
         raise FileRefused(
-            f"{rel} is {size:,} bytes, too large to view.",
+            f"{rel} is {st.st_size:,} bytes, too large to view.",
             hint="Use stat, grep, peek or range to read it in bounded pieces.",
         )
-    lines = decode(rel, full.read_bytes()).split("\n")
+    state = files.read(rel, limit=ws.max_file_bytes)
+    if state is None or state[1] == LINK_MODE:
+        raise ToolFailed(f"{rel} does not exist.", hint="View the folder to see what is there.")
+    size = len(state[0])
+    lines = decode(rel, state[0]).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     start, end = 1, len(lines)
@@ -91,22 +102,23 @@ def view(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
     return Result(ok=True, text=f"{header}\n{body}", tool="view")
 
 
-def _listing(ws: Workspace, rel: str) -> str:
-    base = ws.root / rel if rel else ws.root
+def _listing(files: WorkTree, rel: str, top: list[tuple[str, os.stat_result]]) -> str:
     rows: list[str] = []
     total = 0
-    for child in sorted(base.iterdir()):
-        if child.name.startswith("."):
+    for name, st in top:
+        if name.startswith("."):
             continue
-        items = [child]
-        if child.is_dir() and not child.is_symlink():
-            items += sorted(c for c in child.iterdir() if not c.name.startswith("."))
-        for item in items:
+        child = f"{rel}/{name}" if rel else name
+        items = [(child, st)]
+        if stat.S_ISDIR(st.st_mode):
+            items += [(f"{child}/{n}", s) for n, s in files.listing(child) or []
+                      if not n.startswith(".")]
+        for item, st in items:
             total += 1
             if len(rows) < LISTING_CAP:
-                kind = "/" if item.is_dir() else ""
-                size = "-" if item.is_dir() else f"{item.lstat().st_size:,}"
-                rows.append(f"{size:>10}  {item.relative_to(ws.root)}{kind}")
+                folder = stat.S_ISDIR(st.st_mode)
+                size = "-" if folder else f"{st.st_size:,}"
+                rows.append(f"{size:>10}  {item}{'/' if folder else ''}")
     shown = rel or "."
     more = f"\n... and {total - LISTING_CAP} more" if total > LISTING_CAP else ""
     return (f"Files and folders in {shown}, two levels deep, hidden items excluded "
@@ -314,7 +326,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
 def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
     rel = paths.resolve(ws.root, args.get("path", ""), allow_root=True)[0]
     proc = ws.repo.run_git(
-        "grep", "--untracked", "-I", "-n", "-E", "--no-color", "-e", args["pattern"], "--",
+        "grep", "--untracked", "-I", "-n", "-z", "-E", "--no-color", "-e", args["pattern"], "--",
         rel or ".",
     )
     if proc.returncode not in (0, 1):
@@ -322,11 +334,58 @@ def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
         raise ToolFailed(f"The pattern could not be used: {why[-1][:300]}",
                          hint="It is a POSIX extended regular expression: put a backslash before "
                          "( ) [ ] { } . * + ? | ^ $ to match one literally.")
-    lines = proc.stdout.decode("utf-8", "replace").splitlines()
-    shown = [ln if len(ln) <= 240 else ln[:239] + "…" for ln in lines[:SEARCH_CAP]]
-    if not lines:
+    matches = _grep_matches(proc.stdout)
+    if not matches:
         return Result(ok=True, text=f"No matches for {args['pattern']!r}.", tool="search")
-    more = (f"\n... {len(lines) - SEARCH_CAP} more matches not shown; narrow the pattern or path."
-            if len(lines) > SEARCH_CAP else "")
-    return Result(ok=True, text=f"{len(lines)} matching lines:\n" + "\n".join(shown) + more,
+    kept, dropped = _as_on_disk(ws, matches[:SEARCH_CAP])
+    shown = [_clip(f"{path}:{number}:{line}") for path, number, line in kept]
+    more = (f"\n... {len(matches) - SEARCH_CAP} more matches not shown; narrow the pattern or "
+            "path." if len(matches) > SEARCH_CAP else "")
+    if dropped:
+        more += (f"\n({dropped} matching line(s) changed while they were read and are not shown; "
+                 "search again.)")
+    return Result(ok=True, text=f"{len(matches)} matching lines:\n" + "\n".join(shown) + more,
                   tool="search")
+
+
+Match = tuple[str, int, bytes]
+
+
+def _grep_matches(out: bytes) -> list[Match]:
+    """``git grep -z -n`` records: path NUL line-number NUL text LF (a path may hold a LF)."""
+    found: list[Match] = []
+    at = 0
+    while at < len(out):
+        path_end = out.index(b"\0", at)
+        number_end = out.index(b"\0", path_end + 1)
+        line_end = out.find(b"\n", number_end + 1)
+        line_end = len(out) if line_end < 0 else line_end
+        found.append((os.fsdecode(out[at:path_end]), int(out[path_end + 1:number_end]),
+                      out[number_end + 1:line_end]))
+        at = line_end + 1
+    return found
+
+
+def _as_on_disk(ws: Workspace, matches: list[Match]) -> tuple[list[tuple[str, int, str]], int]:
+    """The matches a no-follow read of each file confirms, and how many it did not. git grep
+    opens paths as paths: a folder swapped for a link to elsewhere while it runs would let a line
+    of some outside file through. Only what the workspace's own file holds is shown."""
+    files: dict[str, list[bytes] | None] = {}
+    kept: list[tuple[str, int, str]] = []
+    for path, number, line in matches:
+        if path not in files:
+            try:
+                state = ws.transactions.files.read(path, limit=SEARCH_READ_CAP)
+            except GitspaceError:
+                state = None
+            files[path] = None if state is None or state[1] == LINK_MODE else \
+                state[0].split(b"\n")
+        lines = files[path]
+        if lines is not None and 0 < number <= len(lines) and lines[number - 1] == line:
+            shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            kept.append((shown, number, line.decode("utf-8", "replace")))
+    return kept, len(matches) - len(kept)
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= 240 else line[:239] + "…"
