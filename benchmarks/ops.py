@@ -474,7 +474,7 @@ def render(report: dict[str, Any]) -> str:
              f"load {report['env']['load_start']} -> {report['env']['load_end']}",
              "One op = one new 100-byte file recorded as one commit (file write included).",
              "",
-             f"{'files':>7} {'history':>8}  {'tool':<10} {'n':>4} {'median ms':>10} "
+             f"{'files':>7} {'history':>8}  {'tool':<14} {'n':>4} {'median ms':>10} "
              f"{'p99 ms':>9}  {'vs gitspace':<22}"]
     cells = [Cell(**c) for c in report["cells"]]
     base = next((g.median_ms for g in cells if g.tool == "gitspace" and g.history == 0), None)
@@ -488,7 +488,7 @@ def render(report: dict[str, Any]) -> str:
         else:
             rel = f"{c.median_ms / base:.2f}x its first row" if base else ""
         note = f"  ({c.extra['gc_started']} bg gc started)" if c.extra.get("gc_started") else ""
-        lines.append(f"{c.files:>7,} {c.history:>8,}  {c.tool:<10} {c.samples:>4} "
+        lines.append(f"{c.files:>7,} {c.history:>8,}  {c.tool:<14} {c.samples:>4} "
                      f"{c.median_ms:>10.2f} {c.p99_ms:>9.2f}  {rel:<22}{note}".rstrip())
     if report.get("history_build"):
         b = Cell(**report["history_build"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
+from typing import Any
 
 try:  # CPython's own SHA-1: hashlib would load OpenSSL, which costs more than a hook's whole run
     from _sha1 import sha1 as _sha1
@@ -78,12 +79,25 @@ def read(objects: Path, sha: str) -> tuple[str, bytes] | None:
     return kind.decode("ascii", "replace"), data
 
 
+# From this size on, OpenSSL's SHA-1 (hashlib) is worth its import (~10 ms, once): it hashes a
+# 10,000-entry index (1 MB) in 1 ms where CPython's own takes 10 ms, and that is on every op.
+_LARGE = 64 * 1024
+
+
+def _hasher(data: bytes) -> Any:
+    if len(data) < _LARGE:
+        return _sha1(data)
+    import hashlib
+
+    return hashlib.sha1(data)
+
+
 def sha1_hex(data: bytes) -> str:
-    return _sha1(data).hexdigest()
+    return _hasher(data).hexdigest()
 
 
 def sha1_digest(data: bytes) -> bytes:
-    return _sha1(data).digest()
+    return _hasher(data).digest()
 
 
 def hash_object(kind: str, data: bytes) -> str:
