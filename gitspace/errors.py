@@ -111,3 +111,8 @@ def from_os_error(error: OSError, doing: str = "gitspace") -> GitspaceError | No
 class Unsupported(GitspaceError):
     """Something gitspace cannot work with: an old git, a SHA-256 or reftable repository, a
     missing optional extra."""
+
+
+class WriteFailed(GitspaceError):
+    """The system refused a write gitspace needed (disk full, permissions, an I/O error, an
+    interrupted call); what was written so far has been rolled back."""

@@ -52,6 +52,10 @@ class IndexLocked(Exception):
     """Another process holds index.lock."""
 
 
+class IndexChanged(Exception):
+    """The index file changed on disk since it was loaded: load it again and redo the change."""
+
+
 @dataclass(frozen=True)
 class Shared:
     """A shared index file: its checksum and where each path's entries sit in it."""
@@ -71,6 +75,9 @@ class Index:
     extra_stages: dict[bytes, int] = field(default_factory=dict)  # path -> entries beyond one
     shared: Shared | None = None
     changed: set[bytes] = field(default_factory=set)  # paths that differ from ``shared``
+    # Identity of the file ``load`` read it from (() when there was none); None: not loaded from
+    # a file, so ``store`` has nothing to compare against.
+    origin: tuple[int, ...] | None = None
 
     def set(self, path: str, sha_hex: str, mode: int, st: os.stat_result | None) -> None:
         key = os.fsencode(path)
@@ -104,6 +111,29 @@ class Index:
             self.extra_stages.pop(below, None)
             self.changed.add(below)
         del self.paths[start:end]
+
+    def entries_of(self, paths: list[str]) -> dict[bytes, tuple[bytes, int] | None]:
+        """The raw entries of ``paths`` (and how many stages beyond one), for ``put_back``."""
+        saved: dict[bytes, tuple[bytes, int] | None] = {}
+        for path in paths:
+            key = os.fsencode(path)
+            raw = self.raw.get(key)
+            saved[key] = None if raw is None else (raw, self.extra_stages.get(key, 0))
+        return saved
+
+    def put_back(self, saved: dict[bytes, tuple[bytes, int] | None]) -> None:
+        """Make the entries of ``saved``'s paths exactly what ``entries_of`` returned."""
+        for key, entry in saved.items():
+            if entry is None:
+                self.remove(os.fsdecode(key))
+                continue
+            if key not in self.raw:
+                bisect.insort(self.paths, key)
+            self.raw[key] = entry[0]
+            self.extra_stages.pop(key, None)
+            if entry[1]:
+                self.extra_stages[key] = entry[1]
+            self.changed.add(key)
 
     def entry_count(self) -> int:
         return len(self.paths) + sum(self.extra_stages.values())
@@ -322,33 +352,42 @@ def forget(path: Path) -> None:
     _cache.pop(str(path), None)
 
 
+def _current(path: Path) -> tuple[int, ...] | None:
+    try:
+        return _identity(os.stat(path))
+    except FileNotFoundError:
+        return None
+
+
 def load(path: Path, *, copy: bool = True) -> Index:
     """The index at ``path`` (an empty one if the file does not exist), cached by identity.
 
     With ``copy=False`` the cached object itself is returned: the caller must ``store`` it or
     ``forget`` the path, because the cache now holds whatever the caller did to it.
     """
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return Index()
+    identity = _current(path)
+    if identity is None:
+        return Index(origin=())
     key = str(path)
     hit = _cache.get(key)
-    if hit and hit[0] == _identity(st):
+    if hit and hit[0] == identity:
         return _copy(hit[1]) if copy else hit[1]
     index = parse(path.read_bytes(), path.parent)
-    _cache[key] = (_identity(st), index)
+    index.origin = identity
+    _cache[key] = (identity, index)
     return _copy(index) if copy else index
 
 
 def _copy(index: Index) -> Index:
     return Index(index.version, list(index.paths), dict(index.raw), dict(index.extra_stages),
-                 index.shared, set(index.changed))
+                 index.shared, set(index.changed), index.origin)
 
 
 def store(path: Path, index: Index, *, wait: float = 5.0, split: bool | None = None,
           private: bool = False) -> None:
-    """Write ``index`` to ``path`` under git's lock protocol (IndexLocked if git holds it).
+    """Write ``index`` to ``path`` under git's lock protocol (IndexLocked if git holds it), if
+    the file is still the one ``index`` was loaded from (IndexChanged if another writer replaced
+    it meanwhile: its change would be lost).
 
     ``split``: write it split (True) or plain (False); None splits an index of ``SPLIT_AT`` or
     more entries. ``private``: see ``lockfile``.
@@ -362,11 +401,17 @@ def store(path: Path, index: Index, *, wait: float = 5.0, split: bool | None = N
     else:
         index.shared, index.changed = None, set()
         data = index.encode()
+    def unchanged() -> None:
+        if index.origin is not None and (_current(path) or ()) != index.origin:
+            raise IndexChanged(str(path))
+
     try:
-        lockfile.replace(path, data, wait, private=private)
+        lockfile.replace(path, data, wait, point="index.store", under_lock=unchanged,
+                         private=private)
     except lockfile.Locked as e:
         raise IndexLocked(str(e.lock)) from None
-    _cache[str(path)] = (_identity(os.stat(path)), index)
+    index.origin = _identity(os.stat(path))
+    _cache[str(path)] = (index.origin, index)
     if folded and index.shared is not None:
         # Only now: until the new index is in place, the old one still names the old shared file.
         _prune_shared(path.parent, keep=f"sharedindex.{index.shared.checksum}")
@@ -378,7 +423,7 @@ def _fold(gitdir: Path, index: Index) -> None:
     checksum = data[-20:].hex()
     target = gitdir / f"sharedindex.{checksum}"
     if not target.exists():
-        lockfile.replace(target, data)
+        lockfile.replace(target, data, point="index.store")
     entries = [(p, r) for p in index.paths for r in _split_stages(index.raw[p], index.version)]
     _shared_cache[checksum] = (entries, _positions(checksum, entries))
     index.shared, index.changed = _shared_cache[checksum][1], set()
@@ -401,5 +446,5 @@ def _prune_shared(gitdir: Path, keep: str) -> None:
             try:
                 if os.stat(gitdir / name).st_mtime < cutoff:
                     os.unlink(gitdir / name)
-            except FileNotFoundError:
-                pass
+            except OSError:
+                pass  # housekeeping: the index is stored, an old file can go another time

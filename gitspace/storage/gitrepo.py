@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import config
+from .. import config, faults
 from ..errors import (
     ConcurrentUpdate,
     GitspaceError,
@@ -120,21 +120,39 @@ class RefUpdate:
         self._fd, self._lock, self._path = fd, lock, path
         self.done = False  # the ref was moved
 
-    def set(self, new: str, ident: Identity, message: str) -> None:
-        """Move the ref to ``new`` through the held lock, and record it in the reflogs."""
+    def set(self, new: str | None, ident: Identity, message: str) -> None:
+        """Move the ref to ``new`` (None: delete it) through the held lock.
+
+        The reflog line is written first, as git does: if it cannot be, the ref does not move.
+        """
         if self._fd < 0:
             raise GitspaceError(f"The lock on {self.ref} is no longer held.")
+        faults.hit("ref.update")
+        repo, ref, old = self.repo, self.ref, self.old
+        if new is None:
+            self._delete()
+            return
+        if not repo.private:  # nobody reads a private repository's reflogs
+            repo._reflog(ref, old or ZERO, new, ident, message)
+            if ref.startswith("refs/heads/") and repo.head_branch() == ref[len("refs/heads/"):]:
+                repo._reflog("HEAD", old or ZERO, new, ident, message)
         os.write(self._fd, (new + "\n").encode())
         os.close(self._fd)
         self._fd = -1
         lockfile.rename_over(self._lock, self._path, private=self.repo.private)
         self.done = True
-        repo, ref, old = self.repo, self.ref, self.old
-        if repo.private:
-            return  # nobody reads a private repository's reflogs
-        repo._reflog(ref, old or ZERO, new, ident, message)
-        if ref.startswith("refs/heads/") and repo.head_branch() == ref[len("refs/heads/"):]:
-            repo._reflog("HEAD", old or ZERO, new, ident, message)
+
+    def _delete(self) -> None:
+        """Remove a loose ref and its reflog (one that is also packed is never deleted here: its
+        packed value would reappear)."""
+        if not self._path.is_file() or self.ref in self.repo._packed_refs():
+            raise GitspaceError(f"{self.ref} is a packed ref, so gitspace does not delete it.")
+        os.unlink(self._path)
+        (self.repo.commondir / "logs" / self.ref).unlink(missing_ok=True)
+        os.close(self._fd)
+        self._fd = -1
+        self._lock.unlink()
+        self.done = True
 
     def release(self) -> None:
         if self._fd >= 0:
@@ -651,16 +669,24 @@ class GitRepo:
         return None
 
     def set_head(self, branch: str, ident: Identity, old: str | None, new: str | None) -> None:
+        """Point HEAD at ``branch``; its reflog line (``old`` to ``new``) is written first, under
+        HEAD.lock, as git does."""
         head = self.gitdir / "HEAD"
+
+        def log() -> None:
+            if old and new:
+                self._reflog("HEAD", old, new, ident, f"checkout: moving to {branch}")
+
         try:
-            lockfile.replace(head, f"ref: refs/heads/{branch}\n".encode())
+            lockfile.replace(head, f"ref: refs/heads/{branch}\n".encode(), point="head.update",
+                             under_lock=log)
         except lockfile.Locked:
             raise _locked(head.with_name("HEAD.lock")) from None
-        if old and new:
-            self._reflog("HEAD", old, new, ident, f"checkout: moving to {branch}")
 
-    def cas_ref(self, ref: str, old: str | None, new: str, ident: Identity, message: str) -> None:
-        """Point ``ref`` at ``new`` if it currently points at ``old`` (None: must not exist)."""
+    def cas_ref(self, ref: str, old: str | None, new: str | None, ident: Identity,
+                message: str) -> None:
+        """Point ``ref`` at ``new`` if it currently points at ``old`` (None: must not exist;
+        ``new`` None deletes the ref)."""
         with self.lock_ref(ref, old) as update:
             update.set(new, ident, message)
 
@@ -755,6 +781,7 @@ class GitRepo:
         base = self.gitdir if ref == "HEAD" else self.commondir
         log = base / "logs" / ref
         log.parent.mkdir(parents=True, exist_ok=True)
+        faults.hit("reflog.write")
         line = f"{old} {new} {ident.line()}\t{' '.join(message.split())[:200]}\n"
         with open(log, "a", encoding="utf-8", errors="surrogateescape") as out:
             out.write(line)

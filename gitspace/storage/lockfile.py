@@ -2,8 +2,10 @@
 and gitspace's own process locks (``flocked``).
 
 Invariant: whoever holds the lock file is the only writer of that file, gitspace or git alike;
-the lock is taken with a bounded wait and never taken from its owner. An ``flocked`` lock is
-held by an open file, so the kernel releases it when its process dies: it never goes stale.
+the lock is taken with a bounded wait and never taken from its owner. A lock is broken (by crash
+recovery only) when it is provably nobody's: ``git_running_in`` says whether a live git process
+may own one. An ``flocked`` lock is held by an open file, so the kernel releases it when its
+process dies: it never goes stale.
 
 ``private``: a repository nobody else reads (replay's scratch) has the old file unlinked before
 the rename. ext4 writes a file's data out to disk when it is renamed over another one (its
@@ -17,9 +19,14 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from .. import faults
+
+# git commands that read or pack objects and never take a ref, index or HEAD lock.
+_NEVER_LOCKS = {b"cat-file", b"repack", b"pack-objects"}
 
 
 class Locked(Exception):
@@ -52,12 +59,19 @@ def rename_over(source: Path | str, target: Path | str, *, private: bool = False
     os.replace(source, target)
 
 
-def replace(path: Path, data: bytes, wait: float = 5.0, *, private: bool = False) -> None:
-    """Write ``data`` to ``path`` under its lock file (no compare: see GitRepo.cas_ref for that)."""
+def replace(path: Path, data: bytes, wait: float = 5.0, *, point: str | None = None,
+            under_lock: Callable[[], None] | None = None, private: bool = False) -> None:
+    """Write ``data`` to ``path`` under its lock file. ``under_lock`` runs once the lock is held
+    (a compare, a reflog line): if it raises, ``path`` is left alone. ``point`` names the fault
+    point (``faults``) of this write, hit once the lock is held."""
     lock = path.with_name(path.name + ".lock")
     fd = acquire(lock, wait)
     try:
         with os.fdopen(fd, "wb") as out:
+            if point is not None:
+                faults.hit(point)
+            if under_lock is not None:
+                under_lock()
             out.write(data)
         rename_over(lock, path, private=private)
     except BaseException:
@@ -83,3 +97,33 @@ def flocked(path: Path, wait: float, busy: Exception, poll: float = 0.002) -> It
         yield
     finally:
         os.close(fd)
+
+
+def git_running_in(folders: Iterable[Path]) -> bool | None:
+    """Is a git process working in one of ``folders``? None when the system cannot say (no
+    /proc). Long-lived ``git cat-file`` readers (GitPython's) and repacks never take these locks:
+    they do not count.
+
+    git holds some locks for as long as a person keeps its editor open (``git commit -a``), with
+    no file descriptor left open on them, so the only trace of the owner is the process itself.
+    """
+    proc = Path("/proc")
+    if not (proc / "self").exists():
+        return None
+    places = [str(Path(f).resolve()) for f in folders]
+    me = os.getpid()
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if (proc / entry.name / "comm").read_text().strip() != "git":
+                continue
+            argv = (proc / entry.name / "cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(proc / entry.name / "cwd")
+        except OSError:
+            continue  # gone meanwhile, or not ours to look at
+        if _NEVER_LOCKS.intersection(argv):
+            continue
+        if any(cwd == p or cwd.startswith(p + os.sep) for p in places):
+            return True
+    return False

@@ -1,4 +1,4 @@
-"""Loose objects and finding a repository, with the standard library only.
+"""Loose objects and finding a repository, with the standard library only (and ``faults``).
 
 Invariant: nothing here starts git or imports GitPython, so a process that needs only this (a
 harness's before hook) starts fast; ``gitrepo`` builds on it and stays the door for everything
@@ -12,6 +12,8 @@ import os
 import zlib
 from pathlib import Path
 from typing import Any
+
+from .. import faults
 
 try:  # CPython's own SHA-1: hashlib would load OpenSSL, which costs more than a hook's whole run
     from _sha1 import sha1 as _sha1
@@ -115,6 +117,7 @@ def write(objects: Path, kind: str, data: bytes) -> str:
     fd, tmp = _object_tmp(folder)
     try:
         with os.fdopen(fd, "wb") as out:
+            faults.hit("object.write")
             out.write(zlib.compress(raw, 1))
         os.chmod(tmp, 0o444)
         os.replace(tmp, target)

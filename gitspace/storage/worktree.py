@@ -320,6 +320,7 @@ class WorkTree:
                                "again.")
             else:
                 try:
+                    faults.hit("file.remove")
                     os.unlink(parts[-1], dir_fd=chain.folder)
                 except FileNotFoundError:
                     pass
