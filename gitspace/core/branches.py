@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..errors import Conflict, GitspaceError, NotFound
 from ..storage import ledger
 from . import refnames
-from .transaction import checkout_changes
+from .transaction import IndexUndo, checkout_changes
 from .workspace import Workspace
 
 
@@ -69,15 +69,32 @@ def switch(ws: Workspace, name: str) -> int:
                 hint="Start a branch of your own there instead ('gitspace branch NAME').",
             )
         old_tip = ws.tip()
-        wanted, _ = checkout_changes(
+        wanted, before = checkout_changes(
             ws, ws.repo.commit(old_tip).tree, ws.repo.commit(target).tree,
             f"Switching to {name}", "Run 'gitspace snapshot' to record them first, then switch.")
         ref = f"refs/heads/{name}"
         paths = sorted(wanted)
         txns.journal_write({"ref": ref, "old": target, "new": target, "paths": paths,
                             "head": name})
-        ws.repo.set_head(name, ws.author, old_tip, target)
-        stats = txns.apply(wanted)
-        txns.sync_index(paths, target, stats)
-        txns.journal.unlink(missing_ok=True)
+        try:
+            ws.repo.set_head(name, ws.author, old_tip, target)
+        except BaseException:
+            txns.cancel_journal()
+            raise
+        written: list[str] = []
+        index: IndexUndo | None = None
+        try:
+            stats = txns.apply(wanted, done=written)
+            index = txns.sync_index(paths, target, stats)
+            txns.journal_remove()
+        except BaseException as failure:
+            txns.roll_back(failure, written, before, paths, index, lambda: ws.repo.set_head(
+                current, ws.author, target, old_tip), old_tip)
+            raise
         return len(paths)
+
+
+def delete_created(ws: Workspace, name: str, tip: str) -> None:
+    """Delete branch ``name``, just created at ``tip`` by an op that then failed."""
+    ws.transactions.delete_ref(f"refs/heads/{name}", tip, ws.author,
+                               f"gitspace: branch {name} rolled back")

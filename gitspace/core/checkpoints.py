@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..errors import BadArguments, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
 from . import refnames
-from .transaction import Outcome, Stage, Txn
+from .transaction import Outcome, Stage, Txn, refused_writes
 from .workspace import Workspace
 
 PREFIX = "refs/tags/gitspace/"
@@ -49,7 +49,8 @@ def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None
     text = ledger.clean_subject(message, MESSAGE_CAP)  # one printable line: no forged lines
     body = ledger.checkpoint_message(text, name, branch, agent, op_id)
     tagger = ws.author
-    tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
+    with refused_writes():  # an orphan tag object is all a failure here can leave
+        tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
     ws.transactions.create_ref(PREFIX + name, tag, tagger, f"checkpoint {name}")
     ws.repo.drop_tag_reflogs(PREFIX)
     return Checkpoint(name, tip, branch, agent, ws.repo.commit(tip).time, text)

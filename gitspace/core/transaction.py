@@ -18,6 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat as statmod
@@ -28,7 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import Conflict, FileRefused, GitspaceError, LockTimeout, PathRefused, ToolFailed
+from .. import faults
+from ..errors import (
+    Conflict,
+    FileRefused,
+    GitspaceError,
+    LockTimeout,
+    PathRefused,
+    ToolFailed,
+    WriteFailed,
+)
 from ..storage import gitindex, ledger, lockfile
 from ..storage.gitrepo import FILE_MODE, Entry, GitRepo, Identity
 from ..storage.worktree import InTheWay, State, WorkTree, order, parts_of
@@ -36,6 +46,31 @@ from .paths import check_tree_paths
 from .result import UNCHANGED, Result
 
 COMMITTER = Identity("gitspace", "gitspace@localhost")
+# The errors of a system that refuses a write (not a gitspace bug), and what to do about each.
+_PERMISSION = "Check that you may write the workspace folder and its .git folder, then try again."
+REFUSED_WRITES = {
+    errno.ENOSPC: "Free some disk space, then run the command again.",
+    errno.EDQUOT: "Free some space within your disk quota, then run the command again.",
+    errno.EFBIG: "A file grew past what the file system allows; free space or split it.",
+    errno.EACCES: _PERMISSION,
+    errno.EPERM: _PERMISSION,
+    errno.EROFS: "The workspace is on a read-only file system; remount it writable.",
+    errno.EIO: "The disk reported an I/O error: check it, then run the command again.",
+    errno.EINTR: "A system call was interrupted: run the command again.",
+    errno.ENAMETOOLONG: "A path is too long for this file system with the workspace folder in "
+                        "front of it: use a shorter folder for the workspace.",
+    errno.EMFILE: "Too many files are open: close some programs, then run the command again.",
+    errno.ENFILE: "Too many files are open: close some programs, then run the command again.",
+}
+INDEX_TRIES = 5  # loads of an index another git process keeps replacing under us
+
+
+@dataclass(frozen=True)
+class IndexUndo:
+    """What ``sync_index`` replaced, to put back: the old raw entries of its paths, or None when
+    the index is in a format only git writes (then git re-syncs them instead)."""
+
+    entries: dict[bytes, tuple[bytes, int] | None] | None
 
 
 class Host(Protocol):
@@ -89,6 +124,7 @@ class Txn:
         self.writes: dict[str, tuple[bytes, int] | None] = {}
         self.disk: dict[str, tuple[bytes, int] | None] = {}
         self.stats: dict[str, os.stat_result] = {}
+        self.applied: set[str] = set()  # writes already on disk (a script made them)
 
     def _disk(self, rel: str) -> tuple[bytes, int] | None:
         if rel not in self.disk:
@@ -130,6 +166,13 @@ class Txn:
         check_tree_paths({rel: None}, f"Deleting {rel}")
         self._disk(rel)
         self.writes[rel] = None
+
+    def already_written(self, rel: str, before: State, after: State) -> None:
+        """Record a change something already made on disk (a mutating script): ``before`` is what
+        was there, and a failed op puts it back."""
+        self.disk[rel] = before
+        self.writes[rel] = after
+        self.applied.add(rel)
 
     def entry(self, rel: str) -> Entry | None:
         return self.ws.repo.entry_at(self.tree, rel)
@@ -175,7 +218,16 @@ class Transactions:
             tree = self.repo.commit(tip).tree
             txn = Txn(self.ws, tip, tree)
             outcome = stage(txn)
-            return self._commit(op, txn, outcome, author, branch)
+            try:
+                return self._commit(op, txn, outcome, author, branch)
+            except BaseException:
+                self._take_back(txn)
+                raise
+
+    def _take_back(self, txn: Txn) -> None:
+        """Put back what a failed op's stage had already changed on disk (a mutating script)."""
+        self.apply({rel: txn.disk[rel] for rel in txn.applied
+                    if self.files.read(rel) != txn.disk[rel]}, lenient=True)
 
     def _commit(
         self, op: ledger.Op, txn: Txn, outcome: Outcome, author: Identity, branch: str
@@ -268,24 +320,44 @@ class Transactions:
         try:
             self.repo.cas_ref(ref, old, new, ident, f"gitspace: {tool}")
         except BaseException:
-            self.journal.unlink(missing_ok=True)
+            self.cancel_journal()
             raise
         # A path counts as written only once it succeeded: put_file changes nothing when it
         # fails, and "restoring" a path it refused (a folder in the way) would destroy what is
         # there.
         written: list[str] = []
+        index: IndexUndo | None = None
         try:
             stats = self.apply(writes, done=written)
-            self.sync_index(touched, new, {**known, **stats})
-        except BaseException:
+            index = self.sync_index(touched, new, {**known, **stats})
+            if not keep_journal:
+                self.journal_remove()
+        except BaseException as failure:
             if old is None:
                 raise  # a branch's first commit: the journal stays, the next open finishes it
-            self.apply({rel: before.get(rel) for rel in written}, lenient=True)
-            self.repo.cas_ref(ref, new, old, ident, f"gitspace: roll back failed {tool}")
-            self.journal.unlink(missing_ok=True)
+            self.roll_back(failure, written, before, touched, index, lambda: self.repo.cas_ref(
+                ref, new, old, ident, f"gitspace: roll back failed {tool}"), old)
             raise
-        if not keep_journal:
-            self.journal.unlink(missing_ok=True)
+
+    def roll_back(self, failure: BaseException, written: list[str],
+                  before: Mapping[str, State], paths: list[str], index: IndexUndo | None,
+                  move_back: Callable[[], None], commit: str) -> None:
+        """Undo a change that failed past its ref (or HEAD) move: put ``written`` back to their
+        ``before`` states, the index entries of ``paths`` back (``index``: what ``sync_index``
+        returned, None when it did not store), then ``move_back()``, then drop the journal. If
+        a step fails, the journal stays and the next open finishes the change instead
+        (WriteFailed says so). ``commit`` is where the ref goes back to."""
+        try:
+            self.apply({rel: before.get(rel) for rel in written}, lenient=True)
+            if index is not None:
+                self._restore_index(index, paths, commit)
+            move_back()
+        except Exception as e:
+            raise WriteFailed(
+                f"{_sentence(failure)} Rolling it back failed too ({_sentence(e)}), so the next "
+                "gitspace command in this workspace will finish it from its journal.",
+                hint=_hint(failure)) from failure
+        self.cancel_journal()
 
     def create_ref(self, ref: str, target: str, ident: Identity, message: str) -> None:
         """Create ``ref`` (a branch or checkpoint tag), journaled: a crash never strands its lock."""
@@ -294,8 +366,20 @@ class Transactions:
             self.journal_write({"ref": ref, "old": None, "new": target, "paths": []})
             try:
                 self.repo.cas_ref(ref, None, target, ident, message)
-            finally:
-                self.journal.unlink(missing_ok=True)
+            except BaseException:
+                self.cancel_journal()
+                raise
+            try:
+                self.journal_remove()
+            except BaseException as failure:
+                self.roll_back(failure, [], {}, [], None, lambda: self.repo.cas_ref(
+                    ref, target, None, ident, f"{message}: rolled back"), target)
+                raise
+
+    def delete_ref(self, ref: str, old: str, ident: Identity, message: str) -> None:
+        """Delete ``ref`` if it still points at ``old`` (undoing a ``create_ref``)."""
+        with self.lock():
+            self.repo.cas_ref(ref, old, None, ident, message)
 
     # -- files and index ---------------------------------------------------------------------
 
@@ -325,37 +409,63 @@ class Transactions:
 
     def sync_index(
         self, paths: Iterable[str], commit: str, known: dict[str, os.stat_result] | None = None
-    ) -> None:
+    ) -> IndexUndo:
         """Make the index entries of ``paths`` match ``commit``'s tree and the work tree.
 
         ``known`` holds stats taken before content was hashed; other paths are stat'ed now (we
-        just wrote them).
+        just wrote them). Returns what ``_restore_index`` needs to put the entries back.
         """
         known = known or {}
+        paths = list(paths)
         tree = self.repo.commit(commit).tree
-        index_path = self.repo.gitdir / "index"
+        saved: list[dict[bytes, tuple[bytes, int] | None]] = []
+
+        def update(index: gitindex.Index) -> None:
+            saved[:] = [index.entries_of(paths)]
+            self._update_entries(index, paths, tree, known)
+
         try:
+            self._change_index(update, "updated it")
+        except gitindex.IndexUnsupported:
+            self._sync_index_with_git(paths, tree)
+            return IndexUndo(None)
+        return IndexUndo(saved[0])
+
+    def _change_index(self, change: Callable[[gitindex.Index], None], doing: str) -> None:
+        """Load the index, ``change`` it, store it; once more when another git process replaced
+        it meanwhile (their change is kept, ours redone on it)."""
+        index_path = self.repo.gitdir / "index"
+        for _ in range(INDEX_TRIES):
             # No defensive copy of a 10,000-entry index per op: on any failure we forget it.
             index = gitindex.load(index_path, copy=False)
-        except gitindex.IndexUnsupported:
-            self._sync_index_with_git(list(paths), tree)
+            try:
+                change(index)
+                was_split = index.shared is not None
+                split = self._split_index(index)
+                gitindex.store(index_path, index, split=split, private=self.repo.private)
+                if split and not was_split:
+                    self.notes.append(_split_note(len(index.paths)))
+                return
+            except BaseException as e:
+                gitindex.forget(index_path)  # the cached index holds a change never stored
+                if isinstance(e, gitindex.IndexLocked):
+                    raise LockTimeout(
+                        f"{index_path}.lock exists: another git process is updating the index.",
+                        hint="If no git process is running, remove that file and try again.",
+                    ) from None
+                if not isinstance(e, gitindex.IndexChanged):
+                    raise
+        raise LockTimeout(f"{index_path} kept changing while gitspace {doing}.",
+                          hint="Wait for the other git process to finish, then try again.")
+
+    def _restore_index(self, saved: IndexUndo, paths: list[str], commit: str) -> None:
+        """Put back the index entries ``sync_index`` replaced, byte for byte; an index only git
+        can write is re-synced to ``commit`` by git instead."""
+        entries = saved.entries
+        if entries is None:
+            self._sync_index_with_git(paths, self.repo.commit(commit).tree)
             return
-        try:
-            self._update_entries(index, paths, tree, known)
-            was_split = index.shared is not None
-            split = self._split_index(index)
-            gitindex.store(index_path, index, split=split, private=self.repo.private)
-            if split and not was_split:
-                self.notes.append(_split_note(len(index.paths)))
-        except gitindex.IndexLocked:
-            gitindex.forget(index_path)
-            raise LockTimeout(
-                f"{index_path}.lock exists: another git process is updating the index.",
-                hint="If no git process is running, remove that file and try again.",
-            ) from None
-        except BaseException:
-            gitindex.forget(index_path)
-            raise
+        self._change_index(lambda index: index.put_back(entries), "rolled it back")
 
     def _split_index(self, index: gitindex.Index) -> bool:
         """Write this index split? Only a large one (see gitindex), as core.splitIndex says."""
@@ -400,14 +510,34 @@ class Transactions:
     # -- journal and recovery ----------------------------------------------------------------
 
     def journal_write(self, record: dict[str, object]) -> None:
+        """Replace the journal by ``record`` (tmp file and rename: never torn, never half)."""
         if self.repo.private:
             return  # a private repository is thrown away whole: nothing to recover
         tmp = self.journal.with_suffix(".tmp")
         try:
-            tmp.write_text(json.dumps(record))
+            with open(tmp, "w", encoding="utf-8") as out:
+                faults.hit("journal.write")
+                out.write(json.dumps(record))
             os.replace(tmp, self.journal)
         except BaseException:
             tmp.unlink(missing_ok=True)  # (a full disk: nothing half-written stays behind)
+            raise
+
+    def journal_remove(self) -> None:
+        faults.hit("journal.remove")
+        self.journal.unlink(missing_ok=True)
+
+    def cancel_journal(self) -> None:
+        """Drop the journal of a change that did not happen (or was rolled back). If it cannot be
+        removed it is overwritten by one that finishes nothing: a stale journal must never
+        re-apply a change that was reported failed."""
+        try:
+            self.journal_remove()
+        except BaseException:
+            try:
+                self.journal_write({"ref": None, "paths": []})
+            except BaseException:
+                pass  # the first error says what happened; nothing more can be done here
             raise
 
     def recover(self) -> bool:
@@ -426,14 +556,14 @@ class Transactions:
             # The journal is written by rename, so a torn one means it never took effect.
             self.journal.unlink(missing_ok=True)
             return False
-        ref, old, new = record["ref"], record["old"], record["new"]
-        record["paths"] = [rel for rel in record["paths"] if _plain(rel)]
+        ref, old, new = record["ref"], record.get("old"), record.get("new")
+        record["paths"] = [rel for rel in record.get("paths", []) if _plain(rel)]
         # "locks": refs a pull's ref transaction (a git child) had locked alongside, since "since".
         self._break_stale_locks([r for r in [ref, *record.get("locks", [])] if r],
                                 record.get("since"))
         self.files.remove_tmp_files(record["paths"])
-        if ref is None:  # a pull that moved no checked-out branch: only its locks to clear
-            self.journal.unlink(missing_ok=True)
+        if ref is None:  # a pull that moved no checked-out branch (only its locks to clear), or
+            self.journal_remove()  # a change that was cancelled (see cancel_journal)
             return True
         if "head" in record:  # an interrupted switch: finish moving HEAD, then the files
             self.repo.set_head(record["head"], COMMITTER, None, None)
@@ -456,7 +586,7 @@ class Transactions:
             self.apply(wanted, lenient=True)
             self.sync_index(record["paths"], new)
         # Otherwise something outside gitspace moved the ref: leave its work alone.
-        self.journal.unlink(missing_ok=True)
+        self.journal_remove()
         return True
 
     def _break_stale_locks(self, refs: list[str], since: int | None, wait: float = 0.5) -> None:
@@ -464,37 +594,50 @@ class Transactions:
 
         We hold the workspace lock and a journal exists, so the process that wrote it died mid-op;
         a ref/index/HEAD lock taken after its journal (or ``since``) is its own (or its git
-        child's).
+        child's), unless a live git process is at work in this repository.
         """
         if since is None:
             since = self.journal.stat().st_mtime_ns if self.journal.exists() else 0
         locks = [self.repo.commondir / f"{ref}.lock" for ref in refs]
         break_stale_locks([*locks, self.repo.gitdir / "index.lock", self.repo.gitdir / "HEAD.lock"],
-                          since, wait)
+                          since, {self.ws.root, self.repo.gitdir, self.repo.commondir}, wait)
 
 
 @contextmanager
 def hold_lock(state_dir: Path, timeout: float = 30.0) -> Iterator[None]:
-    """Hold the lock of one checkout's gitspace state folder (one writer at a time there)."""
+    """Hold the lock of one checkout's gitspace state folder (one writer at a time there). A
+    refused write inside it (disk full, no permission, I/O error: ``REFUSED_WRITES``) leaves it
+    as WriteFailed, an expected error: the code inside has rolled back whatever it wrote before
+    the error surfaces."""
     busy = LockTimeout(f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
                        hint="Wait for it to finish, then run the command again.")
-    with lockfile.flocked(state_dir / "lock", timeout, busy):
+    with lockfile.flocked(state_dir / "lock", timeout, busy), refused_writes():
         yield
 
 
-def break_stale_locks(locks: Iterable[Path], since_ns: int, wait: float = 0.5) -> None:
-    """Remove each of ``locks`` taken at or after ``since_ns`` (the crashed process's journal):
-    a live git process holds such a lock for milliseconds, so one still there after ``wait``
-    seconds is stale. An older lock belongs to someone else and stays."""
+def break_stale_locks(locks: Iterable[Path], since_ns: int, folders: Iterable[Path],
+                      wait: float = 0.5) -> None:
+    """Remove each of ``locks`` taken at or after ``since_ns`` (the crashed process's journal),
+    and only those: an older lock belongs to someone else and stays, and so does every lock while
+    a live git process is at work in one of ``folders`` (git keeps ``index.lock`` for as long as
+    ``git commit -a`` waits for its editor). A git process finishing within ``wait`` seconds is
+    waited for. Without /proc, a lock that outlives ``wait`` is taken for the crashed one's."""
+    locks = list(locks)
     deadline = time.monotonic() + wait
     for lock in locks:
         while lock.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
+    stale = []
+    for lock in locks:
         try:
             if lock.stat().st_mtime_ns >= since_ns:
-                lock.unlink()
+                stale.append(lock)
         except FileNotFoundError:
             pass
+    if not stale or lockfile.git_running_in(folders):
+        return
+    for lock in stale:
+        lock.unlink(missing_ok=True)
 
 
 def checkout_changes(ws: Host, old_tree: str, new_tree: str, doing: str,
@@ -547,6 +690,40 @@ def private_folder(parent: Path, name: str) -> Path:
             f"{folder} is not a folder (a link or a file stands there), so gitspace will not keep "
             "its state in it.", hint=f"Move {folder} away, then run the command again.")
     return folder
+
+
+def _sentence(e: BaseException) -> str:
+    if isinstance(e, GitspaceError):
+        return e.message
+    if isinstance(e, OSError) and e.errno in REFUSED_WRITES:
+        return write_failed(e).message
+    return f"{type(e).__name__}: {e}"
+
+
+def _hint(e: BaseException) -> str | None:
+    if isinstance(e, GitspaceError):
+        return e.hint
+    return REFUSED_WRITES.get(e.errno) if isinstance(e, OSError) and e.errno else None
+
+
+@contextmanager
+def refused_writes() -> Iterator[None]:
+    """Turn a write the system refused (``REFUSED_WRITES``) into WriteFailed, an expected error.
+    Only around code that changes nothing, or rolls back what it changed, when it fails."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in REFUSED_WRITES:
+            raise
+        raise write_failed(e) from e
+
+
+def write_failed(e: OSError) -> WriteFailed:
+    """The expected error for a write the system refused (an errno of ``REFUSED_WRITES``)."""
+    what = e.strerror or os.strerror(e.errno or 0)
+    where = f" ({os.fsdecode(e.filename)})" if e.filename else ""
+    return WriteFailed(f"A write failed: {what}{where}. Nothing was changed.",
+                       hint=REFUSED_WRITES.get(e.errno or 0))
 
 
 def _split_note(entries: int) -> str:

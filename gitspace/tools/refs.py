@@ -117,7 +117,11 @@ def branch_tool(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None
     created = branches.create(ws, args["name"], start, op_id)
     text = f"Branch {created.name} created at {start[:12]}."
     if args.get("switch", True):
-        changed = branches.switch(ws, created.name)
+        try:
+            changed = branches.switch(ws, created.name)
+        except BaseException:
+            branches.delete_created(ws, created.name, start)  # the call fails whole
+            raise
         text = f"{text[:-1]} and checked out ({changed} file(s) changed)."
     return Result(ok=True, text=text, tool="branch", commit=start)
 

@@ -186,7 +186,6 @@ def _outcome(ws: Workspace, txn: Txn, script: script_header.Script,
         )
     for change in changes:
         assert isinstance(change.before, tuple | None)  # (anything else was refused above)
-        txn.disk[change.rel] = change.before
-        txn.writes[change.rel] = change.after
+        txn.already_written(change.rel, change.before, change.after)
     subject = f"{script.name} " + ", ".join(c.rel for c in changes)[:60]
     return Outcome(result.text, subject, when=now)

@@ -4,13 +4,17 @@ indexes in formats the writer does not handle fall back to git and still end cle
 from __future__ import annotations
 
 import functools
+import os
 import random
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import assert_clean, call_ok, git
+from conftest import assert_clean, call_ok, git, git_env
 
 import gitspace
+from gitspace import faults
 from gitspace.errors import LockTimeout
 from gitspace.storage import gitindex
 
@@ -149,3 +153,38 @@ def test_index_lock_held_by_git_makes_the_op_fail_cleanly(
     assert git(ws.root, "rev-parse", "HEAD").strip() == before
     assert (ws.root / "a.txt").read_text() == "1\n"
     assert_index_matches_head(ws.root)
+
+
+def test_an_index_another_writer_replaced_meanwhile_is_loaded_again(
+        ws: gitspace.Workspace, tmp_path: Path) -> None:
+    """git updates the index between our load and our lock (here: at the instant the lock is
+    taken, by a fault point armed with that write). Storing ours over it would lose their entry:
+    the op loads theirs again and redoes its own change on it."""
+    call_ok(ws, "create", {"path": "a.txt", "file_text": "1\n"})
+    (ws.root / "theirs.txt").write_text("staged by git\n")
+    index_path = ws.root / ".git" / "index"
+    theirs = tmp_path / "their-index"
+
+    def git_adds_a_file() -> None:
+        shutil.copy(index_path, theirs)
+        env = {**git_env(), "GIT_INDEX_FILE": str(theirs)}
+        subprocess.run(["git", "add", "theirs.txt"], cwd=ws.root, env=env, check=True)
+        os.replace(theirs, index_path)  # their rename, just before our lock
+
+    with faults.inject("index.store", git_adds_a_file) as armed:
+        call_ok(ws, "append", {"path": "a.txt", "text": "2\n"})
+    assert armed.fired == 1 and armed.hits == 2  # stored once more, on their index
+    assert git(ws.root, "ls-files", "theirs.txt") == "theirs.txt\n"  # their change survived
+    assert git(ws.root, "ls-files", "-s", "a.txt").split()[1] == \
+        git(ws.root, "rev-parse", "HEAD:a.txt").strip()  # and ours is on it
+    assert git(ws.root, "diff-index", "--cached", "--name-only", "HEAD") == "theirs.txt\n"
+
+
+def test_store_refuses_an_index_replaced_since_it_was_loaded(ws: gitspace.Workspace) -> None:
+    index_path = ws.root / ".git" / "index"
+    index = gitindex.load(index_path)
+    (ws.root / "x.txt").write_text("x\n")
+    git(ws.root, "add", "x.txt")
+    with pytest.raises(gitindex.IndexChanged):
+        gitindex.store(index_path, index)
+    assert "x.txt" in git(ws.root, "ls-files")

@@ -18,6 +18,7 @@ from conftest import git
 from user_repo import checkout_state, fsck, gs, index_entries, make_user_repo, status
 
 import gitspace
+from gitspace import faults
 from gitspace.errors import Conflict, GitspaceError, NotFound
 from gitspace.team import attach, merge
 
@@ -364,10 +365,7 @@ def _bob_with_a_new_file(user: Path) -> Path:
     return a.path
 
 
-def test_merge_into_the_checkout_waits_for_nobody_and_leaves_nothing_half_done(
-        user: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gitspace.storage.gitrepo import RefUpdate
-
+def test_merge_into_the_checkout_waits_for_nobody_and_leaves_nothing_half_done(user: Path) -> None:
     _bob_with_a_new_file(user)
     main = git(user, "rev-parse", "main")
     before, listed = checkout_state(user), status(user)
@@ -380,15 +378,11 @@ def test_merge_into_the_checkout_waits_for_nobody_and_leaves_nothing_half_done(
     assert git(user, "rev-parse", "main") == main
     lock.unlink()
 
-    def interrupted(self: RefUpdate, *args: object) -> None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(RefUpdate, "set", interrupted)  # Ctrl-C between the files and the ref
-    with pytest.raises(KeyboardInterrupt):
+    # Ctrl-C between the files and the ref
+    with faults.inject("ref.update", KeyboardInterrupt()), pytest.raises(KeyboardInterrupt):
         merge.merge(user, "bob")
     assert checkout_state(user) == before and status(user) == listed
     assert git(user, "rev-parse", "main") == main and not lock.exists()
-    monkeypatch.undo()
     assert merge.merge(user, "bob").checkout
     assert (user / "x.txt").read_text() == "bob\n"
     fsck(user)

@@ -1,0 +1,390 @@
+"""One call fails, the op notices: every fault point (``gitspace.faults``), failing with each of
+ENOSPC, EACCES, EIO, an interrupted call (EINTR) and Ctrl-C, in every op that reaches it.
+
+Each case starts from a copy of one prepared workspace and checks that the op fails with an
+expected error (WriteFailed, whose sentence says nothing was changed and whose hint fits the
+errno; Ctrl-C propagates as KeyboardInterrupt) and leaves the refs, HEAD, the index (byte for
+byte) and the files (content, mode, links, folders) exactly as before, with no tmp file, lock
+file or journal left and ``git fsck --strict`` clean. The same op then succeeds unarmed.
+
+Which points an op reaches is pinned in ``REACHES`` and checked by an unarmed run, so a point that
+stops being reached (or a new one) shows up as a failure, never as a silently empty case.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import call_ok, git, git_env, git_run, write_script
+
+import gitspace
+from gitspace import faults
+from gitspace.core import branches
+from gitspace.core.transaction import REFUSED_WRITES
+from gitspace.errors import GitspaceError, WriteFailed
+from gitspace.storage import gitindex
+
+ERRORS: dict[str, int | BaseException] = {
+    "ENOSPC": errno.ENOSPC,
+    "EACCES": errno.EACCES,
+    "EIO": errno.EIO,
+    "EINTR": errno.EINTR,  # an interrupted system call: InterruptedError
+    "Ctrl-C": KeyboardInterrupt(),
+}
+
+
+# -- the prepared workspace ------------------------------------------------------------------
+
+
+STAMP = """\
+printf 'stamped\\n' > stamped.txt
+mkdir -p out && printf 'one\\n' > out/one.txt && printf 'two\\n' > out/two.txt
+"""
+
+
+def _prepare(root: Path) -> None:
+    """Files of every kind, a checkpoint whose tree differs from the tip in every way, a second
+    branch, a mutating workspace script, and an op to undo."""
+    with gitspace.init(root, agent="tester") as ws:
+        call_ok(ws, "create", {"path": "a.txt", "file_text": "alpha\n"})
+        call_ok(ws, "create", {"path": "d/e/deep.txt", "file_text": "deep\n"})
+        (root / "run.sh").write_text("#!/bin/sh\necho hi\n")
+        (root / "run.sh").chmod(0o755)
+        (root / "link").symlink_to("a.txt")
+        write_script(root / "constraints", "stamp", True, STAMP)
+        assert ws.snapshot().ok
+        call_ok(ws, "checkpoint", {"name": "cp"})
+        call_ok(ws, "branch", {"name": "other", "switch": False})
+        call_ok(ws, "str_replace", {"path": "a.txt", "old_str": "alpha", "new_str": "ALPHA"})
+        (root / "run.sh").unlink()
+        (root / "link").unlink()  # no tool deletes a link: an outside change
+        assert ws.snapshot().ok
+        call_ok(ws, "create", {"path": "n/new.txt", "file_text": "new\n"})
+        call_ok(ws, "create", {"path": "b.txt", "file_text": "bee\n"})
+        git(root, "update-ref", "refs/heads/other", "refs/tags/gitspace/cp^{commit}")
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("faults-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        mp.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        mp.setenv("GITSPACE_PACK_THRESHOLD", "0")
+        root = tmp_path_factory.mktemp("faults-template") / "ws"
+        _prepare(root)
+        shutil.rmtree(root / ".git" / "hooks")  # never run, and not worth copying 634 times
+        yield root
+
+
+@pytest.fixture
+def copy(prepared: Path, tmp_path: Path) -> Path:
+    """A copy of the prepared workspace; loose objects are immutable, so they are hard links."""
+    root = tmp_path / "ws"
+    objects = prepared / ".git" / "objects"
+
+    def link_objects(src: str, dst: str) -> object:
+        if Path(src).parent.parent == objects:
+            return os.link(src, dst)
+        return shutil.copy2(src, dst)
+
+    shutil.copytree(prepared, root, symlinks=True, copy_function=link_objects)
+    return root
+
+
+# -- what "exactly as before" means ----------------------------------------------------------
+
+
+def leftovers(root: Path) -> list[str]:
+    """Tmp files, lock files and journals anywhere in the repository or the work tree."""
+    found = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            if (name.endswith(".lock") or name.startswith(("tmp_obj_", ".gitspace-"))
+                    or name in ("journal.json", "journal.tmp")):
+                found.append(os.path.relpath(os.path.join(folder, name), root))
+    return found
+
+
+def work_tree(root: Path) -> dict[str, object]:
+    """Every folder, file (bytes and mode) and link (target) outside .git."""
+    seen: dict[str, object] = {}
+    for folder, dirs, names in os.walk(root):
+        if Path(folder) == root:
+            dirs.remove(".git")
+        for name in dirs:
+            seen[os.path.relpath(os.path.join(folder, name), root) + "/"] = "folder"
+        for name in names:
+            path = Path(folder, name)
+            rel = os.path.relpath(path, root)
+            if path.is_symlink():
+                seen[rel] = ("link", os.readlink(path))
+            else:
+                seen[rel] = (oct(path.stat().st_mode), path.read_bytes())
+    return seen
+
+
+def everything(root: Path) -> dict[str, object]:
+    return {
+        "refs": git(root, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "HEAD": (root / ".git" / "HEAD").read_text(),
+        "index": (root / ".git" / "index").read_bytes(),
+        "files": work_tree(root),
+    }
+
+
+def assert_as_before(root: Path, before: dict[str, object]) -> None:
+    after = everything(root)
+    for key in before:
+        assert after[key] == before[key], f"the {key} changed"
+    assert not leftovers(root), f"left behind: {leftovers(root)}"
+    fsck = git_run(root, "fsck", "--strict", "--no-progress", "--no-dangling")
+    assert fsck.returncode == 0, fsck.stdout.decode() + fsck.stderr.decode()
+
+
+# -- the ops ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Op:
+    """An op to break: ``setup`` runs unarmed first; ``act`` is the op (raises or returns a
+    Result); ``reaches`` is every point it hits, with how many times."""
+
+    setup: Callable[[gitspace.Workspace], Any]
+    act: Callable[[gitspace.Workspace], Any]
+    reaches: dict[str, int]
+
+
+def _nothing(ws: gitspace.Workspace) -> None:
+    return None
+
+
+def _call(tool: str, args: dict[str, Any]) -> Callable[[gitspace.Workspace], Any]:
+    return lambda ws: ws.call(tool, args)
+
+
+def _outside_edit(ws: gitspace.Workspace) -> None:
+    (ws.root / "a.txt").write_text("ALPHA\nfrom outside\n")
+
+
+def _undo_first(ws: gitspace.Workspace) -> None:
+    call_ok(ws, "undo", {})
+
+
+# An op writes: objects (blobs, trees, commit), the journal, the ref (its reflog and HEAD's
+# first), the files (each: tmp file, mode, rename; or a removal), the index, and removes the
+# journal. Objects already in the repository are not written again.
+COMMIT = {"journal.write": 1, "ref.update": 1, "reflog.write": 2, "index.store": 1,
+          "journal.remove": 1}
+WRITE_ONE = {"file.write": 1, "file.chmod": 1, "file.replace": 1}
+# restore and switch: a.txt and b.txt, a symbolic link, an executable, two removals.
+CHECKOUT = {"file.write": 3, "file.chmod": 2, "file.replace": 3, "file.remove": 2}
+OPS: dict[str, Op] = {
+    "create": Op(_nothing, _call("create", {"path": "new/dir/c.txt", "file_text": "c\n"}),
+                 {**COMMIT, **WRITE_ONE, "object.write": 5}),  # blob, 3 trees, commit
+    "edit over an outside change": Op(  # the outside change is committed first, as its own op
+        _outside_edit, _call("str_replace", {"path": "a.txt", "old_str": "from", "new_str": "by"}),
+        {**COMMIT, **WRITE_ONE, "object.write": 6}),
+    "rename": Op(_nothing, _call("rename", {"old_path": "d/e/deep.txt", "new_path": "f/deep.txt"}),
+                 {**COMMIT, **WRITE_ONE, "file.remove": 1, "object.write": 2}),
+    "restore": Op(_nothing, _call("restore", {"name": "cp"}),
+                  {**COMMIT, **CHECKOUT, "object.write": 1}),
+    "undo": Op(_nothing, _call("undo", {}), {**COMMIT, "file.remove": 1, "object.write": 1}),
+    "redo": Op(_undo_first, _call("redo", {}), {**COMMIT, **WRITE_ONE, "object.write": 1}),
+    "switch": Op(_nothing, _call("switch", {"name": "other"}),
+                 {**CHECKOUT, "journal.write": 1, "head.update": 1, "reflog.write": 1,
+                  "index.store": 1, "journal.remove": 1}),
+    "branch and switch": Op(_nothing, _call("branch", {"name": "try", "from": "cp"}),
+                            {**CHECKOUT, "journal.write": 2, "ref.update": 1, "reflog.write": 2,
+                             "journal.remove": 2, "head.update": 1, "index.store": 1}),
+    "checkpoint": Op(_nothing, _call("checkpoint", {"name": "cp2"}),  # the tag object
+                     {"object.write": 1, "journal.write": 1, "ref.update": 1, "reflog.write": 1,
+                      "journal.remove": 1}),
+    "snapshot": Op(_outside_edit, lambda ws: ws.snapshot(), {**COMMIT, "object.write": 3}),
+    "mutating script": Op(_nothing, _call("stamp", {"path": "x"}),  # three files it wrote
+                          {**COMMIT, "object.write": 6, "file.write": 3, "file.chmod": 3,
+                           "file.replace": 3}),
+}
+
+
+def _arm_all(stack: ExitStack) -> dict[str, faults.Injection]:
+    """Every point armed to count, never to fail."""
+    return {p: stack.enter_context(faults.inject(p, times=0)) for p in sorted(faults.POINTS)}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_each_op_reaches_the_points_it_is_tested_at(copy: Path, name: str) -> None:
+    op = OPS[name]
+    with gitspace.open(copy, agent="tester") as ws:
+        op.setup(ws)
+        with ExitStack() as stack:
+            armed = _arm_all(stack)
+            result = op.act(ws)
+        assert result.ok, result.text
+    assert {p: a.hits for p, a in armed.items() if a.hits} == op.reaches
+
+
+def _cases() -> Iterator[Any]:
+    """Every op at every point it reaches, the first time with every error; the last time (when
+    it differs: more was written before it) with one OSError and with Ctrl-C."""
+    for name, op in sorted(OPS.items()):
+        for point, hits in sorted(op.reaches.items()):
+            for which in sorted({0, hits - 1}):
+                for label in ERRORS if which == 0 else ("EIO", "Ctrl-C"):
+                    yield pytest.param(name, point, which, label,
+                                       id=f"{name}-{point}#{which + 1}-{label}")
+
+
+@pytest.mark.parametrize(("name", "point", "which", "label"), list(_cases()))
+def test_a_failing_call_leaves_everything_as_before(copy: Path, name: str, point: str,
+                                                    which: int, label: str) -> None:
+    op = OPS[name]
+    error = ERRORS[label]
+    with gitspace.open(copy, agent="tester") as ws:
+        op.setup(ws)
+        before = everything(copy)
+        with faults.inject(point, error, after=which) as armed:
+            if isinstance(error, KeyboardInterrupt):
+                with pytest.raises(KeyboardInterrupt):
+                    op.act(ws)
+            else:
+                failure = _failure_of(op, ws)
+                assert isinstance(failure, WriteFailed), failure
+                assert failure.message.endswith("Nothing was changed."), failure.message
+                assert failure.hint == REFUSED_WRITES[int(error)]  # type: ignore[call-overload]
+        assert armed.fired == 1
+        assert_as_before(copy, before)
+        index = copy / ".git" / "index"  # nothing stale is cached in the process either
+        assert gitindex.load(index).raw == gitindex.parse(index.read_bytes(), index.parent).raw
+        again = op.act(ws)
+        assert again.ok, again.text
+
+
+def _failure_of(op: Op, ws: gitspace.Workspace) -> BaseException:
+    try:
+        result = op.act(ws)
+    except GitspaceError as e:
+        return e
+    assert not result.ok, "the op succeeded although a call it needs failed"
+    assert result.error is not None, result.text
+    return result.error
+
+
+# -- faults that persist: the rollback itself fails -------------------------------------------
+
+
+def test_a_rollback_that_fails_too_is_finished_by_the_next_open(copy: Path) -> None:
+    """Every file write fails: the first file of restore is written before the second one fails,
+    and putting it back fails as well. The op says so; reopening finishes it from its journal."""
+    with gitspace.open(copy, agent="tester") as ws:
+        tip = ws.tip()
+        with faults.inject("file.write", errno.ENOSPC, after=1, times=None):
+            result = ws.call("restore", {"name": "cp"})
+        assert isinstance(result.error, WriteFailed)
+        assert "Rolling it back failed too" in result.text and "finish it" in result.text
+        assert (copy / ".git" / "gitspace" / "journal.json").exists()
+    with gitspace.open(copy, agent="tester") as ws:
+        assert ws.repo.commit(ws.tip()).parents == (tip,)  # finished: the restore is the tip
+        assert git(copy, "diff", "--stat", "refs/tags/gitspace/cp", "HEAD") == ""
+    assert not leftovers(copy)
+    assert git(copy, "status", "--porcelain") == ""
+
+
+def test_a_journal_that_cannot_be_removed_never_brings_a_failed_op_back(copy: Path) -> None:
+    with gitspace.open(copy, agent="tester") as ws:
+        before = everything(copy)
+        with faults.inject("journal.remove", errno.EACCES, times=None):
+            result = ws.call("append", {"path": "a.txt", "text": "more\n"})
+        assert isinstance(result.error, WriteFailed)
+        assert everything(copy) == before
+    with gitspace.open(copy, agent="tester"):
+        pass  # the leftover journal says "nothing to finish"
+    assert_as_before(copy, before)
+
+
+def test_a_failed_switch_inside_branch_leaves_no_branch_behind(copy: Path) -> None:
+    with gitspace.open(copy, agent="tester") as ws:
+        with faults.inject("file.replace", errno.EIO, after=1):
+            result = ws.call("branch", {"name": "try", "from": "cp"})
+        assert isinstance(result.error, WriteFailed)
+        assert [b.name for b in branches.listing(ws)] == ["main", "other"]
+        assert not (copy / ".git" / "logs" / "refs" / "heads" / "try").exists()
+
+
+# -- crash recovery breaks only the crashed op's locks ----------------------------------------
+
+
+def _crashed_after_the_ref_moved(ws: gitspace.Workspace) -> None:
+    """The journal an op leaves when it dies after its ref moved and its files were written."""
+    tip = ws.tip()
+    ws.transactions.journal_write({"ref": "refs/heads/main", "old": ws.repo.commit(tip).parents[0],
+                                   "new": tip, "paths": []})
+
+
+def test_recovery_leaves_locks_older_than_the_journal(copy: Path) -> None:
+    git_dir = copy / ".git"
+    older = [git_dir / "index.lock", git_dir / "refs" / "heads" / "main.lock"]
+    with gitspace.open(copy, agent="tester") as ws:
+        for lock in older:
+            lock.write_bytes(b"someone else's\n")
+            os.utime(lock, ns=(0, 0))  # taken long before the op that crashed
+        _crashed_after_the_ref_moved(ws)
+        mine = git_dir / "HEAD.lock"  # taken by the crashed op, after its journal
+        mine.write_bytes(b"")
+    with gitspace.open(copy, agent="tester"):
+        pass
+    assert [lock.read_bytes() for lock in older] == [b"someone else's\n"] * 2
+    assert not mine.exists()
+    assert not (git_dir / "gitspace" / "journal.json").exists()
+
+
+EDITOR = """#!/bin/sh
+touch "$GITSPACE_TEST_STARTED"
+n=0
+while [ ! -e "$GITSPACE_TEST_GO" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done
+: > "$1"
+"""
+
+
+def test_recovery_leaves_the_lock_of_a_live_git_process(copy: Path, tmp_path: Path) -> None:
+    """git commit -a holds index.lock while its editor is open (with no descriptor on it); the
+    lock is newer than the journal, yet recovery must wait for git, not break it."""
+    editor = tmp_path / "editor.sh"
+    editor.write_text(EDITOR)
+    editor.chmod(0o755)
+    started, go = tmp_path / "started", tmp_path / "go"
+    with gitspace.open(copy, agent="tester") as ws:
+        _crashed_after_the_ref_moved(ws)
+    (copy / "a.txt").write_text("changed by a person\n")
+    env = {**git_env(), "GIT_EDITOR": str(editor), "GITSPACE_TEST_STARTED": str(started),
+           "GITSPACE_TEST_GO": str(go)}
+    person = subprocess.Popen(["git", "commit", "-a"], cwd=copy, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(400):
+            if started.exists() or person.poll() is not None:
+                break
+            time.sleep(0.05)
+        lock = copy / ".git" / "index.lock"
+        assert started.exists() and lock.exists(), person.communicate()[0]
+        held = lock.stat().st_ino
+        with gitspace.open(copy, agent="tester"):
+            pass  # the journal asks for no index update: recovery only looks at the locks
+        assert lock.exists() and lock.stat().st_ino == held, "recovery broke git's lock"
+        assert person.poll() is None
+    finally:
+        go.touch()
+        out = person.communicate(timeout=30)[0].decode()
+    assert "Aborting commit due to empty commit message" in out
+    assert not lock.exists()
