@@ -1,0 +1,260 @@
+"""Replay against forged and malformed histories: every branch of the replay code that reports a
+commit instead of re-running it (or that re-runs it and reports what went wrong), each reached
+by a history built with plain git plumbing, and the default ``replay --onto`` depends on.
+
+The other lies (a hand edit under a tool trailer, reordered or dropped ops, forged subjects,
+authors and undo links, evil merges, a missing elided blob...) are in test_replay.py.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import call_ok, git, git_env, head
+from test_replay import (  # noqa: F401  (scratch_dirs: no scratch folder may be left behind)
+    add_script,
+    commit_tree,
+    like,
+    message,
+    scratch_dirs,
+    tree_of,
+    tree_with,
+)
+
+from gitspace.core.workspace import Workspace
+from gitspace.replay.engine import BadRange, replay
+from gitspace.replay.onto import replay_onto
+
+OP_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+
+
+def blob(root: Path, data: bytes) -> str:
+    return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, env=git_env(),
+                          input=data, capture_output=True, check=True).stdout.decode().strip()
+
+
+def with_args(msg: str, args: str) -> str:
+    """``msg`` with its Gitspace-Args line replaced (``args`` must be canonical JSON)."""
+    return re.sub(r"^Gitspace-Args: .*$", lambda _: f"Gitspace-Args: {args}", msg, count=1,
+                  flags=re.M)
+
+
+def op_message(subject: str, tool: str, source: str, args: str, agent: str | None = None,
+               extra: str = "") -> str:
+    lines = ["Gitspace-Format: 1", f"Gitspace-Op: {OP_ID}", f"Gitspace-Tool: {tool}",
+             f"Gitspace-Source: {source}", f"Gitspace-Args: {args}"]
+    if agent:
+        lines.append(f"Gitspace-Agent: {agent}")
+    return f"{subject}\n\n" + "\n".join(lines) + "\n" + extra
+
+
+def forged_create(ws: Workspace, args: str, extra_trailer: str = "") -> str:
+    """The tip's create op of a.md again, with ``args`` (and a trailer line) swapped in."""
+    msg = with_args(message(ws.root, "HEAD"), args).rstrip("\n") + "\n" + extra_trailer
+    return like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"), msg)
+
+
+# -- each forgery, and what replay must say about it -------------------------------------------
+
+
+def octopus(ws: Workspace) -> str:
+    call_ok(ws, "create", {"path": "b.md", "file_text": "b\n"})
+    tip = head(ws.root)
+    return commit_tree(ws.root, tree_of(ws.root, tip), tip, head(ws.root, "HEAD~1"),
+                       head(ws.root, "HEAD~2"), msg="merge three\n")
+
+
+def elided_in_another_form(ws: Workspace) -> str:
+    sha = blob(ws.root, b"a\n")
+    return forged_create(ws, f'{{"file_text":{{"$blob":"{sha}","bytes":2,"x":1}},"path":"a.md"}}')
+
+
+def elided_with_another_size(ws: Workspace) -> str:
+    sha = blob(ws.root, b"a\n")
+    return forged_create(ws, f'{{"file_text":{{"$blob":"{sha}","bytes":7}},"path":"a.md"}}')
+
+
+def elided_naming_a_tree(ws: Workspace) -> str:
+    tree = tree_of(ws.root, "HEAD")
+    return forged_create(ws, f'{{"file_text":{{"$blob":"{tree}","bytes":2}},"path":"a.md"}}')
+
+
+def elided_naming_binary(ws: Workspace) -> str:
+    sha = blob(ws.root, b"\xff\xfe")
+    return forged_create(ws, f'{{"file_text":{{"$blob":"{sha}","bytes":2}},"path":"a.md"}}')
+
+
+def external_without_paths(ws: Workspace) -> str:
+    tree = tree_with(ws.root, "HEAD", {"b.md": "b\n"})
+    return commit_tree(ws.root, tree, head(ws.root), by="unknown <unknown@gitspace>",
+                       msg=op_message("external edit of b.md", "external_edit", "external",
+                                      '{"count":1}'))
+
+
+def external_by_someone_else(ws: Workspace) -> str:
+    tree = tree_with(ws.root, "HEAD", {"b.md": "b\n"})
+    return commit_tree(ws.root, tree, head(ws.root), by="Mallory <m@evil.example>",
+                       msg=op_message("external edit of b.md", "external_edit", "external",
+                                      '{"count":1,"paths":["b.md"]}', agent="unknown"))
+
+
+def transcript_elsewhere(ws: Workspace) -> str:
+    tree = tree_with(ws.root, "HEAD", {"notes/s1.json": "{}\n"})
+    return commit_tree(ws.root, tree, head(ws.root), by="tester <tester@gitspace>",
+                       msg=op_message("transcript s1", "transcript", "transcript",
+                                      '{"path":"notes/s1.json","session":"s1"}', agent="tester"))
+
+
+def builtin_with_a_script(ws: Workspace) -> str:
+    return forged_create(ws, '{"file_text":"a\\n","path":"a.md"}',
+                         "Gitspace-Script: " + "ab" * 20 + "\n")
+
+
+def branch_that_switches(ws: Workspace) -> str:
+    return commit_tree(ws.root, tree_of(ws.root, "HEAD"), head(ws.root), by="tester <tester@gitspace>",
+                       msg=op_message("branch x", "branch", "tool", '{"name":"x"}',
+                                      agent="tester"))
+
+
+def rerun_fails(ws: Workspace) -> str:
+    tree = tree_with(ws.root, "HEAD", {"a.md": "zebra\n"})
+    return commit_tree(ws.root, tree, head(ws.root), by="tester <tester@gitspace>",
+                       msg=op_message("str_replace a.md", "str_replace", "tool",
+                                      '{"new_str":"zebra","old_str":"lion","path":"a.md"}',
+                                      agent="tester"))
+
+
+def rerun_changes_nothing(ws: Workspace) -> str:
+    """An op recorded on top of the state it would produce: re-running it is 'unchanged'."""
+    return like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root))
+
+
+def outside_change_first(ws: Workspace) -> str:
+    """A plain commit records a.md with mode 100664 (a mode git accepts from old trees; a work
+    tree holds it as 100644), then an op edits a.md: re-running it finds an outside change."""
+    raw = blob(ws.root, b"a\n")
+    mktree = subprocess.run(["git", "mktree"], cwd=ws.root, env=git_env(), check=True,
+                            input=f"100664 blob {raw}\ta.md\n".encode(), capture_output=True)
+    odd = commit_tree(ws.root, mktree.stdout.decode().strip(), head(ws.root), msg="old mode\n")
+    call_ok(ws, "append", {"path": "a.md", "text": "more\n"})
+    return like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), odd)
+
+
+CASES: dict[str, tuple[Callable[[Workspace], str], str | None, str]] = {
+    "octopus merge": (octopus, None, "it merges 3 parents, and replay can check only a merge "
+                                     "of two"),
+    "elided in another form": (elided_in_another_form, "create",
+                               "its argument 'file_text' is elided in a form the ledger does not "
+                               "define"),
+    "elided with another size": (elided_with_another_size, "create",
+                                 "the elided argument 'file_text' says 7 bytes, but its blob"),
+    "elided naming a tree": (elided_naming_a_tree, "create", "which is not a UTF-8 text blob"),
+    "elided naming binary": (elided_naming_binary, "create", "which is not a UTF-8 text blob"),
+    "external without its path list": (external_without_paths, "external_edit",
+                                       "its arguments do not record which paths the outside edit "
+                                       "changed (count and paths)"),
+    "external by someone else": (external_by_someone_else, "external_edit",
+                                 "its author is 'Mallory <m@evil.example>', but gitspace authors "
+                                 "an op of agent 'unknown' as 'unknown <unknown@gitspace>'."),
+    "transcript elsewhere": (transcript_elsewhere, "transcript",
+                             "its path argument is not transcripts/<session>.json"),
+    "built-in tool with a script": (builtin_with_a_script, "create",
+                                    "but create is now a built-in tool"),
+    "op that switches branches": (branch_that_switches, "branch",
+                                  "re-running it switched branches; an op never does."),
+    "re-run fails": (rerun_fails, "str_replace",
+                     "re-running it failed: No replacement was performed, old_str `lion`"),
+    "re-run changes nothing": (rerun_changes_nothing, "create",
+                               "re-running it changed nothing, but the recorded commit is an op"),
+    "outside change first": (outside_change_first, "append",
+                             "re-running it found outside changes first."),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_forged_commit_is_reported_at_itself(ws: Workspace, case: str) -> None:
+    build, tool, reason = CASES[case]
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    tip = build(ws)
+    before = git(ws.root, "for-each-ref")
+    report = replay(ws, tip)
+    d = report.divergence
+    assert d is not None, f"{case} replayed clean"
+    assert d.commit == tip and d.tool == tool
+    assert reason in d.reason, d.reason
+    assert report.as_json()["divergence"]["reason"] == d.reason
+    assert git(ws.root, "for-each-ref") == before
+
+
+def test_an_unrun_script_op_by_someone_else_is_caught_without_running_it(
+        ws: Workspace, tmp_path: Path) -> None:
+    add_script(ws, "bump", "open('counter.txt', 'a').write('+1\\n')\n")
+    call_ok(ws, "bump", {})
+    tip = commit_tree(ws.root, tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"),
+                      msg=message(ws.root, "HEAD"), by="Boss <boss@corp.example>")
+    d = replay(ws, tip, scripts=False).divergence
+    assert d is not None and d.tool == "bump" and d.commit == tip
+    assert "its author is 'Boss <boss@corp.example>'" in d.reason
+
+
+# -- replay --onto -----------------------------------------------------------------------------
+
+
+def forked(ws: Workspace) -> tuple[str, str]:
+    """main moves on after 'feature' forked from it: (the fork point, feature's tip)."""
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    fork = head(ws.root)
+    call_ok(ws, "branch", {"name": "feature"})
+    call_ok(ws, "create", {"path": "f.md", "file_text": "feature\n"})
+    call_ok(ws, "append", {"path": "a.md", "text": "from feature\n"})
+    call_ok(ws, "switch", {"name": "main"})
+    call_ok(ws, "create", {"path": "m.md", "file_text": "main moved on\n"})
+    return fork, head(ws.root, "feature")
+
+
+def test_onto_starts_after_the_merge_base_by_default(ws: Workspace) -> None:
+    """The default --onto depends on: without --from, the ops replayed are those after the merge
+    base of the branch and --onto (like git rebase), not the whole branch."""
+    fork, feature = forked(ws)
+    main = head(ws.root, "main")
+    report = replay_onto(ws, feature, main, "moved")
+    assert report.ok and report.base == fork and report.start == fork
+    assert report.total == report.reexecuted == 2
+    assert git(ws.root, "rev-list", "--count", "main..moved").strip() == "2"
+    assert git(ws.root, "rev-parse", "moved~2").strip() == main
+    assert git(ws.root, "show", "moved:a.md") == "a\nfrom feature\n"
+    assert git(ws.root, "show", "moved:m.md") == "main moved on\n"
+
+
+def test_onto_a_revision_without_common_history_is_a_usage_error(ws: Workspace) -> None:
+    fork, feature = forked(ws)
+    orphan = commit_tree(ws.root, tree_of(ws.root, "main"), msg="unrelated root\n")
+    with pytest.raises(BadRange, match="have no common history") as caught:
+        replay_onto(ws, feature, orphan, "moved")
+    assert caught.value.option == "--onto"
+    assert "moved" not in git(ws.root, "branch", "--list")
+
+
+def test_onto_stops_at_a_plain_commit_whose_change_is_already_there(ws: Workspace) -> None:
+    fork, feature = forked(ws)
+    same = commit_tree(ws.root, tree_with(ws.root, feature, {"m.md": "main moved on\n"}), feature,
+                       msg="a person adds what main already has\n")
+    report = replay_onto(ws, same, head(ws.root, "main"), "moved")
+    d = report.divergence
+    assert d is not None and d.commit == same and d.op_id is None
+    assert "it would change nothing on the new base: its change is already there." == d.reason
+    assert report.created is None and "moved" not in git(ws.root, "branch", "--list")
+
+
+def test_onto_stops_at_a_malformed_op_before_looking_for_restores(ws: Workspace) -> None:
+    fork, feature = forked(ws)
+    broken = like(ws.root, feature, tree_of(ws.root, feature), head(ws.root, f"{feature}~1"),
+                  message(ws.root, feature).replace("Gitspace-Source: tool\n", ""))
+    report = replay_onto(ws, broken, head(ws.root, "main"), "moved")
+    d = report.divergence
+    assert d is not None and d.commit == broken
+    assert "its trailer block is malformed: Missing trailer(s): Gitspace-Source." in d.reason

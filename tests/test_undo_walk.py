@@ -1,0 +1,82 @@
+"""How undo walks a history that is not only gitspace's ops, and exactly what undo and redo say
+and record. (The semantics of undo and redo themselves are in test_undo.py and
+test_no_agent.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import call_ok, files, git, message_of
+
+import gitspace
+
+
+def tree(root: Path) -> dict[str, str]:
+    return {k: v for k, v in files(root).items() if k != ".gitignore"}
+
+
+def commit_by_hand(root: Path, message: str) -> None:
+    (root / "hand.txt").write_text(message)
+    git(root, "add", "hand.txt")
+    git(root, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "-m", message)
+
+
+def test_undo_walks_past_a_malformed_op_commit(ws: gitspace.Workspace) -> None:
+    first = call_ok(ws, "create", {"path": "a.txt", "file_text": "a\n"}).op
+    commit_by_hand(ws.root, "broken\n\nGitspace-Format: 1\nGitspace-Op: nope")
+    second = call_ok(ws, "create", {"path": "b.txt", "file_text": "b\n"}).op
+    assert f"Undid 1 op(s): create {second}." == call_ok(ws, "undo", {}).text
+    # past the malformed commit, to the first op
+    assert f"Undid 1 op(s): create {first}." == call_ok(ws, "undo", {}).text
+    assert tree(ws.root) == {"hand.txt": "broken\n\nGitspace-Format: 1\nGitspace-Op: nope"}
+
+
+def test_undo_stops_at_a_commit_that_is_not_an_op(ws: gitspace.Workspace) -> None:
+    """A person's own commit ends what undo walks back over: ops before it are history."""
+    call_ok(ws, "create", {"path": "a.txt", "file_text": "a\n"})
+    commit_by_hand(ws.root, "a person's commit")
+    call_ok(ws, "create", {"path": "b.txt", "file_text": "b\n"})
+    call_ok(ws, "undo", {})
+    refused = ws.call("undo", {})
+    assert not refused.ok and "Nothing to undo" in refused.text
+    assert tree(ws.root) == {"a.txt": "a\n", "hand.txt": "a person's commit"}
+
+
+def test_what_undo_and_redo_say_and_record(ws: gitspace.Workspace) -> None:
+    ids = [call_ok(ws, "create", {"path": f"{n}.txt", "file_text": f"{n}\n"}).op
+           for n in ("one", "two", "three")]
+    undone = call_ok(ws, "undo", {"count": 2})
+    assert undone.text == f"Undid 2 op(s): create {ids[2]}, create {ids[1]}."
+    assert message_of(ws.root).split("\n", 1)[0] == "undo create (+1)"
+    single = call_ok(ws, "undo", {})
+    assert single.text == f"Undid 1 op(s): create {ids[0]}."
+    assert message_of(ws.root).split("\n", 1)[0] == "undo create"
+    redone = call_ok(ws, "redo", {})
+    assert redone.text == f"Redid what undo {single.op} reverted ({ids[0]})."
+    assert message_of(ws.root).split("\n", 1)[0] == "redo"
+    again = call_ok(ws, "redo", {})
+    assert again.text == f"Redid what undo {undone.op} reverted ({ids[2]}, {ids[1]})."
+    assert tree(ws.root) == {"one.txt": "one\n", "two.txt": "two\n", "three.txt": "three\n"}
+
+
+def test_undo_of_an_op_whose_change_is_already_gone_changes_nothing(ws: gitspace.Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.txt", "file_text": "a\n"})
+    first = call_ok(ws, "create", {"path": "b.txt", "file_text": "b\n"}).op
+    call_ok(ws, "delete", {"path": "b.txt"})
+    result = call_ok(ws, "undo", {"op": first})
+    assert result.unchanged and tree(ws.root) == {"a.txt": "a\n"}
+
+
+def test_undo_keeps_an_executable_bit_it_restores(ws: gitspace.Workspace) -> None:
+    (ws.root / "run.sh").write_text("#!/bin/sh\necho a\n")
+    (ws.root / "run.sh").chmod(0o755)
+    assert ws.snapshot().ok
+    call_ok(ws, "str_replace", {"path": "run.sh", "old_str": "echo a", "new_str": "echo b"})
+    ws_person = gitspace.open(ws.root)
+    try:
+        call_ok(ws_person, "undo", {})
+    finally:
+        ws_person.close()
+    assert (ws.root / "run.sh").read_text() == "#!/bin/sh\necho a\n"
+    assert git(ws.root, "ls-files", "-s", "run.sh").split()[0] == "100755"
+    assert (ws.root / "run.sh").stat().st_mode & 0o111
