@@ -17,7 +17,7 @@ CLAUDE_STAMP := $(CLAUDE_DIR)/.installed
 PREFIX ?= $(HOME)/.local
 TOOL_VENV := $(PREFIX)/share/gitspace/venv
 
-.PHONY: demo test lint bench clean claude-code install uninstall
+.PHONY: demo test lint bench mutation clean claude-code install uninstall
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,8 +45,15 @@ test: $(STAMP) $(CLAUDE_STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check gitspace tests benchmarks
-	$(BIN)/mypy gitspace
+	$(BIN)/ruff check gitspace tests benchmarks mutation
+	$(BIN)/mypy gitspace mutation/run.py
+
+# Mutation testing of the core modules (not part of `make test`: it takes hours of CPU).
+# `make mutation MODULES="paths undo" JOBS=2` runs some; docs/testing.md says what it reports.
+MODULES ?=
+JOBS ?= 1
+mutation: $(STAMP)
+	$(BIN)/python mutation/run.py $(MODULES) --jobs $(JOBS)
 
 install:
 	rm -rf $(TOOL_VENV)

@@ -1,0 +1,170 @@
+"""Remove each rollback the fault tests protect, and check that a test then fails.
+
+Each entry of ``REMOVALS`` names one rollback (a cleanup, a restore, a refusal to break a lock),
+the exact code that does it, what is left when it is removed, and the tests that must notice.
+The removal is made in a copy of the sources (``build/rollbacks/``), never in the work tree.
+Prints one line per removal, the first failing test and its first assertion line, and exits 1
+if a removal went unnoticed.
+
+    python mutation/rollbacks.py [LABEL ...]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COPY = ROOT / "build" / "rollbacks"
+T = "gitspace/core/transaction.py"
+FAULTS = "tests/test_faults.py::test_a_failing_call_leaves_everything_as_before"
+
+# label: (file, code that rolls back, what is left without it, pytest arguments)
+REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
+    "object tmp file": (
+        "gitspace/storage/gitrepo.py",
+        "        except BaseException:\n            Path(tmp).unlink(missing_ok=True)\n",
+        "        except BaseException:\n            pass\n",
+        [FAULTS, "-k", "create-object.write"]),
+    "ref lock": (
+        "gitspace/storage/gitrepo.py",
+        "        if not self.done:\n            self._lock.unlink(missing_ok=True)\n",
+        "        pass\n",
+        [FAULTS, "-k", "create-ref.update"]),
+    "lock file (index, HEAD)": (
+        "gitspace/storage/lockfile.py",
+        "    except BaseException:\n        lock.unlink(missing_ok=True)\n        raise\n",
+        "    except BaseException:\n        raise\n",
+        [FAULTS, "-k", "create-index.store"]),
+    "work-tree tmp file": (
+        T, "            if tmp is not None and os.path.lexists(tmp):\n                os.unlink(tmp)\n",
+        "", [FAULTS, "-k", "create-file.chmod"]),
+    "folders put_file made": (
+        T, "            if made is not None:\n                _prune_empty_dirs(path.parent, made.parent)\n",
+        "", [FAULTS, "-k", "create-file.replace"]),
+    "journal tmp file": (
+        T, "        except BaseException:\n            tmp.unlink(missing_ok=True)\n            raise\n",
+        "        except BaseException:\n            raise\n",
+        [FAULTS, "-k", "create-journal.write"]),
+    "journal after a failed ref swap": (
+        T, "        except BaseException:\n            self.cancel_journal()\n            raise\n"
+           "        written: list[str] = []\n",
+        "        except BaseException:\n            raise\n        written: list[str] = []\n",
+        [FAULTS, "-k", "create-ref.update"]),
+    "publish's rollback": (
+        T, "            self.roll_back(failure, written, before, paths, index, lambda: self.repo.cas_ref(\n"
+           "                ref, new, old, ident, f\"gitspace: roll back failed {tool}\"), old)\n",
+        "", [FAULTS, "-k", "restore-file.replace"]),
+    "rollback: files": (
+        T, "            for rel in reversed(written):\n                self.put_file(rel, before.get(rel))\n",
+        "", [FAULTS, "-k", "restore-file.replace#3"]),
+    "rollback: index": (
+        T, "            if index is not None:\n                self._restore_index(index, paths, commit)\n",
+        "", [FAULTS, "-k", "create-journal.remove"]),
+    "rollback: ref": (
+        T, "            move_back()\n        except Exception as e:",
+        "            pass\n        except Exception as e:", [FAULTS, "-k", "create-file.write"]),
+    "rollback: journal": (
+        T, "                hint=_hint(failure)) from failure\n        self.cancel_journal()\n",
+        "                hint=_hint(failure)) from failure\n", [FAULTS, "-k", "create-file.write"]),
+    "a journal that cannot be removed is neutralised": (
+        T, "                self.journal_write({\"ref\": None, \"paths\": []})\n", "                pass\n",
+        ["tests/test_faults.py::test_a_journal_that_cannot_be_removed_never_brings_a_failed_op_back"]),
+    "switch: journal after a failed HEAD move": (
+        "gitspace/core/branches.py",
+        "        except BaseException:\n            txns.cancel_journal()\n            raise\n",
+        "        except BaseException:\n            raise\n", [FAULTS, "-k", "switch-head.update"]),
+    "switch's rollback": (
+        "gitspace/core/branches.py",
+        "            txns.roll_back(failure, written, before, paths, index, lambda: ws.repo.set_head(\n"
+        "                current, ws.author, target, old_tip), old_tip)\n",
+        "", [FAULTS, "-k", "switch-file.write"]),
+    "checkpoint: journal after a failed ref swap": (
+        T, "            except BaseException:\n                self.cancel_journal()\n                raise\n"
+           "            try:\n                self.journal_remove()\n",
+        "            except BaseException:\n                raise\n"
+        "            try:\n                self.journal_remove()\n",
+        [FAULTS, "-k", "checkpoint-ref.update"]),
+    "checkpoint's rollback": (
+        T, "                self.roll_back(failure, [], {}, [], None, lambda: self.repo.cas_ref(\n"
+           "                    ref, target, None, ident, f\"{message}: rolled back\"), target)\n",
+        "", [FAULTS, "-k", "checkpoint-journal.remove"]),
+    "branch: the branch of a failed switch": (
+        "gitspace/tools/refs.py",
+        "            branches.delete_created(ws, created.name, start)  # the call fails whole\n", "",
+        ["tests/test_faults.py::test_a_failed_switch_inside_branch_leaves_no_branch_behind"]),
+    "a script's files": (
+        T, "            except BaseException:\n                self._take_back(txn)\n                raise\n",
+        "            except BaseException:\n                raise\n",
+        [FAULTS, "-k", "mutating script-object.write"]),
+    "the cached index of a failed store": (
+        T, "                gitindex.forget(index_path)  # the cached index holds a change never stored\n",
+        "", [FAULTS, "-k", "create-index.store"]),
+    "refused writes are expected errors": (
+        T, "            with refused_writes():\n                yield\n", "            yield\n",
+        [FAULTS, "-k", "create-file.write#1-EIO"]),
+    "recovery: a lock older than the journal": (
+        T, "if lock.stat().st_mtime_ns >= since:", "if True:",
+        ["tests/test_faults.py::test_recovery_leaves_locks_older_than_the_journal"]),
+    "recovery: a live git process's lock": (
+        T, "        if not stale or lockfile.git_running_in(\n"
+           "                {self.ws.root, self.repo.gitdir, self.repo.commondir}):\n",
+        "        if not stale:\n",
+        ["tests/test_faults.py::test_recovery_leaves_the_lock_of_a_live_git_process"]),
+    "the index another writer replaced": (
+        "gitspace/storage/gitindex.py", ", under_lock=unchanged)", ")",
+        ["tests/test_gitindex.py", "-k", "replaced"]),
+}
+
+
+def copy_tree() -> Path:
+    shutil.rmtree(COPY, ignore_errors=True)
+    for name in ("gitspace", "tests", "constraints", "sample_workspace"):
+        shutil.copytree(ROOT / name, COPY / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", COPY / "pyproject.toml")
+    return COPY
+
+
+def first_failure(output: str) -> str:
+    failed = re.search(r"^FAILED (\S+)", output, re.M)
+    why = re.search(r"^E\s+(.+)$", output, re.M)
+    if failed is None:
+        return ""
+    return f"{failed.group(1)}: {why.group(1)[:160] if why else '(no assertion line)'}"
+
+
+def main() -> None:
+    labels = sys.argv[1:] or list(REMOVALS)
+    copy = copy_tree()
+    env = {**{k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"},
+           "PYTHONPATH": str(copy)}
+    unnoticed = []
+    for label in labels:
+        rel, code, without, args = REMOVALS[label]
+        path = copy / rel
+        original = path.read_text()
+        if original.count(code) != 1:
+            raise SystemExit(f"{label}: the code to remove is not in {rel} exactly once")
+        path.write_text(original.replace(code, without))
+        try:
+            proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p",
+                                   "no:cacheprovider", "--basetemp", str(copy.parent / "rb-tmp"),
+                                   *args], cwd=copy, env=env, capture_output=True, text=True)
+        finally:
+            path.write_text(original)
+        failure = first_failure(proc.stdout)
+        if proc.returncode == 0 or not failure:
+            unnoticed.append(label)
+            print(f"UNNOTICED  {label}", flush=True)
+        else:
+            print(f"caught     {label}\n           {failure}", flush=True)
+    if unnoticed:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
