@@ -54,8 +54,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "not (split or size_cap or path or part or index or default)"]),
     "undo": ("gitspace/core/undo.py", [
         "tests/test_undo.py", "tests/test_undo_walk.py", "tests/test_no_agent.py"]),
-    "paths": ("gitspace/core/paths.py", ["tests/test_paths.py", "tests/test_limits.py", "-k",
-                                         "path or part or short_name"]),
+    "paths": ("gitspace/core/paths.py", [
+        "tests/test_paths.py", "tests/test_paths_exact.py", "tests/test_limits.py", "-k",
+        "path or part or short_name"]),
     "gitindex": ("gitspace/storage/gitindex.py", [
         "tests/test_gitindex.py", "tests/test_split_index.py", "tests/test_limits.py",
         *FAULTS]),

@@ -82,3 +82,17 @@ def test_resolve_refuses_a_path_one_byte_over_what_fits_in_the_folder(tmp_path: 
     assert caught.value.message == (f"The path {(rel + 'g')[:200] + '...'!r} was refused: inside "
                                     "this workspace it would be longer than the system's limit "
                                     "of 4,096 bytes.")
+
+
+def test_only_slashes_and_only_dots_and_spaces_are_trimmed() -> None:
+    assert paths.normalize("notesX/") == "notesX"  # one trailing slash goes, nothing else
+    assert paths.normalize("X/", allow_root=True) == "X"
+    assert paths.normalize(".gitX/a") == ".gitX/a"  # not .git: only dots and spaces are trimmed
+    assert "points into .git" in refusal(".git. /a").message
+
+
+def test_resolve_of_the_root_under_a_root_reached_by_a_link(tmp_path: Path) -> None:
+    """The root itself is the caller's; only what lies beneath it is checked for links."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    assert paths.resolve(tmp_path / "via", "", allow_root=True) == ("", tmp_path / "via")
