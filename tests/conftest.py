@@ -268,6 +268,16 @@ def gitspace_cli(cwd: Path | str, *args: str, env: Mapping[str, str] | None = No
                           input=input, timeout=120)
 
 
+def call_refused(ws: gitspace.Workspace, tool: str, args: Mapping[str, Any], kind: type,
+                 says: str) -> None:
+    """Call a tool that must be refused with ``kind`` saying ``says``, changing nothing."""
+    before = state(ws.root)
+    result = ws.call(tool, dict(args))
+    assert not result.ok and isinstance(result.error, kind), result.text
+    assert says in result.text, result.text
+    assert state(ws.root) == before
+
+
 def write_script(folder: Path, name: str, mutates: bool, body: str) -> None:
     """A small shell constraint script taking {"path": ...}, for tests of the script seam."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import assert_clean, call_ok, git, git_env, state, write_script
+from conftest import assert_clean, call_ok, call_refused, git, git_env, write_script
 
 import gitspace
 from gitspace.core import paths
@@ -27,15 +27,6 @@ from gitspace.storage.gitrepo import EXEC_MODE, FILE_MODE
 from gitspace.tools.files import VIEW_CAP
 
 MiB = 1 << 20
-
-
-def refused(ws: gitspace.Workspace, tool: str, args: dict[str, object], kind: type,
-            says: str) -> None:
-    before = state(ws.root)
-    result = ws.call(tool, args)
-    assert not result.ok and isinstance(result.error, kind), result.text
-    assert says in result.text, result.text
-    assert state(ws.root) == before
 
 
 # -- paths -----------------------------------------------------------------------------------
@@ -52,7 +43,7 @@ def test_a_path_part_of_up_to_255_bytes_is_a_file(ws: gitspace.Workspace, name: 
 
 @pytest.mark.parametrize("name", ["n" * 256, "é" * 128])  # 256 bytes
 def test_a_path_part_of_256_bytes_is_refused(ws: gitspace.Workspace, name: str) -> None:
-    refused(ws, "create", {"path": f"d/{name}", "file_text": "x\n"}, PathRefused,
+    call_refused(ws, "create", {"path": f"d/{name}", "file_text": "x\n"}, PathRefused,
             "one of its parts is longer than 255 bytes")
 
 
@@ -93,7 +84,7 @@ def test_the_longest_path_the_system_takes_in_this_workspace(ws: gitspace.Worksp
     assert (ws.root / most).read_text() == "deep\n"
     assert_clean(ws.root)
     for rel in (long_path(room(ws) + 1, "g"), long_path(4096, "g")):
-        refused(ws, "create", {"path": rel, "file_text": "x\n"}, PathRefused, SYSTEM_SAYS)
+        call_refused(ws, "create", {"path": rel, "file_text": "x\n"}, PathRefused, SYSTEM_SAYS)
 
 
 def test_a_one_byte_name_at_the_limit_leaves_room_for_the_tmp_file(ws: gitspace.Workspace) -> None:
@@ -102,7 +93,7 @@ def test_a_one_byte_name_at_the_limit_leaves_room_for_the_tmp_file(ws: gitspace.
     folder = long_path(room(ws) - 2, "d")
     call_ok(ws, "create", {"path": f"{folder}/f", "file_text": "short name\n"})
     assert "short name" in call_ok(ws, "view", {"path": f"{folder}/f"}).text
-    refused(ws, "create", {"path": f"{folder}d/f", "file_text": "x\n"}, PathRefused, SYSTEM_SAYS)
+    call_refused(ws, "create", {"path": f"{folder}d/f", "file_text": "x\n"}, PathRefused, SYSTEM_SAYS)
     assert_clean(ws.root)
 
 
@@ -138,9 +129,9 @@ def capped(ws_root: Path) -> gitspace.Workspace:
 def test_writes_up_to_the_size_cap_and_not_one_byte_more(capped: gitspace.Workspace) -> None:
     call_ok(capped, "create", {"path": "under.txt", "file_text": "u" * 999})
     call_ok(capped, "create", {"path": "at.txt", "file_text": "a" * 1000})
-    refused(capped, "create", {"path": "over.txt", "file_text": "o" * 1001}, FileRefused,
+    call_refused(capped, "create", {"path": "over.txt", "file_text": "o" * 1001}, FileRefused,
             "1,001 bytes is over the 1,000-byte cap")
-    refused(capped, "append", {"path": "at.txt", "text": "+"}, FileRefused,
+    call_refused(capped, "append", {"path": "at.txt", "text": "+"}, FileRefused,
             "1,001 bytes is over the 1,000-byte cap")
     call_ok(capped, "append", {"path": "under.txt", "text": "+"})  # now exactly at the cap
     assert len((capped.root / "under.txt").read_bytes()) == 1000
@@ -156,16 +147,16 @@ def test_files_on_disk_up_to_the_size_cap_are_edited_and_recorded(
     assert "over.txt (1,001 bytes, over the 1,000-byte cap)" in snap.text
     call_ok(capped, "str_replace", {"path": "at.txt", "old_str": "a\n", "new_str": "b\n"})
     assert call_ok(capped, "view", {"path": "at.txt"}).text.endswith("a" * 998 + "b")
-    refused(capped, "str_replace", {"path": "over.txt", "old_str": "o\n", "new_str": "p\n"},
+    call_refused(capped, "str_replace", {"path": "over.txt", "old_str": "o\n", "new_str": "p\n"},
             FileRefused, "over.txt is 1,001 bytes, over the 1,000-byte cap")
-    refused(capped, "view", {"path": "over.txt"}, FileRefused, "1,001 bytes, too large to view")
+    call_refused(capped, "view", {"path": "over.txt"}, FileRefused, "1,001 bytes, too large to view")
     assert git(root, "ls-files", "over.txt") == ""
 
 
 def test_the_default_size_cap_is_one_mebibyte(ws: gitspace.Workspace) -> None:
     assert ws.max_file_bytes == MiB
     call_ok(ws, "create", {"path": "at.txt", "file_text": "x" * MiB})
-    refused(ws, "append", {"path": "at.txt", "text": "y"}, FileRefused,
+    call_refused(ws, "append", {"path": "at.txt", "text": "y"}, FileRefused,
             "1,048,577 bytes is over the 1,048,576-byte cap")
 
 

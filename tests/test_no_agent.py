@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import assert_clean, call_ok, files, ops, state
+from conftest import assert_clean, call_ok, call_refused, files, ops
 from mcp import Client
 from mcp.types import Implementation
 
@@ -35,15 +35,6 @@ def person(ws_root: Path) -> gitspace.Workspace:
     workspace = gitspace.init(ws_root)  # no agent: a person at the keyboard
     assert workspace.agent is None
     return workspace
-
-
-def refused(ws: gitspace.Workspace, tool: str, args: dict[str, Any], kind: type[GitspaceError],
-            says: str) -> None:
-    before = state(ws.root)
-    result = ws.call(tool, args)
-    assert not result.ok and isinstance(result.error, kind), result.text
-    assert says in result.text, result.text
-    assert state(ws.root) == before
 
 
 # -- the API ---------------------------------------------------------------------------------
@@ -78,8 +69,8 @@ def test_an_agent_never_undoes_a_persons_op_or_an_outside_edit(person: gitspace.
     (ws_root / "b.txt").write_text("typed by hand\n")
     assert person.snapshot().ok
     with gitspace.open(ws_root, agent="bot") as bot:
-        refused(bot, "undo", {}, ToolFailed, "Nothing to undo: there is no earlier op by bot")
-        refused(bot, "redo", {}, ToolFailed, "Nothing to redo")
+        call_refused(bot, "undo", {}, ToolFailed, "Nothing to undo: there is no earlier op by bot")
+        call_refused(bot, "redo", {}, ToolFailed, "Nothing to redo")
 
 
 def test_the_init_commit_is_never_an_undo_target(ws_root: Path) -> None:
@@ -87,42 +78,42 @@ def test_the_init_commit_is_never_an_undo_target(ws_root: Path) -> None:
     (ws_root / "kept.txt").write_text("was here before init\n")
     with gitspace.init(ws_root) as person:
         [init] = ops(ws_root)
-        refused(person, "undo", {}, ToolFailed, "Nothing to undo: there is no earlier op that is")
-        refused(person, "undo", {"op": init.op_id}, NotFound, f"There is no op {init.op_id}")
+        call_refused(person, "undo", {}, ToolFailed, "Nothing to undo: there is no earlier op that is")
+        call_refused(person, "undo", {"op": init.op_id}, NotFound, f"There is no op {init.op_id}")
         call_ok(person, "create", {"path": "a.txt", "file_text": "a\n"})
         done = call_ok(person, "undo", {"count": 100})  # more than there are: only the create
         assert "Undid 1 op(s)" in done.text
         assert tree(ws_root) == {"kept.txt": "was here before init\n"}
-        refused(person, "undo", {}, ToolFailed, "Nothing to undo")
+        call_refused(person, "undo", {}, ToolFailed, "Nothing to undo")
         assert [o.tool for o in ops(ws_root)] == ["init", "create", "undo"]
 
 
 def test_every_refusal_of_undo_and_redo_changes_nothing(person: gitspace.Workspace) -> None:
-    refused(person, "redo", {}, ToolFailed, "Nothing to redo: there is no undo to re-apply.")
+    call_refused(person, "redo", {}, ToolFailed, "Nothing to redo: there is no undo to re-apply.")
     a = call_ok(person, "create", {"path": "a.txt", "file_text": "1\n"}).op
     call_ok(person, "append", {"path": "a.txt", "text": "2\n"})
     # Nothing was ever undone; the newest op is what redo stops at.
-    refused(person, "redo", {}, ToolFailed, "Nothing to redo: a new op (append")
-    refused(person, "undo", {"op": UNKNOWN_OP}, NotFound, f"There is no op {UNKNOWN_OP} on branch main")
-    refused(person, "undo", {"op": "not-an-op-id"}, NotFound, "There is no op not-an-op-id")
-    refused(person, "undo", {"op": a, "count": 1}, BadArguments, "either count or op")
-    refused(person, "undo", {"count": 0}, BadArguments, "count")
-    refused(person, "undo", {"count": 101}, BadArguments, "count")
-    refused(person, "undo", {"op": a}, Conflict, "changed again since")
+    call_refused(person, "redo", {}, ToolFailed, "Nothing to redo: a new op (append")
+    call_refused(person, "undo", {"op": UNKNOWN_OP}, NotFound, f"There is no op {UNKNOWN_OP} on branch main")
+    call_refused(person, "undo", {"op": "not-an-op-id"}, NotFound, "There is no op not-an-op-id")
+    call_refused(person, "undo", {"op": a, "count": 1}, BadArguments, "either count or op")
+    call_refused(person, "undo", {"count": 0}, BadArguments, "count")
+    call_refused(person, "undo", {"count": 101}, BadArguments, "count")
+    call_refused(person, "undo", {"op": a}, Conflict, "changed again since")
     call_ok(person, "undo", {})
     call_ok(person, "undo", {})
-    refused(person, "undo", {"op": a}, ToolFailed, f"Op {a} is already undone.")
-    refused(person, "undo", {}, ToolFailed, "Nothing to undo")
+    call_refused(person, "undo", {"op": a}, ToolFailed, f"Op {a} is already undone.")
+    call_refused(person, "undo", {}, ToolFailed, "Nothing to undo")
     call_ok(person, "redo", {})
     call_ok(person, "create", {"path": "b.txt", "file_text": "new\n"})
-    refused(person, "redo", {}, ToolFailed, "Nothing to redo: a new op (create")
+    call_refused(person, "redo", {}, ToolFailed, "Nothing to redo: a new op (create")
 
 
 def test_undo_by_id_of_an_op_on_another_branch_is_refused(person: gitspace.Workspace) -> None:
     call_ok(person, "branch", {"name": "side"})
     side = call_ok(person, "create", {"path": "s.txt", "file_text": "side\n"}).op
     call_ok(person, "switch", {"name": "main"})
-    refused(person, "undo", {"op": side}, NotFound, "on branch main")
+    call_refused(person, "undo", {"op": side}, NotFound, "on branch main")
 
 
 def test_a_persons_checkpoints_and_their_refusals(person: gitspace.Workspace,
@@ -139,9 +130,9 @@ def test_a_persons_checkpoints_and_their_refusals(person: gitspace.Workspace,
 
     [cp] = checkpoints.listing(person)
     assert (cp.name, cp.agent, cp.message) == ("one", "human", "first")
-    refused(person, "checkpoint", {"name": "one"}, GitspaceError, "already exists")
-    refused(person, "checkpoint", {"name": "../x"}, BadArguments, "not a valid checkpoint name")
-    refused(person, "restore", {"name": "two"}, NotFound, "no checkpoint named 'two'")
+    call_refused(person, "checkpoint", {"name": "one"}, GitspaceError, "already exists")
+    call_refused(person, "checkpoint", {"name": "../x"}, BadArguments, "not a valid checkpoint name")
+    call_refused(person, "restore", {"name": "two"}, NotFound, "no checkpoint named 'two'")
     assert_clean(ws_root)
 
 
