@@ -112,7 +112,8 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         T, "if lock.stat().st_mtime_ns >= since_ns:", "if True:",
         ["tests/test_faults.py::test_recovery_leaves_locks_older_than_the_journal"]),
     "recovery: a live git process's lock": (
-        T, "    if not stale or lockfile.git_running_in(folders):\n", "    if not stale:\n",
+        T, "    if not stale or lockfile.git_running_in({repo.root, repo.gitdir, repo.commondir}):\n",
+        "    if not stale:\n",
         ["tests/test_faults.py::test_recovery_leaves_the_lock_of_a_live_git_process"]),
     "the index another writer replaced": (
         "gitspace/storage/gitindex.py", ", under_lock=unchanged)", ")",

@@ -600,7 +600,7 @@ class Transactions:
             since = self.journal.stat().st_mtime_ns if self.journal.exists() else 0
         locks = [self.repo.commondir / f"{ref}.lock" for ref in refs]
         break_stale_locks([*locks, self.repo.gitdir / "index.lock", self.repo.gitdir / "HEAD.lock"],
-                          since, {self.ws.root, self.repo.gitdir, self.repo.commondir}, wait)
+                          since, self.repo, wait)
 
 
 @contextmanager
@@ -615,13 +615,14 @@ def hold_lock(state_dir: Path, timeout: float = 30.0) -> Iterator[None]:
         yield
 
 
-def break_stale_locks(locks: Iterable[Path], since_ns: int, folders: Iterable[Path],
+def break_stale_locks(locks: Iterable[Path], since_ns: int, repo: GitRepo,
                       wait: float = 0.5) -> None:
     """Remove each of ``locks`` taken at or after ``since_ns`` (the crashed process's journal),
     and only those: an older lock belongs to someone else and stays, and so does every lock while
-    a live git process is at work in one of ``folders`` (git keeps ``index.lock`` for as long as
-    ``git commit -a`` waits for its editor). A git process finishing within ``wait`` seconds is
-    waited for. Without /proc, a lock that outlives ``wait`` is taken for the crashed one's."""
+    a live git process is at work in ``repo`` (its work tree or git folders: git keeps
+    ``index.lock`` for as long as ``git commit -a`` waits for its editor). A git process
+    finishing within ``wait`` seconds is waited for. Without /proc, a lock that outlives ``wait``
+    is taken for the crashed one's."""
     locks = list(locks)
     deadline = time.monotonic() + wait
     for lock in locks:
@@ -634,7 +635,7 @@ def break_stale_locks(locks: Iterable[Path], since_ns: int, folders: Iterable[Pa
                 stale.append(lock)
         except FileNotFoundError:
             pass
-    if not stale or lockfile.git_running_in(folders):
+    if not stale or lockfile.git_running_in({repo.root, repo.gitdir, repo.commondir}):
         return
     for lock in stale:
         lock.unlink(missing_ok=True)

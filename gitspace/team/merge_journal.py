@@ -84,7 +84,7 @@ class MergeJournal:
             return False
         ref, old, new = record["ref"], record["old"], record["new"]
         break_stale_locks([self.repo.commondir / f"{ref}.lock", self.repo.gitdir / "index.lock"],
-                          since, {self.repo.root, self.repo.gitdir, self.repo.commondir})
+                          since, self.repo)
         if self.repo.read_ref(ref) == old and record["checkout"]:
             self.put_back(old, new, record["files"])
         self.end()

@@ -98,7 +98,7 @@ def finish(ws: Workspace) -> list[str]:
     if reached:
         for ref, old, new in record["refs"]:
             lock = repo.commondir / f"{ref}.lock"
-            break_stale_locks([lock], since)
+            break_stale_locks([lock], since, repo)
             current = repo.read_ref(ref)
             if current == new:
                 continue
