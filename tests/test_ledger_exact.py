@@ -34,7 +34,9 @@ def error_of(block: str) -> str:
     (HEAD, "Missing trailer(s): Gitspace-Args."),
     (f"Gitspace-Format: 1\nGitspace-Op: {ID}", "Missing trailer(s): Gitspace-Tool, "
      "Gitspace-Source, Gitspace-Args."),
-    (HEAD.replace("Format: 1", "Format: 2") + "Gitspace-Args: {}", "Unsupported ledger format '2'."),
+    (HEAD.replace("Format: 1", "Format: 3") + "Gitspace-Args: {}", "Unsupported ledger format '3'."),
+    (HEAD.replace("Format: 1", "Format: 2") + "Gitspace-Args: {}",
+     "An op of source 'tool' is written in format 1, not 2."),
     (HEAD.replace(ID, "01arz") + "Gitspace-Args: {}", "Malformed op id '01arz'."),
     (HEAD.replace("Tool: create", "Tool: Create") + "Gitspace-Args: {}",
      "Malformed tool name 'Create'."),
@@ -123,7 +125,7 @@ def test_bad_tokens_and_names_are_refused_with_what_to_use() -> None:
     with pytest.raises(BadArguments) as bad_source:
         Op(ID, "create", {}, source="magic").trailers()
     assert bad_source.value.message == ("The op source 'magic' is not one of ('tool', 'external', "
-                                        "'init', 'transcript').")
+                                        "'init', 'transcript', 'harness').")
 
 
 @pytest.mark.parametrize(("text", "subject"), [
