@@ -94,8 +94,9 @@ def test_every_refusal_of_undo_and_redo_changes_nothing(person: gitspace.Workspa
     call_ok(person, "append", {"path": "a.txt", "text": "2\n"})
     # Nothing was ever undone; the newest op is what redo stops at.
     call_refused(person, "redo", {}, ToolFailed, "Nothing to redo: a new op (append")
-    call_refused(person, "undo", {"op": UNKNOWN_OP}, NotFound, f"There is no op {UNKNOWN_OP} on branch main")
-    call_refused(person, "undo", {"op": "not-an-op-id"}, NotFound, "There is no op not-an-op-id")
+    call_refused(person, "undo", {"op": UNKNOWN_OP}, NotFound, f"There is no op {UNKNOWN_OP} on any branch.")
+    call_refused(person, "undo", {"op": "not-an-op-id"}, NotFound,
+                  "'not-an-op-id' is not an op id, nor the start or end of one, on any branch.")
     call_refused(person, "undo", {"op": a, "count": 1}, BadArguments, "either count or op")
     call_refused(person, "undo", {"count": 0}, BadArguments, "count")
     call_refused(person, "undo", {"count": 101}, BadArguments, "count")

@@ -114,7 +114,7 @@ def builtin_with_a_script(ws: Workspace) -> str:
                          "Gitspace-Script: " + "ab" * 20 + "\n")
 
 
-def branch_that_switches(ws: Workspace) -> str:
+def branch_call_as_an_op(ws: Workspace) -> str:
     return commit_tree(ws.root, tree_of(ws.root, "HEAD"), head(ws.root), by="tester <tester@gitspace>",
                        msg=op_message("branch x", "branch", "tool", '{"name":"x"}',
                                       agent="tester"))
@@ -164,8 +164,9 @@ CASES: dict[str, tuple[Callable[[Workspace], str], str | None, str]] = {
                              "its path argument is not transcripts/<session>.json"),
     "built-in tool with a script": (builtin_with_a_script, "create",
                                     "but create is now a built-in tool"),
-    "op that switches branches": (branch_that_switches, "branch",
-                                  "re-running it switched branches; an op never does."),
+    "op that records a branch call": (branch_call_as_an_op, "branch",
+                                      "it records a branch call, but branch moves refs and "
+                                      "records no commit of its own"),
     "re-run fails": (rerun_fails, "str_replace",
                      "re-running it failed: No replacement was performed, old_str `lion`"),
     "re-run changes nothing": (rerun_changes_nothing, "create",
