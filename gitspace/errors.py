@@ -94,7 +94,14 @@ _SYSTEM = {
     "ENFILE": ("too many files are open on the system", "Try again when fewer are open."),
     "EFBIG": ("a file is too large for the file system", "Use smaller files."),
     "EIO": ("the disk reported an input/output error", "Check the disk; then run it again."),
+    "EINTR": ("a system call was interrupted", "Run it again."),
 }
+
+
+def system_hint(number: int | None) -> str | None:
+    """What to do about the machine's error ``number`` (None: not one of the machine's)."""
+    found = _SYSTEM.get(errno.errorcode.get(number or 0, ""))
+    return found[1] if found else None
 
 
 def from_os_error(error: OSError, doing: str = "gitspace") -> GitspaceError | None:
@@ -113,6 +120,6 @@ class Unsupported(GitspaceError):
     missing optional extra."""
 
 
-class WriteFailed(GitspaceError):
+class WriteFailed(SystemRefused):
     """The system refused a write gitspace needed (disk full, permissions, an I/O error, an
     interrupted call); what was written so far has been rolled back."""

@@ -30,8 +30,7 @@ from conftest import call_ok, git, git_env, git_run, write_script
 import gitspace
 from gitspace import faults
 from gitspace.core import branches
-from gitspace.core.transaction import REFUSED_WRITES
-from gitspace.errors import GitspaceError, WriteFailed
+from gitspace.errors import GitspaceError, WriteFailed, system_hint
 from gitspace.storage import gitindex
 
 ERRORS: dict[str, int | BaseException] = {
@@ -262,7 +261,7 @@ def test_a_failing_call_leaves_everything_as_before(copy: Path, name: str, point
                 failure = _failure_of(op, ws)
                 assert isinstance(failure, WriteFailed), failure
                 assert failure.message.endswith("Nothing was changed."), failure.message
-                assert failure.hint == REFUSED_WRITES[int(error)]  # type: ignore[call-overload]
+                assert failure.hint == system_hint(int(error))
         assert armed.fired == 1
         assert_as_before(copy, before)
         index = copy / ".git" / "index"  # nothing stale is cached in the process either

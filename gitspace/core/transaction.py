@@ -18,7 +18,6 @@ Invariants:
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import stat as statmod
@@ -38,6 +37,7 @@ from ..errors import (
     PathRefused,
     ToolFailed,
     WriteFailed,
+    system_hint,
 )
 from ..storage import gitindex, ledger, lockfile
 from ..storage.gitrepo import FILE_MODE, Entry, GitRepo, Identity
@@ -46,22 +46,6 @@ from .paths import check_tree_paths
 from .result import UNCHANGED, Result
 
 COMMITTER = Identity("gitspace", "gitspace@localhost")
-# The errors of a system that refuses a write (not a gitspace bug), and what to do about each.
-_PERMISSION = "Check that you may write the workspace folder and its .git folder, then try again."
-REFUSED_WRITES = {
-    errno.ENOSPC: "Free some disk space, then run the command again.",
-    errno.EDQUOT: "Free some space within your disk quota, then run the command again.",
-    errno.EFBIG: "A file grew past what the file system allows; free space or split it.",
-    errno.EACCES: _PERMISSION,
-    errno.EPERM: _PERMISSION,
-    errno.EROFS: "The workspace is on a read-only file system; remount it writable.",
-    errno.EIO: "The disk reported an I/O error: check it, then run the command again.",
-    errno.EINTR: "A system call was interrupted: run the command again.",
-    errno.ENAMETOOLONG: "A path is too long for this file system with the workspace folder in "
-                        "front of it: use a shorter folder for the workspace.",
-    errno.EMFILE: "Too many files are open: close some programs, then run the command again.",
-    errno.ENFILE: "Too many files are open: close some programs, then run the command again.",
-}
 INDEX_TRIES = 5  # loads of an index another git process keeps replacing under us
 
 
@@ -606,7 +590,7 @@ class Transactions:
 @contextmanager
 def hold_lock(state_dir: Path, timeout: float = 30.0) -> Iterator[None]:
     """Hold the lock of one checkout's gitspace state folder (one writer at a time there). A
-    refused write inside it (disk full, no permission, I/O error: ``REFUSED_WRITES``) leaves it
+    refused write inside it (disk full, no permission, I/O error: ``errors.system_hint``) leaves it
     as WriteFailed, an expected error: the code inside has rolled back whatever it wrote before
     the error surfaces."""
     busy = LockTimeout(f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
@@ -696,7 +680,7 @@ def private_folder(parent: Path, name: str) -> Path:
 def _sentence(e: BaseException) -> str:
     if isinstance(e, GitspaceError):
         return e.message
-    if isinstance(e, OSError) and e.errno in REFUSED_WRITES:
+    if isinstance(e, OSError) and system_hint(e.errno) is not None:
         return write_failed(e).message
     return f"{type(e).__name__}: {e}"
 
@@ -704,27 +688,27 @@ def _sentence(e: BaseException) -> str:
 def _hint(e: BaseException) -> str | None:
     if isinstance(e, GitspaceError):
         return e.hint
-    return REFUSED_WRITES.get(e.errno) if isinstance(e, OSError) and e.errno else None
+    return system_hint(e.errno) if isinstance(e, OSError) else None
 
 
 @contextmanager
 def refused_writes() -> Iterator[None]:
-    """Turn a write the system refused (``REFUSED_WRITES``) into WriteFailed, an expected error.
+    """Turn a write the system refused (``errors.system_hint``) into WriteFailed, an expected error.
     Only around code that changes nothing, or rolls back what it changed, when it fails."""
     try:
         yield
     except OSError as e:
-        if e.errno not in REFUSED_WRITES:
+        if system_hint(e.errno) is None:
             raise
         raise write_failed(e) from e
 
 
 def write_failed(e: OSError) -> WriteFailed:
-    """The expected error for a write the system refused (an errno of ``REFUSED_WRITES``)."""
+    """The expected error for a write the system refused (an errno ``errors.system_hint`` knows)."""
     what = e.strerror or os.strerror(e.errno or 0)
     where = f" ({os.fsdecode(e.filename)})" if e.filename else ""
     return WriteFailed(f"A write failed: {what}{where}. Nothing was changed.",
-                       hint=REFUSED_WRITES.get(e.errno or 0))
+                       hint=system_hint(e.errno))
 
 
 def _split_note(entries: int) -> str:
