@@ -62,11 +62,25 @@ def test_a_path_of_up_to_4096_bytes_is_well_formed(length: int) -> None:
 
 
 def test_a_path_of_4097_bytes_is_refused() -> None:
-    with pytest.raises(PathRefused, match="it is longer than 4096 bytes"):
+    with pytest.raises(PathRefused, match="it is longer than 4,096 bytes"):
         paths.normalize(long_path(4097))
 
 
 SYSTEM_SAYS = "inside this workspace it would be longer than the system's limit of 4,096 bytes"
+
+
+@pytest.mark.parametrize("parts", [paths.MAX_DEPTH - 1, paths.MAX_DEPTH])
+def test_a_path_of_up_to_64_parts_is_a_file(ws: gitspace.Workspace, parts: int) -> None:
+    rel = "d/" * (parts - 1) + "f"
+    call_ok(ws, "create", {"path": rel, "file_text": "deep\n"})
+    assert git(ws.root, "ls-files", rel).strip() == rel
+    assert_clean(ws.root)
+
+
+def test_a_path_of_65_parts_is_refused(ws: gitspace.Workspace) -> None:
+    assert paths.MAX_DEPTH == 64
+    call_refused(ws, "create", {"path": "d/" * 64 + "f", "file_text": "x\n"}, PathRefused,
+                 "it is more than 64 folders deep")
 
 
 def room(ws: gitspace.Workspace) -> int:

@@ -32,11 +32,20 @@ def refusal(path: object, **options: bool) -> PathRefused:
     ("a//b", "it has an empty, '.' or '..' part"),
     (".GIT./config", "it points into .git"),
     ("n" * 256, "one of its parts is longer than 255 bytes"),
-    ("d/" * 2048 + "f", "it is longer than 4096 bytes"),
 ])
 def test_each_refusal_says_exactly_why_with_the_same_hint(path: str, why: str) -> None:
     refused = refusal(path)
     assert refused.message == f"The path {path!r} was refused: {why}."
+    assert refused.hint == HINT
+
+
+@pytest.mark.parametrize(("path", "why"), [
+    ("d/" * 2048 + "f", "it is longer than 4,096 bytes"),
+    ("d/" * 64 + "f", "it is more than 64 folders deep"),
+])
+def test_a_refused_long_path_is_shown_by_its_first_200_characters(path: str, why: str) -> None:
+    refused = refusal(path)
+    assert refused.message == f"The path {path[:200] + '...'!r} was refused: {why}."
     assert refused.hint == HINT
 
 
