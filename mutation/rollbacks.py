@@ -26,9 +26,9 @@ FAULTS = "tests/test_faults.py::test_a_failing_call_leaves_everything_as_before"
 # label: (file, code that rolls back, what is left without it, pytest arguments)
 REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
     "object tmp file": (
-        "gitspace/storage/gitrepo.py",
-        "        except BaseException:\n            Path(tmp).unlink(missing_ok=True)\n",
-        "        except BaseException:\n            pass\n",
+        "gitspace/storage/loose.py",
+        "    except BaseException:\n        tmp.unlink(missing_ok=True)\n",
+        "    except BaseException:\n        pass\n",
         [FAULTS, "-k", "create-object.write"]),
     "ref lock": (
         "gitspace/storage/gitrepo.py",
@@ -46,17 +46,18 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         "                os.close(fd)\n                raise\n", [FAULTS, "-k", "create-file.chmod"]),
     "folders a failed write made": (
         "gitspace/storage/worktree.py",
-        "            except BaseException:\n                chain.prune(only_made=True)\n",
-        "            except BaseException:\n", [FAULTS, "-k", "create-file.replace"]),
+        "                except BaseException:\n                    chain.prune(only_made=True)\n",
+        "                except BaseException:\n", [FAULTS, "-k", "create-file.replace"]),
     "journal tmp file": (
-        T, "        except BaseException:\n            tmp.unlink(missing_ok=True)\n            raise\n",
+        T, "        except BaseException:\n            tmp.unlink(missing_ok=True)  # (a full disk: nothing "
+           "half-written stays behind)\n            raise\n",
         "        except BaseException:\n            raise\n",
         [FAULTS, "-k", "create-journal.write"]),
     "journal after a failed ref swap": (
         T, "            self.cancel_journal()\n            raise\n        # A path counts as written",
         "            raise\n        # A path counts as written", [FAULTS, "-k", "create-ref.update"]),
     "publish's rollback": (
-        T, "            self.roll_back(failure, written, before, paths, index, lambda: self.repo.cas_ref(\n"
+        T, "            self.roll_back(failure, written, before, touched, index, lambda: self.repo.cas_ref(\n"
            "                ref, new, old, ident, f\"gitspace: roll back failed {tool}\"), old)\n",
         "", [FAULTS, "-k", "restore-file.replace"]),
     "rollback: files": (
@@ -106,7 +107,7 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         T, "                gitindex.forget(index_path)  # the cached index holds a change never stored\n",
         "", [FAULTS, "-k", "create-index.store"]),
     "refused writes are expected errors": (
-        T, "        with refused_writes():\n            yield\n", "        yield\n",
+        T, "busy), refused_writes():\n        yield\n", "busy):\n        yield\n",
         [f"{FAULTS}[create-file.write#1-EIO]"]),
     "recovery: a lock older than the journal": (
         T, "if lock.stat().st_mtime_ns >= since_ns:", "if True:",
@@ -116,7 +117,7 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         "    if not stale:\n",
         ["tests/test_faults.py::test_recovery_leaves_the_lock_of_a_live_git_process"]),
     "the index another writer replaced": (
-        "gitspace/storage/gitindex.py", ", under_lock=unchanged)", ")",
+        "gitspace/storage/gitindex.py", ", under_lock=unchanged,", ",",
         ["tests/test_gitindex.py", "-k", "replaced"]),
 }
 
