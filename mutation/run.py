@@ -11,11 +11,13 @@ are matched by function and by the line the mutant changes (not by mutmut's numb
 shifts when a function changes), and a listed equivalent that no longer survives is reported, so
 the list stays current.
 
-    python mutation/run.py [NAME ...] [--jobs N] [--report-only]
+    python mutation/run.py [NAME ...] [--jobs N] [--sample K] [--report-only]
 
 Writes ``build/mutation/<name>/survivors.txt`` (each survivor not judged equivalent, with its
 diff) and the scores and the equivalent list between the markers of docs/testing.md. Mutation
-runs are CPU heavy: ``--jobs`` (default 1) is how many mutants run at once.
+runs are CPU heavy: ``--jobs`` (default 1) is how many mutants run at once. ``--sample K`` tests
+K mutants of each module, spread evenly over its functions in source order (the same K every
+run, so a rerun only tests what changed), and the score says it is a sample of how many.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import argparse
 import ast
 import difflib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -43,6 +46,8 @@ START, END = "<!-- mutation:start -->", "<!-- mutation:end -->"
 # same paths at a fifth of the cost.
 FAULTS = ["tests/test_faults.py", "-k", "not (ENOSPC or EACCES or EINTR)"]
 
+LIMITS = "tests/test_limits.py"
+
 # name: (module, the tests that cover it). Only tests that run the module in this process count:
 # a mutant is not active in a child process (the CLI subprocess tests, the crash children).
 MODULES: dict[str, tuple[str, list[str]]] = {
@@ -50,20 +55,25 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/test_transaction.py", "tests/test_branches.py", "tests/test_crash.py",
         "tests/test_limits.py", "tests/test_gitindex.py", *FAULTS]),
     "ledger": ("gitspace/storage/ledger.py", [
-        "tests/test_ledger.py", "tests/test_ledger_exact.py", "tests/test_limits.py", "-k",
-        "not (split or size_cap or path or part or index or default)"]),
+        "tests/test_ledger.py", "tests/test_ledger_exact.py", "tests/test_harness_ledger.py",
+        f"{LIMITS}::test_the_answer_recorded_in_an_op_commit_is_capped"]),
     "undo": ("gitspace/core/undo.py", [
         "tests/test_undo.py", "tests/test_undo_walk.py", "tests/test_no_agent.py"]),
     "paths": ("gitspace/core/paths.py", [
-        "tests/test_paths.py", "tests/test_paths_exact.py", "tests/test_limits.py", "-k",
-        "path or part or short_name"]),
+        "tests/test_paths.py", "tests/test_paths_exact.py",
+        *(f"{LIMITS}::test_{name}" for name in (
+            "a_path_part_of_up_to_255_bytes_is_a_file", "a_path_part_of_256_bytes_is_refused",
+            "a_path_of_up_to_4096_bytes_is_well_formed", "a_path_of_4097_bytes_is_refused",
+            "a_path_of_up_to_64_parts_is_a_file", "a_path_of_65_parts_is_refused",
+            "the_longest_path_the_system_takes_in_this_workspace",
+            "a_one_byte_name_at_the_limit_leaves_room_for_the_tmp_file"))]),
     "gitindex": ("gitspace/storage/gitindex.py", [
         "tests/test_gitindex.py", "tests/test_split_index.py", "tests/test_limits.py",
         *FAULTS]),
     "engine": ("gitspace/replay/engine.py", [
-        "tests/test_replay.py", "tests/test_replay_forged.py"]),
+        "tests/test_replay.py", "tests/test_replay_forged.py", "tests/test_harness_ledger.py"]),
     "judge": ("gitspace/replay/judge.py", [
-        "tests/test_replay.py", "tests/test_replay_forged.py"]),
+        "tests/test_replay.py", "tests/test_replay_forged.py", "tests/test_harness_ledger.py"]),
 }
 
 KILLED = {1, 3, 36, 24, -24, 152, 255, 37}  # a test failed, pytest broke, or it timed out
@@ -91,6 +101,7 @@ class Score:
     survivors: list[Mutant] = field(default_factory=list)
     no_tests: int = 0
     seconds: float = 0.0
+    population: int = 0  # every mutant of the module; ``total`` of them were tested
 
     @property
     def counted(self) -> int:
@@ -124,15 +135,53 @@ def prepare(name: str, module: str, tests: list[str]) -> Path:
     return folder
 
 
-def run_mutmut(folder: Path, jobs: int) -> float:
-    started = time.monotonic()
+NOTHING = "no-such-mutant"  # a name no mutant has: mutmut generates mutants and stats, then stops
+
+
+def _mutmut(folder: Path, jobs: int, names: list[str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"}
     mutmut = Path(sys.executable).with_name("mutmut")
-    proc = subprocess.run([str(mutmut), "run", "--max-children", str(jobs)], cwd=folder, env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.run([str(mutmut), "run", "--max-children", str(jobs), *names], cwd=folder,
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def run_mutmut(folder: Path, module: str, jobs: int, sample: int | None) -> float:
+    """Run mutmut on every mutant of ``module`` not tested yet, or on those of its sample."""
+    started = time.monotonic()
+    if sample is None:
+        proc = _mutmut(folder, jobs, [])
+    else:
+        proc = _mutmut(folder, jobs, [NOTHING])
+        if "nothing matches" not in proc.stdout:
+            raise SystemExit(f"mutmut failed in {folder}:\n{proc.stdout[-4000:]}")
+        codes = _meta(folder, module)["exit_code_by_key"]
+        chosen = sampled(list(codes), sample)
+        (folder / "sample.json").write_text(json.dumps(chosen))
+        pending = [key for key in chosen if codes[key] is None]
+        if not pending:
+            return time.monotonic() - started
+        proc = _mutmut(folder, jobs, pending)
     if proc.returncode != 0:
-        raise SystemExit(f"mutmut failed in {folder}:\n{proc.stderr[-4000:]}")
+        raise SystemExit(f"mutmut failed in {folder}:\n{proc.stdout[-4000:]}")
     return time.monotonic() - started
+
+
+def _order(key: str) -> tuple[str, int]:
+    function, number = key.rsplit("__mutmut_", 1)
+    return function, int(number)
+
+
+def sampled(keys: list[str], size: int) -> list[str]:
+    """``size`` of ``keys`` spread evenly over them in function order (all if there are fewer)."""
+    keys = sorted(keys, key=_order)
+    if size >= len(keys):
+        return keys
+    step = len(keys) / size
+    return [keys[math.floor(i * step)] for i in range(size)]
+
+
+def _meta(folder: Path, module: str) -> dict[str, dict[str, int | None]]:
+    return dict(json.loads((folder / "mutants" / f"{module}.meta").read_text()))
 
 
 def _readable(function: str) -> str:
@@ -145,7 +194,7 @@ def _readable(function: str) -> str:
 def mutants_of(folder: Path, module: str) -> dict[str, tuple[int | None, Mutant]]:
     """Every mutant of ``module`` with its exit code and the lines it changes."""
     mutated = folder / "mutants" / module
-    meta = json.loads(Path(f"{mutated}.meta").read_text())
+    meta = _meta(folder, module)
     source = mutated.read_text()
     bodies: dict[str, list[str]] = {}
     for node in ast.walk(ast.parse(source)):
@@ -184,7 +233,12 @@ def _matches(entry: dict[str, str], module: str, mutant: Mutant) -> bool:
 def score(name: str, module: str, folder: Path, equivalents: list[dict[str, str]],
           used: set[int]) -> Score:
     result = Score(name, module)
-    for code, mutant in mutants_of(folder, module).values():
+    everything = mutants_of(folder, module)
+    result.population = len(everything)
+    chosen = folder / "sample.json"
+    keys = json.loads(chosen.read_text()) if chosen.exists() else list(everything)
+    for key in keys:
+        code, mutant = everything[key]
         result.total += 1
         if code in KILLED:
             result.killed += 1
@@ -213,16 +267,19 @@ def _cell(text: str) -> str:
 
 
 def render(scores: list[Score], equivalents: list[dict[str, str]]) -> str:
-    lines = ["| module | mutants | killed | equivalent | not killed (no test reaches) | score |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = ["| module | mutants tested (of) | killed | equivalent | not killed (no test reaches) "
+             "| score | last run |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     scored = {s.module: s for s in scores}
     for module, _ in MODULES.values():
         s = scored.get(module)
         if s is None:
-            lines.append(f"| `{module}` | not run yet | | | | |")
+            lines.append(f"| `{module}` | not run yet | | | | | |")
             continue
-        lines.append(f"| `{s.module}` | {s.total} | {s.killed} | {len(s.equivalent)} | "
-                     f"{len(s.survivors)} ({s.no_tests}) | {s.percent:.1f}% |")
+        tested = f"{s.total}" if s.total == s.population else f"{s.total} ({s.population})"
+        lines.append(f"| `{s.module}` | {tested} | {s.killed} | {len(s.equivalent)} | "
+                     f"{len(s.survivors)} ({s.no_tests}) | {s.percent:.1f}% | "
+                     f"{s.seconds / 60:.1f} min |")
     lines += ["", "Surviving mutants judged equivalent (no test can tell them from the code):", ""]
     for entry in sorted(equivalents, key=lambda e: (e["module"], e["function"], e["was"])):
         change = f"`{_cell(entry['was'])}` → `{_cell(entry['now'])}`".replace("\n", " / ")
@@ -241,6 +298,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help=", ".join(MODULES))
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--sample", type=int, default=None, metavar="K",
+                        help="test K mutants of each module, spread evenly (default: all)")
     parser.add_argument("--report-only", action="store_true",
                         help="score the results already in build/mutation without running")
     args = parser.parse_args()
@@ -254,10 +313,13 @@ def main() -> None:
     for name in MODULES:  # every module is scored, so the table is always whole
         module, tests = MODULES[name]
         folder = prepare(name, module, tests)
-        seconds = 0.0
+        timing = folder / "seconds.json"
         if name in names and not args.report_only:
             print(f"mutating {module} against {' '.join(tests)}", flush=True)
-            seconds = run_mutmut(folder, args.jobs)
+            if args.sample is None:
+                (folder / "sample.json").unlink(missing_ok=True)
+            timing.write_text(json.dumps(run_mutmut(folder, module, args.jobs, args.sample)))
+        seconds = json.loads(timing.read_text()) if timing.exists() else 0.0
         if not (folder / "mutants" / f"{module}.meta").exists():
             print(f"{module}: not run yet", flush=True)
             continue
@@ -266,7 +328,8 @@ def main() -> None:
         write_survivors(folder, result)
         scores.append(result)
         took = f" in {seconds / 60:.1f} min" if seconds else ""
-        print(f"{module}: {result.killed}/{result.counted} killed ({result.percent:.1f}%), "
+        of = f" (a sample of {result.population})" if result.total < result.population else ""
+        print(f"{module}: {result.killed}/{result.counted}{of} killed ({result.percent:.1f}%), "
               f"{len(result.equivalent)} equivalent, {len(result.survivors)} surviving{took}",
               flush=True)
     stale = [e for i, e in enumerate(equivalents) if i not in used
