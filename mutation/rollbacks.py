@@ -118,7 +118,7 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         ["tests/test_faults.py::test_recovery_leaves_the_lock_of_a_live_git_process"]),
     "the index another writer replaced": (
         "gitspace/storage/gitindex.py", ", under_lock=unchanged,", ",",
-        ["tests/test_gitindex.py", "-k", "replaced"]),
+        ["tests/storage/test_gitindex.py", "-k", "replaced"]),
 }
 
 

@@ -47,20 +47,23 @@ START, END = "<!-- mutation:start -->", "<!-- mutation:end -->"
 FAULTS = ["tests/test_faults.py", "-k", "not (ENOSPC or EACCES or EINTR)"]
 
 LIMITS = "tests/test_limits.py"
+REPLAY = ["tests/replay/test_replay.py", "tests/replay/test_replay_forged.py",
+          "tests/harness/test_harness_ledger.py"]
 
 # name: (module, the tests that cover it). Only tests that run the module in this process count:
 # a mutant is not active in a child process (the CLI subprocess tests, the crash children).
 MODULES: dict[str, tuple[str, list[str]]] = {
     "transaction": ("gitspace/core/transaction.py", [
-        "tests/test_transaction.py", "tests/test_branches.py", "tests/test_crash.py",
-        "tests/test_limits.py", "tests/test_gitindex.py", *FAULTS]),
+        "tests/core/test_transaction.py", "tests/core/test_branches.py", "tests/core/test_crash.py",
+        LIMITS, "tests/storage/test_gitindex.py", *FAULTS]),
     "ledger": ("gitspace/storage/ledger.py", [
-        "tests/test_ledger.py", "tests/test_ledger_exact.py", "tests/test_harness_ledger.py",
+        "tests/storage/test_ledger.py", "tests/storage/test_ledger_exact.py",
+        "tests/harness/test_harness_ledger.py",
         f"{LIMITS}::test_the_answer_recorded_in_an_op_commit_is_capped"]),
     "undo": ("gitspace/core/undo.py", [
-        "tests/test_undo.py", "tests/test_undo_walk.py", "tests/test_no_agent.py"]),
+        "tests/core/test_undo.py", "tests/core/test_undo_walk.py", "tests/test_no_agent.py"]),
     "paths": ("gitspace/core/paths.py", [
-        "tests/test_paths.py", "tests/test_paths_exact.py",
+        "tests/core/test_paths.py", "tests/core/test_paths_exact.py",
         *(f"{LIMITS}::test_{name}" for name in (
             "a_path_part_of_up_to_255_bytes_is_a_file", "a_path_part_of_256_bytes_is_refused",
             "a_path_of_up_to_4096_bytes_is_well_formed", "a_path_of_4097_bytes_is_refused",
@@ -68,12 +71,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "the_longest_path_the_system_takes_in_this_workspace",
             "a_one_byte_name_at_the_limit_leaves_room_for_the_tmp_file"))]),
     "gitindex": ("gitspace/storage/gitindex.py", [
-        "tests/test_gitindex.py", "tests/test_split_index.py", "tests/test_limits.py",
+        "tests/storage/test_gitindex.py", "tests/storage/test_split_index.py", LIMITS,
         *FAULTS]),
-    "engine": ("gitspace/replay/engine.py", [
-        "tests/test_replay.py", "tests/test_replay_forged.py", "tests/test_harness_ledger.py"]),
-    "judge": ("gitspace/replay/judge.py", [
-        "tests/test_replay.py", "tests/test_replay_forged.py", "tests/test_harness_ledger.py"]),
+    "engine": ("gitspace/replay/engine.py", REPLAY),
+    "judge": ("gitspace/replay/judge.py", REPLAY),
 }
 
 KILLED = {1, 3, 36, 24, -24, 152, 255, 37}  # a test failed, pytest broke, or it timed out
