@@ -207,8 +207,8 @@ OPS: dict[str, Op] = {
     "branch and switch": Op(_nothing, _call("branch", {"name": "try", "from": "cp"}),
                             {**CHECKOUT, "journal.write": 2, "ref.update": 1, "reflog.write": 2,
                              "journal.remove": 2, "head.update": 1, "index.store": 1}),
-    "checkpoint": Op(_nothing, _call("checkpoint", {"name": "cp2"}),  # the tag object
-                     {"object.write": 1, "journal.write": 1, "ref.update": 1, "reflog.write": 1,
+    "checkpoint": Op(_nothing, _call("checkpoint", {"name": "cp2"}),  # the tag object; tags
+                     {"object.write": 1, "journal.write": 1, "ref.update": 1,  # have no reflog
                       "journal.remove": 1}),
     "snapshot": Op(_outside_edit, lambda ws: ws.snapshot(), {**COMMIT, "object.write": 3}),
     "mutating script": Op(_nothing, _call("stamp", {"path": "x"}),  # three files it wrote

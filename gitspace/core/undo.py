@@ -108,10 +108,9 @@ def redo_target(ws: Workspace) -> tuple[ledger.Op, Commit]:
     raise ToolFailed("Nothing to redo: there is no undo to re-apply.")
 
 
-def revert_into(ws: Workspace, txn: Txn, commit: Commit, label: str) -> int:
-    """Stage the reverse of ``commit`` on top of the txn's current state. Returns paths changed."""
+def revert_into(ws: Workspace, txn: Txn, commit: Commit, label: str) -> None:
+    """Stage the reverse of ``commit`` on top of the txn's current state."""
     parent_tree = ws.repo.parent_tree(commit)
-    changed = 0
     for change in ws.repo.diff_trees(commit.tree, parent_tree):
         base, theirs = change.old, change.new  # base: what the op wrote; theirs: before the op
         current = txn.read(change.path)
@@ -129,8 +128,6 @@ def revert_into(ws: Workspace, txn: Txn, commit: Commit, label: str) -> int:
             txn.delete(change.path)
         else:
             txn.write(change.path, ws.repo.read_blob(result.sha), result.mode)
-        changed += 1
-    return changed
 
 
 def _conflict(path: str, label: str) -> Conflict:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import call_ok, files, git, message_of
+import pytest
+from conftest import call_ok, files, git, message_of, state
 
 import gitspace
+from gitspace.errors import GitspaceError, NotFound, ToolFailed
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -80,3 +82,54 @@ def test_undo_keeps_an_executable_bit_it_restores(ws: gitspace.Workspace) -> Non
     assert (ws.root / "run.sh").read_text() == "#!/bin/sh\necho a\n"
     assert git(ws.root, "ls-files", "-s", "run.sh").split()[0] == "100755"
     assert (ws.root / "run.sh").stat().st_mode & 0o111
+
+
+def refusal(ws: gitspace.Workspace, tool: str, args: dict[str, object]) -> GitspaceError:
+    """The error of a refused call, which changed nothing."""
+    before = state(ws.root)
+    result = ws.call(tool, args)
+    assert not result.ok and result.error is not None, result.text
+    assert state(ws.root) == before
+    return result.error
+
+
+def test_an_op_on_another_branch_is_named_there_exactly(ws: gitspace.Workspace) -> None:
+    a = call_ok(ws, "create", {"path": "a.txt", "file_text": "a\n"}).op
+    call_ok(ws, "branch", {"name": "side"})
+    side = call_ok(ws, "create", {"path": "b.txt", "file_text": "b\n"}).op
+    call_ok(ws, "switch", {"name": "main"})
+    undo = refusal(ws, "undo", {"op": side})
+    assert isinstance(undo, NotFound)
+    assert undo.message == f"There is no op {side} on branch main: it was recorded on another branch."
+    assert undo.hint == ("'gitspace log' lists the ops of this branch; undo an op on its own branch "
+                         "('gitspace switch BRANCH').")
+    restore = refusal(ws, "restore", {"op": side})
+    assert isinstance(restore, NotFound)
+    assert restore.message == f"There is no op {side} on branch main."
+    assert restore.hint == "'gitspace log' lists op ids."
+    call_ok(ws, "create", {"path": "c.txt", "file_text": "c\n"})
+    call_ok(ws, "restore", {"op": a})  # an op of this branch: the files right after it
+    assert tree(ws.root) == {"a.txt": "a\n"}
+
+
+OP = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+
+
+@pytest.mark.parametrize(("tool", "args", "where"), [
+    ("checkpoint", {"name": "cp"}, "checkpoint cp"),
+    ("branch", {"name": "side", "switch": False}, "branch side"),
+])
+def test_undo_of_an_op_that_made_a_ref_says_there_is_nothing_to_undo(
+        ws: gitspace.Workspace, tool: str, args: dict[str, object], where: str) -> None:
+    call_ok(ws, "create", {"path": "a.txt", "file_text": "a\n"})
+    assert ws.call(tool, args, op_id=OP).ok
+    error = refusal(ws, "undo", {"op": OP})
+    assert isinstance(error, ToolFailed)
+    assert error.message == (f"Op {OP} created {where}; it changed no files, so there is nothing "
+                             "to undo.")
+
+
+def test_redo_with_nothing_undone_says_exactly_that(ws: gitspace.Workspace) -> None:
+    error = refusal(ws, "redo", {})
+    assert isinstance(error, ToolFailed)
+    assert error.message == "Nothing to redo: there is no undo to re-apply."

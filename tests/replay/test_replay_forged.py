@@ -133,17 +133,6 @@ def rerun_changes_nothing(ws: Workspace) -> str:
     return like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root))
 
 
-def outside_change_first(ws: Workspace) -> str:
-    """A plain commit records a.md with mode 100664 (a mode git accepts from old trees; a work
-    tree holds it as 100644), then an op edits a.md: re-running it finds an outside change."""
-    raw = blob(ws.root, b"a\n")
-    mktree = subprocess.run(["git", "mktree"], cwd=ws.root, env=git_env(), check=True,
-                            input=f"100664 blob {raw}\ta.md\n".encode(), capture_output=True)
-    odd = commit_tree(ws.root, mktree.stdout.decode().strip(), head(ws.root), msg="old mode\n")
-    call_ok(ws, "append", {"path": "a.md", "text": "more\n"})
-    return like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), odd)
-
-
 CASES: dict[str, tuple[Callable[[Workspace], str], str | None, str]] = {
     "octopus merge": (octopus, None, "it merges 3 parents, and replay can check only a merge "
                                      "of two"),
@@ -171,8 +160,6 @@ CASES: dict[str, tuple[Callable[[Workspace], str], str | None, str]] = {
                      "re-running it failed: No replacement was performed, old_str `lion`"),
     "re-run changes nothing": (rerun_changes_nothing, "create",
                                "re-running it changed nothing, but the recorded commit is an op"),
-    "outside change first": (outside_change_first, "append",
-                             "re-running it found outside changes first."),
 }
 
 
