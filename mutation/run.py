@@ -158,7 +158,8 @@ def run_mutmut(folder: Path, module: str, jobs: int, sample: int | None) -> floa
         codes = _meta(folder, module)["exit_code_by_key"]
         chosen = sampled(list(codes), sample)
         (folder / "sample.json").write_text(json.dumps(chosen))
-        pending = [key for key in chosen if codes[key] is None]
+        # Not yet tested, or survived: a new test may kill it now (mutmut keeps old results).
+        pending = [key for key in chosen if codes[key] not in KILLED]
         if not pending:
             return time.monotonic() - started
         proc = _mutmut(folder, jobs, pending)
