@@ -176,7 +176,7 @@ def test_the_cli_without_an_agent(person: gitspace.Workspace, ws_root: Path,
     assert code == 1 and f"There is no op {UNKNOWN_OP}" in err and "gitspace log" in err
     assert run("restore", "one")[0] == 0 and (ws_root / "a.txt").read_text() == "1\n"
     code, _, err = run("restore", "nope")
-    assert code == 1 and "no checkpoint named 'nope'" in err
+    assert code == 1 and "'nope' is not a branch or revision here, nor a checkpoint" in err
     log = json.loads(run("log", "--json")[1])
     assert [e["op"]["tool"] for e in log] == ["restore", "redo", "undo", "append", "create", "init"]
     assert {e["op"]["agent"] for e in log} == {None}
