@@ -169,3 +169,73 @@ def test_args_are_elided_from_4097_characters() -> None:
 def test_a_trailer_block_that_is_not_the_last_paragraph_is_text() -> None:
     assert parse_message(f"subject\n\n{HEAD}Gitspace-Args: {{}}\n\nmore words\n") is None
     assert re.match("^subject", encode_message(Op(ID, "create", {}), "subject", "  \n"))
+
+
+def test_a_message_without_a_body_is_the_subject_and_the_trailers() -> None:
+    op = Op(ID, "create", {})
+    assert encode_message(op, "subject") == f"subject\n\n{op.trailers()}\n"
+
+
+def test_the_recorded_answer_is_found_at_any_place_and_may_quote_a_trailer() -> None:
+    op = Op(ID, "create", {})
+    quoting = "see\n\nGitspace-Format: 9 (quoted)"
+    assert ledger.result_of(encode_message(op, "s", ledger.result_body(quoting))) == quoting
+    assert ledger.result_of(f"\n\nResult:\nfirst\n\n{op.trailers()}\n") == "first"
+
+
+@pytest.mark.parametrize(("declared", "says"), [
+    ("01", "Unsupported ledger format '01'."),
+    ("x", "Unsupported ledger format 'x'."),
+])
+def test_a_format_is_a_plain_number(declared: str, says: str) -> None:
+    assert error_of(HEAD.replace("Format: 1", f"Format: {declared}") + "Gitspace-Args: {}") == says
+
+
+def test_a_rebased_from_that_is_no_commit_id_is_named() -> None:
+    block = HEAD + "Gitspace-Args: {}\nGitspace-Rebased-From: " + "g" * 40
+    assert error_of(block) == "Gitspace-Rebased-From is not a commit id."
+
+
+def test_an_op_in_a_format_that_cannot_hold_it_is_refused() -> None:
+    with pytest.raises(BadArguments) as harness_in_1:
+        Op(ID, "Edit", {}, source="harness", paths=("a",), format=1).trailers()
+    assert harness_in_1.value.message == ("The op source 'harness' is not one of ('tool', "
+                                          "'external', 'init', 'transcript').")
+    for op in (Op(ID, "create", {}, paths=("a",)), Op(ID, "Edit", {}, source="harness")):
+        with pytest.raises(BadArguments) as paths:
+            op.trailers()
+        assert paths.value.message == ("Changed paths are recorded for harness ops, and only "
+                                       "for them.")
+
+
+def test_a_checkpoint_message_and_what_is_read_back() -> None:
+    message = ledger.checkpoint_message("  tried\n the  maze ", "cp", "main", "a1", ID)
+    assert message == (f"tried the maze\n\nGitspace-Checkpoint: cp\nGitspace-Branch: main\n"
+                       f"Gitspace-Agent: a1\nGitspace-Op: {ID}\n")
+    assert ledger.parse_checkpoint(message) == ledger.CheckpointNote("cp", "main", "a1", ID,
+                                                                     "tried the maze")
+    bare = ledger.checkpoint_message("", "cp", "side", "human", None)
+    assert bare == "checkpoint cp\n\nGitspace-Checkpoint: cp\nGitspace-Branch: side\n" \
+                   "Gitspace-Agent: human\n"
+    assert ledger.parse_checkpoint(bare) == ledger.CheckpointNote("cp", "side", "human", None,
+                                                                  "checkpoint cp")
+    only_name = "by hand\n\nGitspace-Checkpoint: cp\n"  # older tags: the rest unknown
+    assert ledger.parse_checkpoint(only_name) == ledger.CheckpointNote("cp", "?", "?", None,
+                                                                       "by hand")
+    with pytest.raises(BadArguments) as bad:
+        ledger.checkpoint_message("", "cp", "main", "a1", "-x")
+    assert "op id" in bad.value.message
+
+
+def test_a_branch_note_names_its_op() -> None:
+    assert ledger.branch_note("side", None) == "gitspace: branch side"
+    assert ledger.branch_note("side", ID) == f"gitspace: branch side (op {ID})"
+    assert ledger.parse_branch_note(ledger.branch_note("side", ID)) == ID
+    with pytest.raises(BadArguments) as bad:
+        ledger.branch_note("side", "-x")
+    assert "op id" in bad.value.message
+
+
+def test_an_omitted_string_is_hashed_with_its_lone_surrogates() -> None:
+    value = "a\udc80"  # (a lone surrogate: a harness may hand one over)
+    assert ledger.omit(value) == {"$omitted": ledger.sha1_hex(b"a\xed\xb2\x80"), "bytes": 4}
