@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 from conftest import call_ok, git, git_env, head
-from test_replay import (  # noqa: F401  (scratch_dirs: no scratch folder may be left behind)
+from test_replay import (
     add_script,
     commit_tree,
     like,
     message,
-    scratch_dirs,
     tree_of,
     tree_with,
 )
@@ -30,6 +29,8 @@ from gitspace.replay.engine import BadRange, replay
 from gitspace.replay.onto import replay_onto
 
 OP_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+
+pytestmark = pytest.mark.usefixtures("scratch_dirs")  # no scratch folder may be left behind
 
 
 def blob(root: Path, data: bytes) -> str:
