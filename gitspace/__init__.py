@@ -10,9 +10,10 @@ harness's hook call) does not pay for the rest.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not typing's: a harness's hook imports this package and never typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from .api import init, open
     from .core.result import Result
     from .core.workspace import Workspace

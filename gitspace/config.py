@@ -37,20 +37,23 @@ def inherited_git_variables() -> list[str]:
     return [k for k in os.environ if k.startswith("GIT_")]
 
 
-# GIT_* variables that change nothing about where git finds a repository and its files
-# (``git help git``, "Environment Variables"): with only these set, a checkout's layout can be
-# read from its files instead of asking ``git rev-parse``.
-_LAYOUT_NEUTRAL = ("GIT_CONFIG_NOSYSTEM", "GIT_TERMINAL_PROMPT", "GIT_AUTHOR_NAME",
-                   "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
-                   "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_EDITOR", "GIT_PAGER",
-                   "GIT_ASKPASS", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT")
+# GIT_* variables that change where git finds a repository, its git dir, work tree, index or
+# objects (``git help git``: "The Git Repository"), and those that can set core.worktree or
+# core.bare from the environment. Any other (GIT_SSL_CAINFO, GIT_TRACE, GIT_AUTHOR_NAME...)
+# leaves a checkout's layout as its files say.
+_LAYOUT = frozenset({
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_INDEX_VERSION",
+    "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_DEFAULT_HASH",
+    "GIT_IMPLICIT_WORK_TREE", "GIT_PREFIX", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT"})
 
 
 def git_layout_variables() -> list[str]:
     """Names of inherited GIT_* variables that may change where git finds the repository (its
-    git dir, work tree, objects): any GIT_* variable not known to leave that alone."""
-    return [k for k in os.environ
-            if k.startswith("GIT_") and k not in _LAYOUT_NEUTRAL and not k.startswith("GIT_TRACE")]
+    git dir, work tree, index, objects): with none set, its files say where everything is."""
+    return [k for k in os.environ if k in _LAYOUT
+            or k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]
 
 
 def default_agent() -> str | None:

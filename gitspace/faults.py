@@ -30,7 +30,6 @@ import errno as errnos
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 POINTS = frozenset({
     "object.write", "ref.update", "reflog.write", "head.update", "index.store", "file.write",
@@ -38,16 +37,15 @@ POINTS = frozenset({
 })
 
 
-@dataclass
 class Injection:
-    """One armed point: fail the hits after the first ``after``, ``times`` times (None: always)."""
+    """One armed point: fail the hits after the first ``after``, ``times`` times (None: always).
+    (A plain class, not a dataclass: this module is imported by every short-lived process.)"""
 
-    point: str
-    error: BaseException | Callable[[], None]
-    after: int = 0
-    times: int | None = 1
-    hits: int = 0  # every time the point was reached while armed
-    fired: int = 0  # how many of those hits failed
+    def __init__(self, point: str, error: BaseException | Callable[[], None], after: int = 0,
+                 times: int | None = 1) -> None:
+        self.point, self.error, self.after, self.times = point, error, after, times
+        self.hits = 0  # every time the point was reached while armed
+        self.fired = 0  # how many of those hits failed
 
 
 _armed: dict[str, Injection] = {}

@@ -24,12 +24,13 @@ def test_children_never_see_secrets_and_only_git_sees_the_ssh_agent(monkeypatch:
 def test_only_variables_that_may_move_the_repository_count(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in config.inherited_git_variables():
         monkeypatch.delenv(name)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_TRACE2_EVENT", "/dev/null")
-    monkeypatch.setenv("GIT_AUTHOR_NAME", "someone")
+    for name, value in [("GIT_CONFIG_NOSYSTEM", "1"), ("GIT_TRACE2_EVENT", "/dev/null"),
+                        ("GIT_AUTHOR_NAME", "someone"), ("GIT_SSL_CAINFO", "/etc/ca.pem"),
+                        ("GIT_CONFIG_GLOBAL", "/dev/null")]:
+        monkeypatch.setenv(name, value)
     assert config.git_layout_variables() == []
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-                 "GIT_CEILING_DIRECTORIES", "GIT_SOMETHING_NEW"):
+                 "GIT_CEILING_DIRECTORIES", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_KEY_0"):
         monkeypatch.setenv(name, "/elsewhere")
         assert config.git_layout_variables() == [name]
         monkeypatch.delenv(name)

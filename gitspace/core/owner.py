@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import LedgerError, NotAWorkspace
 from ..storage import loose
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # owner is light at run time: a harness's before hook asks ``known_owned``
     from ..storage.gitrepo import GitRepo
 

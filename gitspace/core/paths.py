@@ -33,7 +33,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import PathRefused
-from ..storage import fsck
 from ..storage.gitnames import aliases, is_dotgit
 
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -76,6 +75,8 @@ def content_refusal(rel: str, data: bytes) -> str | None:
     ``.gitmodules`` and ``.gitattributes`` have content rules, and git itself judges them."""
     name = rel.rsplit("/", 1)[-1]
     if aliases(name, ".gitmodules") or aliases(name, ".gitattributes"):
+        from ..storage import fsck  # here: it starts git, and a harness's hook never needs it
+
         return fsck.refusal(name, data)
     return None
 

@@ -10,12 +10,14 @@ tool-use id. ``tool_response`` and the prompt text are never stored. Claude Code
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
-
 from .events import Event, ignored, text, tool_call
+from .records import replace
 from .spec import HookSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 AGENT = "claude-code"
 # Tools that change files and name them in their input, and the input key that names the file.

@@ -13,11 +13,13 @@ load only when the project is trusted by Codex; user hooks (``~/.codex/hooks.jso
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from .events import Event, ignored, text, tool_call
 from .spec import HookSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 AGENT = "codex"
 TOOLS = ("Bash", "apply_patch")

@@ -13,11 +13,13 @@ stdout as JSON, so the hook prints ``{}``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from .events import Call, Event, ignored, text
 from .spec import HookSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 AGENT = "cursor"
 

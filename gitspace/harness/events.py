@@ -19,16 +19,18 @@ so its effect is whatever changed while it ran.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
 from ..errors import GitspaceError
+from .records import field, record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 KINDS = ("before", "after", "failed", "prompt", "stop", "ignored")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Call:
     tool: str
     args: dict[str, Any]
@@ -37,7 +39,7 @@ class Call:
     error: str | None = None  # why a failed call failed, as the harness says it
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Event:
     kind: str
     agent: str
@@ -94,7 +96,7 @@ class PayloadRefused(GitspaceError):
     """A hook payload that gitspace will not act on (another folder, bad fields)."""
 
 
-@dataclass
+@record()
 class Options:
     quiet_outside: bool = False  # installed for every project (user scope): say nothing elsewhere
     commit_transcript: bool = False
@@ -102,7 +104,7 @@ class Options:
     max_file_bytes: int = 1 << 20
 
 
-@dataclass
+@record()
 class Outcome:
     ops: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

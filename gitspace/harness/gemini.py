@@ -12,12 +12,14 @@ Hooks must print only JSON on stdout, so the hook prints ``{}``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import Any
-
 from .events import Event, ignored, mapping, text, tool_call
+from .records import replace
 from .spec import HookSpec
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 AGENT = "gemini-cli"
 PATH_TOOLS = {"write_file": "file_path", "replace": "file_path"}

@@ -17,8 +17,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from types import ModuleType
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # typing is not imported at run time: this runs on every tool call
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any, TextIO
 
 MAX_PAYLOAD = 64 << 20
 ADAPTERS = {"claude-code": "claude_code", "codex": "codex", "gemini-cli": "gemini",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from ..core import owner, paths
 from ..errors import FileRefused, PathRefused
@@ -23,6 +22,10 @@ from ..storage import loose
 from ..storage.worktree import WorkTree
 from . import state
 from .events import Call, Event, Options, Outcome, PayloadRefused
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def handle(event: Event, start: Path, options: Options) -> Outcome | None:

@@ -6,10 +6,10 @@ each adapter module turns the payloads those events deliver into ``events.Event`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HookSpec:
     name: str  # what ``gitspace hooks install NAME`` and ``gitspace hook NAME`` take
     title: str  # how people call the harness

@@ -15,16 +15,19 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..storage.loose import sha1_hex
+from .records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 STALE = 6 * 3600.0  # a tool call still "running" after this long was never reported as done
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Running:
     """A call announced by its before hook: what its files held then, and whether it is a shell."""
 
@@ -129,7 +132,7 @@ def clear_missed(gitdir: Path) -> None:
 # -- turns -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Turn:
     number: int
     prompt_id: str | None

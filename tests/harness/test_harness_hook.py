@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -352,6 +354,36 @@ def test_after_a_recorded_call_the_next_before_hook_needs_no_walk(root: Path) ->
         found = loose.find(root)
         assert found is not None and owner.known_owned(*found)
     assert len(harness(root)) == 2
+
+
+def loaded_by_hook(root: Path, data: dict[str, Any], watch: set[str]) -> set[str]:
+    """Which of the modules ``watch`` a real ``gitspace hook claude-code`` process imported."""
+    code = ("import sys; from gitspace.__main__ import main; sys.argv = ['gitspace', 'hook', "
+            "'claude-code']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+            f"print(' '.join(sorted(set({sorted(watch)!r}) & set(sys.modules))))")
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(data).encode(),
+                          capture_output=True, cwd=root)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
+    return set(proc.stdout.decode().split())
+
+
+def test_a_file_tools_hooks_import_only_what_they_need(root: Path) -> None:
+    # What a hook must not pay for on every tool call (each costs milliseconds at start): the
+    # before hook of a file tool no dataclasses (inspect, ast...), typing, recorder or git
+    # process; its after hook no git process either, nor GitPython (no packed object is read).
+    call(root, "Write", {"file_path": str(root / "a.txt"), "content": "a"}, "toolu_a",
+         write(root, "a.txt", "a"))
+    edit = {"file_path": str(root / "a.txt"), "old_string": "a", "new_string": "b"}
+    before = loaded_by_hook(root, payload(root, "PreToolUse", "Edit", edit, "toolu_b"),
+                            {"dataclasses", "typing", "subprocess", "secrets", "git",
+                             "gitspace.harness.record"})
+    assert before == set()
+    assert [r.use_id for r in hook_state.running(root / ".git")] == ["toolu_b"]
+    (root / "a.txt").write_text("b")
+    after = loaded_by_hook(root, payload(root, "PostToolUse", "Edit", edit, "toolu_b"),
+                           {"subprocess", "git", "gitspace.harness.record"})
+    assert after == {"gitspace.harness.record"}
+    assert [(op.tool, op.tool_use_id) for op in harness(root)][-1] == ("Edit", "toolu_b")
 
 
 @pytest.mark.parametrize("argv", [["hook"], ["hook", "claude-code", "extra"], ["hook", "nope"],
