@@ -1,0 +1,64 @@
+"""harness/records.py: what the hook's record classes promise (they stand in for dataclasses)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitspace.harness.events import Call, Outcome
+from gitspace.harness.records import field, record, replace
+
+
+@record(frozen=True)
+class Point:
+    x: int
+    y: int = 0
+    tags: list[str] = field(default_factory=list)
+
+
+@record(frozen=True)
+class Pair:
+    a: int
+    b: str
+
+
+def test_fields_defaults_equality_and_repr() -> None:
+    p = Point(1, tags=["a"])
+    assert (p.x, p.y, p.tags) == (1, 0, ["a"])
+    assert p == Point(1, 0, ["a"]) and p != Point(2) and p != (1, 0, ["a"])
+    assert repr(p) == "Point(x=1, y=0, tags=['a'])"
+    assert Point(1).tags is not Point(1).tags  # a factory makes a new value each time
+    assert Outcome().notes is not Outcome().notes
+
+
+def test_frozen_records_refuse_changes_and_hash_by_value() -> None:
+    p = Point(1)
+    with pytest.raises(AttributeError, match="frozen Point"):
+        p.x = 2  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del p.x  # type: ignore[misc]
+    assert hash(Pair(1, "a")) == hash(Pair(1, "a")) and len({Pair(1, "a"), Pair(1, "a")}) == 1
+    outcome = Outcome()
+    outcome.checkpoint = "x"  # not frozen: assignable, and unhashable as a dataclass would be
+    with pytest.raises(TypeError):
+        hash(outcome)
+
+
+def test_bad_arguments_are_type_errors() -> None:
+    with pytest.raises(TypeError, match="missing the argument 'x'"):
+        Point()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected or repeated argument 'z'"):
+        Point(1, z=2)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="repeated argument 'x'"):
+        Point(1, x=2)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        Point(1, 2, [], 4)  # type: ignore[call-arg]
+
+
+def test_replace_copies_with_changes() -> None:
+    call = Call("Edit", {"file_path": "a"}, ("a",), "toolu_1")
+    failed = replace(call, error="no match")
+    assert failed.error == "no match" and call.error is None
+    assert (failed.tool, failed.args, failed.paths, failed.use_id) == (
+        "Edit", {"file_path": "a"}, ("a",), "toolu_1")
+    with pytest.raises(TypeError):
+        replace(call, nonsense=1)
