@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
-from typing import Any
 
 from .. import faults
+
+TYPE_CHECKING = False  # typing is not imported at run time: a harness's before hook reads here
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # CPython's own SHA-1: hashlib would load OpenSSL, which costs more than a hook's whole run
     from _sha1 import sha1 as _sha1
