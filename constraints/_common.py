@@ -16,6 +16,7 @@ Standard library only; no file in the work tree is ever written from here.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -160,6 +161,43 @@ def resolve(rel: str, *, must_exist: bool = True) -> Path:
         raise UsageError(f"No such file or folder: {rel!r}. "
                          "Use stat on a parent folder to see what exists.")
     return target
+
+
+def open_inside(path: Path, flags: int, *, make_folders: bool = False) -> int:
+    """A descriptor of ``path`` (inside the workspace) opened with ``flags``, reached one folder
+    at a time from the root without following any link, at the moment of the open: a folder
+    swapped for a link after ``resolve`` cannot send a write (or a new folder) elsewhere. Missing
+    folders are made when ``make_folders``. A link in the way is a UsageError."""
+    parts = path.relative_to(root()).parts
+    folder = os.open(root(), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in parts[:-1]:
+            try:
+                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            except FileNotFoundError:
+                if not make_folders:
+                    raise
+                try:
+                    os.mkdir(name, 0o755, dir_fd=folder)
+                except FileExistsError:
+                    pass
+                inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise UsageError(f"{display(path)}: {name} is a link or a file, not a "
+                                     "folder; refusing to write through it.") from None
+                raise
+            os.close(folder)
+            folder = inner
+        try:
+            return os.open(parts[-1], flags | os.O_NOFOLLOW, 0o644, dir_fd=folder)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise UsageError(f"{display(path)} is a link, not a file; refusing to write "
+                                 "through it.") from None
+            raise
+    finally:
+        os.close(folder)
 
 
 def read_inside(path: Path, limit: int) -> bytes | None:

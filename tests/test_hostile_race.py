@@ -197,3 +197,53 @@ def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
                 leftover.unlink()
         ws.snapshot()
     assert_sound(root)
+
+
+SCRIPT_SECONDS = 8.0
+
+
+def test_a_script_writing_while_its_folder_is_swapped_never_writes_outside(
+        tmp_path: Path) -> None:
+    """append_entry (a mutating constraint script, a process of its own) checks the path, then
+    makes folders and opens the file: the racer swaps the log's folder for a link to the
+    outside meanwhile. No line, file or folder may land outside; every call is recorded or
+    refused."""
+    outside = Outside(tmp_path / "outside")
+    root = tmp_path / "ws"
+    with gitspace.init(root, agent="writer") as ws:
+        assert ws.call("append_entry", {"path": "box/w.jsonl", "text": "start"}).ok
+        assert ws.call("append_entry", {"path": "box/log", "text": "start"}).ok  # segmented
+    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside.path), "9",
+                              "box"], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+    done = failed = 0
+    unexpected = []
+    try:
+        with gitspace.open(root, agent="writer") as ws:
+            deadline = time.monotonic() + SCRIPT_SECONDS
+            n = 0
+            while time.monotonic() < deadline:
+                n += 1
+                path = ("box/w.jsonl", "box/log", f"box/new{n % 5}/w.jsonl")[n % 3]
+                try:
+                    result = ws.call("append_entry", {"path": path, "text": f"entry {n}"})
+                except Exception as e:  # noqa: BLE001 — a bug: counted, the race goes on
+                    unexpected.append(f"{path}: {type(e).__name__}: {e}")
+                    continue
+                done += result.ok
+                failed += not result.ok
+                if not result.ok and result.error is None:
+                    unexpected.append(result.text)
+    finally:
+        os.killpg(racer.pid, signal.SIGKILL)
+        racer.wait()
+    print(f"script race: {done} appends recorded, {failed} refused")  # shown with pytest -rP
+    outside.unchanged()
+    assert not unexpected, f"{len(unexpected)} unexpected errors: {unexpected[:5]}"
+    assert done > 5, f"only {done} appends succeeded ({failed} failed): the race proved nothing"
+    with gitspace.open(root, agent="writer") as ws:
+        if (root / "box").is_symlink():  # the racer was killed mid-swap
+            (root / "box").unlink()
+        ws.snapshot()
+    outside.unchanged()
+    assert_sound(root)

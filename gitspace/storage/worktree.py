@@ -375,10 +375,15 @@ class WorkTree:
                 except OSError:
                     raise InTheWay(f"{rel} is a folder in the work tree; it cannot become a "
                                    "file.", hint="Move or delete the folder first.") from None
-            faults.hit("file.replace")
-            if self.private and st is not None and not statmod.S_ISDIR(st.st_mode):
-                _unlink_quietly(folder, name)
-            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+            try:
+                faults.hit("file.replace")
+                if self.private and st is not None and not statmod.S_ISDIR(st.st_mode):
+                    _unlink_quietly(folder, name)
+                os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+            except IsADirectoryError:  # a folder put there since the lstat (another process)
+                raise InTheWay(f"{rel} became a folder while gitspace wrote it; it cannot "
+                               "become a file.", hint="Stop the process changing it, then try "
+                               "again.") from None
         except BaseException:
             _unlink_quietly(folder, tmp)
             raise

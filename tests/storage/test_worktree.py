@@ -237,6 +237,20 @@ def test_a_failed_write_changes_nothing(tmp_path: Path, point: str, code: int) -
     assert (root / "old" / "a.txt").read_text() == "after\n"
 
 
+def test_a_folder_put_at_the_path_mid_write_is_in_the_way(tmp_path: Path) -> None:
+    """Another process makes a folder where the file goes between gitspace's look and its
+    rename (the rename then fails with EISDIR, as the injected fault does): an expected error,
+    the folder untouched, no temporary file left. A race found it escaping ws.call."""
+    root = tmp_path / "wt"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "a.txt").write_text("before\n")
+    tree = WorkTree(root)
+    before = listing(root)
+    with faults.inject("file.replace", errno.EISDIR), pytest.raises(InTheWay, match="folder"):
+        tree.put("d/a.txt", (b"after\n", FILE_MODE))
+    assert listing(root) == before
+
+
 def test_temporary_files_a_crash_left_are_removed(tree: WorkTree) -> None:
     tree.put("d/a.txt", (b"a\n", FILE_MODE))
     (tree.root / "d" / ".gitspace-abcd1234").write_text("half\n")
