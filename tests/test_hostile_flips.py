@@ -7,6 +7,7 @@ the flip records no phantom outside edit.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -188,3 +189,30 @@ def test_the_watcher_records_a_flip_with_a_sound_index(ws: gitspace.Workspace,
         watcher.flush()
     assert {o.source for o in ops(ws.root)[count:]} == {"external"}
     assert_sound(ws.root)
+
+
+def test_an_outside_link_over_a_folder_recorded_before_an_op_keeps_the_index_exact(
+        ws: gitspace.Workspace, tmp_path: Path) -> None:
+    """Found by a race (a mutating script's run while ``box`` was swapped for a link): an op
+    whose stage read ``box`` records the link as an outside edit first, which drops every file
+    beneath the folder ``box`` from the tree; the op then makes ``box`` a folder again. The
+    index kept the files neither named: index and HEAD disagreed for good (git status dirty)."""
+    from gitspace.core.transaction import Outcome, Txn
+
+    root = ws.root
+    for name in ("a.txt", "b.txt"):
+        call_ok(ws, "create", {"path": f"box/{name}", "file_text": f"{name}\n"})
+    shutil.rmtree(root / "box")
+    os.symlink(tmp_path, root / "box")  # another process's edit, not recorded yet
+
+    def stage(txn: Txn) -> Outcome:  # what a mutating script's run recorded, in the race
+        txn.read("box")
+        txn.delete("box")
+        txn.write("box/new.txt", b"written by the op\n")
+        return Outcome("done", "box again")
+
+    result = ws.transact(ws.new_op("note", {}), stage)
+    assert result.ok and result.external_op is not None, result.text
+    assert git(root, "ls-tree", "-r", "--name-only", "HEAD", "box") == "box/new.txt\n"
+    assert git(root, "diff-index", "--cached", "HEAD") == "", "the index is not the tree"
+    assert_sound(root)

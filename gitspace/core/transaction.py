@@ -243,7 +243,15 @@ class Transactions:
         message = ledger.encode_message(op, outcome.subject, body)
         commit = repo.write_commit(new_tree, [parent], message, author, COMMITTER, outcome.when)
         known = {rel: st for rel, st in txn.stats.items() if rel not in txn.writes}
-        self.publish(branch, txn.tip, commit, txn.writes, txn.disk, known, author, op.tool)
+        # A file or link recorded where the tree had a folder drops every file beneath it from
+        # the tree: their index entries go too (never in writes: nothing is written to them).
+        files_at = [rel for changes in (external, tool_changes) for rel, entry in changes.items()
+                    if entry is not None and not entry.is_tree]
+        beneath = {f"{rel}/{path}": None for rel in files_at
+                   if (old := repo.entry_at(txn.tree, rel)) is not None and old.is_tree
+                   for path, _ in repo.walk_files(old.sha)}
+        self.publish(branch, txn.tip, commit, txn.writes, {**beneath, **txn.disk}, known,
+                     author, op.tool)
         self.repo.maybe_pack()
         return Result(ok=True, text=outcome.text, tool=op.tool, op=op.op_id, commit=commit,
                       changed=sorted(tool_changes), external_op=ext_id, notes=self.take_notes())
