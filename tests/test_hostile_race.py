@@ -59,6 +59,21 @@ RACER = textwrap.dedent("""
 """)
 
 
+def start_racer(root: Path, outside: Outside, seed: int, targets: str | None = None
+                ) -> subprocess.Popen[str]:
+    """The racer, in a process group of its own, once it is ready to swap."""
+    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside.path),
+                              str(seed), *([targets] if targets else [])],
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+    return racer
+
+
+def stop(racer: subprocess.Popen[str]) -> None:
+    os.killpg(racer.pid, signal.SIGKILL)
+    racer.wait()
+
+
 def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
         tmp_path: Path) -> None:
     outside = Outside(tmp_path / "outside")
@@ -72,9 +87,7 @@ def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
         for n in range(10):
             assert ws.call("create", {"path": f"box/sub/o{n}.txt", "file_text": f"o {n}\n"}).ok
         assert ws.call("switch", {"name": "main"}).ok
-    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside.path), "7"],
-                             stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+    racer = start_racer(root, outside, 7)
     rng = random.Random(11)
     done = failed = 0
     unexpected = []
@@ -119,8 +132,7 @@ def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
                     if result.error is None:
                         unexpected.append(result.text)
     finally:
-        racer.send_signal(signal.SIGKILL)
-        racer.wait()
+        stop(racer)
     print(f"race: {done} ops recorded, {failed} refused; recorded by kind: {recorded}")  # -rP
     outside.unchanged()
     assert not unexpected, f"{len(unexpected)} unexpected errors: {unexpected[:5]}"
@@ -150,7 +162,7 @@ def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
     secret = b"SECRET outside\n"
     (tmp_path / "outside" / "a.txt").write_bytes(secret)  # (before the fingerprint is taken:
     (tmp_path / "outside" / "sub" / "deep.txt").write_bytes(secret)  # Outside re-reads it)
-    outside.before = outside_print = fingerprint(outside.path)
+    outside.before = fingerprint(outside.path)
     root = tmp_path / "ws"
     with gitspace.init(root, agent="reader") as ws:
         for rel in ("box/a.txt", "box/sub/deep.txt"):
@@ -158,10 +170,7 @@ def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
     # Only "box": a racer renaming "box/sub" while gitspace has put back a link at "box" (a
     # script's changes are undone to what was on disk, link included) would move the outside
     # folder's own files about, and the outside check would judge the racer, not gitspace.
-    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside.path), "5",
-                              "box"],
-                             stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+    racer = start_racer(root, outside, 5, "box")
     calls = [("view", {"path": "box/a.txt"}), ("view", {"path": "box/sub/deep.txt"}),
              ("view", {"path": "box"}), ("search", {"pattern": "S.CRET", "path": "box"}),
              ("search", {"pattern": "S.CRET"}), ("grep", {"pattern": "S.CRET", "path": "box"})]
@@ -184,13 +193,12 @@ def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
                     elif result.error is None:
                         unexpected.append(result.text)
     finally:
-        os.killpg(racer.pid, signal.SIGKILL)
-        racer.wait()
+        stop(racer)
     print(f"read race: answered {answered}")  # shown with pytest -rP
     assert not leaked, f"{len(leaked)} reads showed outside content: {leaked[:3]}"
     assert not unexpected, f"{len(unexpected)} unexpected errors: {unexpected[:5]}"
     assert all(answered.get(t) for t in ("view", "search")), f"the reads never ran: {answered}"
-    assert fingerprint(outside.path) == outside_print
+    outside.unchanged()
     with gitspace.open(root, agent="reader") as ws:
         for leftover in (root / "box", root / "box" / "sub"):  # the racer was killed mid-swap
             if leftover.is_symlink():
@@ -213,9 +221,7 @@ def test_a_script_writing_while_its_folder_is_swapped_never_writes_outside(
     with gitspace.init(root, agent="writer") as ws:
         assert ws.call("append_entry", {"path": "box/w.jsonl", "text": "start"}).ok
         assert ws.call("append_entry", {"path": "box/log", "text": "start"}).ok  # segmented
-    racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside.path), "9",
-                              "box"], stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+    racer = start_racer(root, outside, 9, "box")
     done = failed = 0
     unexpected = []
     try:
@@ -235,8 +241,7 @@ def test_a_script_writing_while_its_folder_is_swapped_never_writes_outside(
                 if not result.ok and result.error is None:
                     unexpected.append(result.text)
     finally:
-        os.killpg(racer.pid, signal.SIGKILL)
-        racer.wait()
+        stop(racer)
     print(f"script race: {done} appends recorded, {failed} refused")  # shown with pytest -rP
     outside.unchanged()
     assert not unexpected, f"{len(unexpected)} unexpected errors: {unexpected[:5]}"
