@@ -267,3 +267,17 @@ def test_a_test_imports_helpers_not_tests_of_another_folder() -> None:
                     crossing.append(f"{path.relative_to(tests)}:{node.lineno} imports {name}")
     assert not crossing, ("A test imports a test module of another folder: "
                           f"{crossing}. Move what it shares into a helper module in tests/.")
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A name with a leading underscore is its module's own: a second user means it is shared, so
+    it gets a public name in the module both can import (``tools/text.py`` holds what the file and
+    memory tools share)."""
+    borrowed = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
+                    "gitspace")):
+                borrowed += [f"{module}:{node.lineno} imports {alias.name}" for alias in node.names
+                             if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not borrowed, f"Private names imported from another module: {borrowed}"
