@@ -52,8 +52,9 @@ lint: $(STAMP)
 # `make mutation MODULES="paths undo" JOBS=2` runs some; docs/testing.md says what it reports.
 MODULES ?=
 JOBS ?= 1
+SAMPLE ?=
 mutation: $(STAMP)
-	$(BIN)/python mutation/run.py $(MODULES) --jobs $(JOBS)
+	$(BIN)/python mutation/run.py $(MODULES) --jobs $(JOBS) $(if $(SAMPLE),--sample $(SAMPLE))
 
 install:
 	rm -rf $(TOOL_VENV)

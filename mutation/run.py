@@ -47,6 +47,10 @@ START, END = "<!-- mutation:start -->", "<!-- mutation:end -->"
 FAULTS = ["tests/test_faults.py", "-k", "not (ENOSPC or EACCES or EINTR)"]
 
 LIMITS = "tests/test_limits.py"
+INDEX_LIMITS = [f"{LIMITS}::test_{name}" for name in (
+    "an_index_asked_to_split_is_split_from_5000_entries",
+    "index_names_around_the_4095_byte_length_field",
+    "index_entries_carry_the_written_files_stat_data", "the_mode_read_back_after_a_staged_write")]
 REPLAY = ["tests/replay/test_replay.py", "tests/replay/test_replay_forged.py",
           "tests/harness/test_harness_ledger.py"]
 
@@ -54,8 +58,8 @@ REPLAY = ["tests/replay/test_replay.py", "tests/replay/test_replay_forged.py",
 # a mutant is not active in a child process (the CLI subprocess tests, the crash children).
 MODULES: dict[str, tuple[str, list[str]]] = {
     "transaction": ("gitspace/core/transaction.py", [
-        "tests/core/test_transaction.py", "tests/core/test_branches.py", "tests/core/test_crash.py",
-        LIMITS, "tests/storage/test_gitindex.py", *FAULTS]),
+        "tests/core/test_transaction.py", "tests/core/test_branches.py",
+        "tests/storage/test_gitindex.py", *INDEX_LIMITS, *FAULTS]),
     "ledger": ("gitspace/storage/ledger.py", [
         "tests/storage/test_ledger.py", "tests/storage/test_ledger_exact.py",
         "tests/harness/test_harness_ledger.py",
@@ -71,7 +75,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "the_longest_path_the_system_takes_in_this_workspace",
             "a_one_byte_name_at_the_limit_leaves_room_for_the_tmp_file"))]),
     "gitindex": ("gitspace/storage/gitindex.py", [
-        "tests/storage/test_gitindex.py", "tests/storage/test_split_index.py", LIMITS,
+        "tests/storage/test_gitindex.py", "tests/storage/test_split_index.py", *INDEX_LIMITS,
         *FAULTS]),
     "engine": ("gitspace/replay/engine.py", REPLAY),
     "judge": ("gitspace/replay/judge.py", REPLAY),
