@@ -1,6 +1,8 @@
 """Replay against forged and malformed histories: every branch of the replay code that reports a
 commit instead of re-running it (or that re-runs it and reports what went wrong), each reached
-by a history built with plain git plumbing, and the default ``replay --onto`` depends on.
+by a history built with plain git plumbing, and the default ``replay --onto`` depends on. Also
+the judge's helpers exactly (the listing of paths, the diff's caps at their edges) and an op
+recorded in an older ledger format.
 
 The other lies (a hand edit under a tool trailer, reordered or dropped ops, forged subjects,
 authors and undo links, evil merges, a missing elided blob...) are in test_replay.py.
@@ -8,6 +10,7 @@ authors and undo links, evil merges, a missing elided blob...) are in test_repla
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 from collections.abc import Callable
@@ -25,8 +28,12 @@ from test_replay import (
 )
 
 from gitspace.core.workspace import Workspace
+from gitspace.replay import judge
 from gitspace.replay.engine import BadRange, replay
 from gitspace.replay.onto import replay_onto
+from gitspace.storage import ledger
+from gitspace.storage.gitrepo import Commit
+from gitspace.storage.ledger import Op
 
 OP_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
@@ -247,3 +254,64 @@ def test_onto_stops_at_a_malformed_op_before_looking_for_restores(ws: Workspace)
     d = report.divergence
     assert d is not None and d.commit == broken
     assert "its trailer block is malformed: Missing trailer(s): Gitspace-Source." in d.reason
+
+
+# -- the judge's helpers exactly --------------------------------------------------------------
+
+
+def test_a_listing_shows_five_paths_and_counts_the_rest() -> None:
+    assert judge._listing([]) == "none"
+    assert judge._listing(list("abcde")) == "a, b, c, d, e"
+    assert judge._listing(list("abcdefg")) == "a, b, c, d, e and 2 more"
+
+
+def test_a_diff_is_capped_at_40_lines() -> None:
+    lines = [f"+{i}" for i in range(43)]
+    assert judge.cap_diff(lines[:40]) == lines[:40]
+    assert judge.cap_diff(lines) == [*lines[:40], "... 3 more diff lines"]
+
+
+def test_a_diff_is_capped_at_16000_bytes_exactly() -> None:
+    line = "\U0001f600" * 249 + "abc"  # 999 bytes and its newline: 1,000
+    assert len(line.encode()) + 1 == 1000 and judge.DIFF_BYTES == 16_000
+    assert judge.cap_diff([line] * 16) == [line] * 16  # 16,000 bytes: all of them
+    assert judge.cap_diff([line] * 18) == [*[line] * 16, "... 2 more diff lines"]
+
+
+def test_a_long_diff_line_is_cut_at_300_characters() -> None:
+    assert judge.cap_diff(["x" * 300]) == ["x" * 300]
+    assert judge.cap_diff(["x" * 1301]) == ["x" * 300 + " ... (1,001 more characters)"]
+
+
+def test_a_merge_that_carries_an_op_is_refused_by_name(ws: Workspace) -> None:
+    merge = Commit("a" * 40, "b" * 40, ("c" * 40, "d" * 40), "", "", "")
+    why, tree = judge.merge_problem(ws.repo, merge, Op("01ARZ3NDEKTSV4RRFFQ69G5FAV", "create", {}))
+    assert why == ("it is a merge commit carrying op trailers, but ops are never merges: an op "
+                   "always has exactly one parent.") and tree is None
+
+
+def test_a_script_changed_under_an_op_that_is_not_re_run_is_caught(ws: Workspace) -> None:
+    add_script(ws, "bump", "open('counter.txt', 'a').write('+1\\n')\n")
+    call_ok(ws, "bump", {})
+    recorded = ws.repo.hash_object("blob", (ws.root / "constraints" / "bump.py").read_bytes())
+    changed = (ws.root / "constraints" / "bump.py").read_text() + "# changed\n"
+    before = commit_tree(ws.root, tree_with(ws.root, "HEAD~1", {"constraints/bump.py": changed}),
+                         head(ws.root, "HEAD~1"), msg="a person edits the script\n")
+    tip = commit_tree(ws.root, tree_with(ws.root, "HEAD", {"constraints/bump.py": changed}),
+                      before, msg=message(ws.root, "HEAD"), by="tester <tester@gitspace>")
+    d = replay(ws, tip, scripts=False).divergence
+    assert d is not None and d.tool == "bump" and d.commit == tip
+    now = ws.repo.hash_object("blob", changed.encode())
+    assert d.reason == (f"the script changed since the op: it ran blob {recorded[:12]}, but "
+                        f"constraints/bump.py in the tree at this op is blob {now[:12]}.")
+
+
+def test_an_op_of_an_older_format_is_compared_in_that_format(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a format bump the tool writes format 3; the format-1 op is compared as format 1."""
+    call_ok(ws, "create", {"path": "a.md", "file_text": "one\n"})
+    v1 = ledger.FORMATS[1]
+    monkeypatch.setitem(ledger.FORMATS, 3, dataclasses.replace(v1, sources=(*v1.sources, "hook")))
+    monkeypatch.setattr(ledger, "FORMAT", 3)
+    report = replay(ws, head(ws.root))
+    assert report.ok, report.divergence
