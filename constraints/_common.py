@@ -163,7 +163,8 @@ def resolve(rel: str, *, must_exist: bool = True) -> Path:
     return target
 
 
-def open_inside(path: Path, flags: int, *, make_folders: bool = False) -> int:
+def open_inside(path: Path, flags: int, *, make_folders: bool = False, doing: str = "write"
+                ) -> int:
     """A descriptor of ``path`` (inside the workspace) opened with ``flags``, reached one folder
     at a time from the root without following any link, at the moment of the open: a folder
     swapped for a link after ``resolve`` cannot send a write (or a new folder) elsewhere. Missing
@@ -185,7 +186,7 @@ def open_inside(path: Path, flags: int, *, make_folders: bool = False) -> int:
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise UsageError(f"{display(path)}: {name} is a link or a file, not a "
-                                     "folder; refusing to write through it.") from None
+                                     f"folder; refusing to {doing} through it.") from None
                 raise
             os.close(folder)
             folder = inner
@@ -193,11 +194,27 @@ def open_inside(path: Path, flags: int, *, make_folders: bool = False) -> int:
             return os.open(parts[-1], flags | os.O_NOFOLLOW, 0o644, dir_fd=folder)
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise UsageError(f"{display(path)} is a link, not a file; refusing to write "
+                raise UsageError(f"{display(path)} is a link, not a file; refusing to {doing} "
                                  "through it.") from None
             raise
     finally:
         os.close(folder)
+
+
+def open_to_read(path: Path) -> Any:
+    """``path`` (inside the workspace) opened for reading as a binary file, reached one folder at
+    a time from the root without following any link (``open_inside``): a folder swapped for a
+    link after ``resolve`` cannot make a read show a file outside. A link, or anything but a
+    regular file, is a UsageError; so is a path that no longer lies inside the workspace."""
+    try:
+        fd = open_inside(path, os.O_RDONLY | os.O_NONBLOCK, doing="read")
+    except ValueError:  # resolved through a link swapped in meanwhile: outside the workspace
+        raise UsageError(f"{path.name} moved outside the workspace while being read; refusing "
+                         "to read it.") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"{display(path)} is not a regular file.")
+    return os.fdopen(fd, "rb")
 
 
 def read_inside(path: Path, limit: int) -> bytes | None:

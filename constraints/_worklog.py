@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from _boot import cache_folder
-from _common import Refusal, UsageError, fit, human_size, resolve
+from _common import Refusal, UsageError, fit, human_size, open_to_read, resolve
 
 K = 256  # entries per sparse-index block: two boundary blocks are ~50 KB of reading
 FORMAT = 2  # bump when the cache layout changes; old caches are then rebuilt
@@ -319,7 +319,7 @@ def _file_part(path: Path) -> Part:
     cache = _cache_file(path)
     record, written = _read_cache(cache, path, "file")
     old = record["idx"] if record else None
-    with open(path, "rb") as f:
+    with open_to_read(path) as f:
         trusted = old is not None and old.get("stat") == key and (
             not _racy(key, written) or _edges(f, old["end"]) == (old["head"], old["tail"]))
         if trusted:
@@ -412,13 +412,13 @@ def _folder_parts(folder: Path) -> tuple[list[Part], int]:
                 _write_cache(cache, {"format": FORMAT, "path": str(folder), "kind": "folder",
                                      "parts": fresh})
                 raise _indexing(folder.name, done, sum(s.st.st_size for s in found))
-            with open(seg.path, "rb") as f:
+            with open_to_read(seg.path) as f:
                 idx = _summarise(f, key, _new_index())
             changed, read = True, read + 1
         done += key[0]
         fresh[seg.name] = idx
         if idx["end"] < key[0]:
-            with open(seg.path, "rb") as f:
+            with open_to_read(seg.path) as f:
                 idx = _with_tail(f, idx, key[0])
         parts.append(Part(seg.name, seg.path, key[0], idx))
     if changed:
@@ -473,7 +473,7 @@ class Worklog:
             idx = part.idx
             if idx["min"] >= end:
                 break
-            with open(part.path, "rb") as f:
+            with open_to_read(part.path) as f:
                 lo, lo_off = (0, idx["pts_off"][0]) if idx["min"] >= start else \
                     _locate(f, part, start)
                 hi, hi_off = (idx["count"], part.size) if idx["max"] < end else \
@@ -484,7 +484,7 @@ class Worklog:
             return count, [], 0
         entries, malformed = [], 0
         for part, lo_off, hi_off in spans:
-            with open(part.path, "rb") as f:
+            with open_to_read(part.path) as f:
                 f.seek(lo_off)
                 block = f.read(max(0, hi_off - lo_off))
             for line in block.splitlines():
@@ -500,7 +500,7 @@ class Worklog:
                         limit: int) -> tuple[int, list[dict[str, Any]], int]:
         count, entries, malformed = 0, [], 0
         for part in self.parts:
-            with open(part.path, "rb") as f:
+            with open_to_read(part.path) as f:
                 for line in f:
                     if line.strip():
                         e = parse_entry(line)
@@ -560,7 +560,7 @@ def tail(path: Path, n: int, block: int = 1 << 16) -> tuple[list[dict[str, Any]]
     """
     found: list[dict[str, Any]] = []
     malformed = 0
-    with open(path, "rb") as f:
+    with open_to_read(path) as f:
         pos = f.seek(0, os.SEEK_END)
         carry = b""
         while len(found) < n:

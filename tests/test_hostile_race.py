@@ -12,6 +12,7 @@ clean.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -150,30 +151,47 @@ def test_a_folder_swapped_for_a_link_mid_write_never_sends_a_write_outside(
     assert_sound(root)
 
 
+# The worklog scripts: each checks the path, then opens the log (or its segments).
+WORKLOG_READS = [("peek", {"path": "box/log.jsonl"}), ("last_n", {"path": "box/log.jsonl", "n": 5}),
+                 ("range", {"path": "box/log.jsonl", "start": "1990-01-01", "end": "2030-01-01"})]
+
+
+def _entry(text: str, ts: str = "2024-05-01T10:00:00+00:00") -> str:
+    """One worklog line (constraints/_worklog.py's format)."""
+    return json.dumps({"ts": ts, "text": text, "tags": []}) + "\n"
+
+
 READ_SECONDS = 8.0
 
 
 def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
         tmp_path: Path) -> None:
-    """The same racer, against the tools that read: view, search (git grep) and the grep
-    script must never hand the agent a byte of the outside folder's files, which have the same
-    names as the workspace's."""
+    """The same racer, against the tools that read: view, search (git grep), the grep script and
+    the worklog scripts (peek, last_n, range) must never hand the agent a byte of the outside
+    folder's files, which have the same names as the workspace's."""
     outside = Outside(tmp_path / "outside")
     secret = b"SECRET outside\n"
     (tmp_path / "outside" / "a.txt").write_bytes(secret)  # (before the fingerprint is taken:
     (tmp_path / "outside" / "sub" / "deep.txt").write_bytes(secret)  # Outside re-reads it)
+    (tmp_path / "outside" / "log.jsonl").write_text(  # (peek shows times)
+        _entry("SECRET outside", ts="1999-12-31T23:00:00+00:00"))
     outside.before = fingerprint(outside.path)
     root = tmp_path / "ws"
     with gitspace.init(root, agent="reader") as ws:
         for rel in ("box/a.txt", "box/sub/deep.txt"):
             assert ws.call("create", {"path": rel, "file_text": "inside\n"}).ok
+        assert ws.call("create", {"path": "box/log.jsonl", "file_text": _entry("inside")}).ok
+        for tool, args in WORKLOG_READS:  # they read the log (the race may refuse them all)
+            result = ws.call(tool, args)
+            assert result.ok and "2024-05-01" in result.text, result.text
     # Only "box": a racer renaming "box/sub" while gitspace has put back a link at "box" (a
     # script's changes are undone to what was on disk, link included) would move the outside
     # folder's own files about, and the outside check would judge the racer, not gitspace.
     racer = start_racer(root, outside, 5, "box")
     calls = [("view", {"path": "box/a.txt"}), ("view", {"path": "box/sub/deep.txt"}),
              ("view", {"path": "box"}), ("search", {"pattern": "S.CRET", "path": "box"}),
-             ("search", {"pattern": "S.CRET"}), ("grep", {"pattern": "S.CRET", "path": "box"})]
+             ("search", {"pattern": "S.CRET"}), ("grep", {"pattern": "S.CRET", "path": "box"}),
+             *WORKLOG_READS]
     answered: dict[str, int] = {}
     leaked, unexpected = [], []
     try:
@@ -186,7 +204,7 @@ def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
                     except Exception as e:  # noqa: BLE001 — a bug: counted, the race goes on
                         unexpected.append(f"{tool} {args}: {type(e).__name__}: {e}")
                         continue
-                    if "SECRET outside" in result.text:
+                    if "SECRET outside" in result.text or "1999-12-31" in result.text:
                         leaked.append(f"{tool} {args}: {result.text[:200]}")
                     if result.ok:
                         answered[tool] = answered.get(tool, 0) + 1
