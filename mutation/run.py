@@ -245,6 +245,8 @@ def score(name: str, module: str, folder: Path, equivalents: list[dict[str, str]
     keys = json.loads(chosen.read_text()) if chosen.exists() else list(everything)
     for key in keys:
         code, mutant = everything[key]
+        if code is None:  # not tested yet (a run stopped before it): no verdict to count
+            continue
         result.total += 1
         if code in KILLED:
             result.killed += 1

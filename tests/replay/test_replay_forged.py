@@ -315,3 +315,21 @@ def test_an_op_of_an_older_format_is_compared_in_that_format(
     monkeypatch.setattr(ledger, "FORMAT", 3)
     report = replay(ws, head(ws.root))
     assert report.ok, report.divergence
+
+
+def test_a_from_that_leaves_nothing_or_shares_no_history_says_what_to_pass(ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    tip = head(ws.root)
+    call_ok(ws, "append", {"path": "a.md", "text": "more\n"})
+    later = head(ws.root)
+    with pytest.raises(BadRange) as nothing:
+        replay(ws, tip, base=later)
+    assert nothing.value.message == (f"{later[:12]} already contains every commit of "
+                                     f"{tip[:12]}, so there are no ops after it to replay.")
+    assert nothing.value.hint == ("--from names the commit the ops to replay start after, or the "
+                                  "branch they forked from.")
+    orphan = commit_tree(ws.root, tree_of(ws.root, "HEAD"), msg="unrelated root\n")
+    with pytest.raises(BadRange) as unrelated:
+        replay(ws, tip, base=orphan)
+    assert unrelated.value.hint == ("Pass --from a commit of the branch itself (see 'gitspace "
+                                    "log'), or leave it out to replay from the root commit.")
