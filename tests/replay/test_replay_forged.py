@@ -333,3 +333,13 @@ def test_a_from_that_leaves_nothing_or_shares_no_history_says_what_to_pass(ws: W
         replay(ws, tip, base=orphan)
     assert unrelated.value.hint == ("Pass --from a commit of the branch itself (see 'gitspace "
                                     "log'), or leave it out to replay from the root commit.")
+
+
+def test_progress_counts_every_commit_and_the_report_says_ok(ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    call_ok(ws, "append", {"path": "a.md", "text": "b\n"})
+    seen: list[tuple[int, int]] = []
+    report = replay(ws, head(ws.root), progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (2, 2) and [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert {total for _, total in seen} == {2}
+    assert report.as_json()["ok"] is True and report.as_json()["divergence"] is None
