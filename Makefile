@@ -41,8 +41,11 @@ claude-code: $(CLAUDE_STAMP)
 demo: $(STAMP)
 	$(BIN)/gitspace demo
 
+# Two test processes (pytest-xdist): the suite is mostly waiting on git and subprocesses, and CI
+# has two cores. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) $(CLAUDE_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check gitspace tests benchmarks mutation
