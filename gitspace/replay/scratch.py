@@ -10,7 +10,9 @@ Invariants:
   the alternates and every object it wrote is a loose file ``export`` can find.
 - ``open_scratch`` removes the folder in all cases, including Ctrl-C and SIGTERM (turned into
   KeyboardInterrupt while it runs, the previous handler restored after); the two signals are held
-  back while the folder is being removed, so a second one cannot leave half of it behind. Its
+  back while the scratch is being made (so no git child is left running, unknown to subprocess,
+  to write into it after its removal) and while the folder is being removed (so a second one
+  cannot leave half of it behind). Its
   path is known before it exists, so an interrupt at any instant cannot orphan it. If it still
   cannot be removed (a killed git child writing into it for seconds), ``Scratch.leftover`` names it.
 - It runs the tools with the user's workspace limits (``max_file_bytes``), so an op that was within
@@ -220,20 +222,29 @@ def open_scratch(user: GitRepo, start: str, max_file_bytes: int = 1 << 20,
     folder: Path | None = made
     repo: GitRepo | None = None
     scratch: Scratch | None = None
+    # Held back while the scratch is made: an interrupt between a git child's fork and its exec
+    # leaves that child running (subprocess kills only a child it knows it started), and a
+    # ``git init`` finishing after the removal would make the folder again. A signal that came
+    # meanwhile is raised when the mask is restored, with no child running.
+    setup_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
         try:
-            os.mkdir(made, 0o700)
-        except FileExistsError:
-            folder = None  # not ours to remove (an unguessable name: practically never)
-            raise
-        root = made / "ws"
-        GitRepo.init(root, BRANCH).close()
-        (root / ".git" / "objects" / "info" / "alternates").write_text(f"{user.objects}\n")
-        repo = opened = ScratchRepo.open(root)
-        opened.git("config", "gc.auto", "0")
-        opened.cas_ref(f"refs/heads/{BRANCH}", None, start, REPLAYER, "replay: start")
-        opened.git("read-tree", "--reset", "-u", start)
-        scratch = Scratch(user, Workspace(opened, tools=registry(), max_file_bytes=max_file_bytes))
+            try:
+                os.mkdir(made, 0o700)
+            except FileExistsError:
+                folder = None  # not ours to remove (an unguessable name: practically never)
+                raise
+            root = made / "ws"
+            GitRepo.init(root, BRANCH).close()
+            (root / ".git" / "objects" / "info" / "alternates").write_text(f"{user.objects}\n")
+            repo = opened = ScratchRepo.open(root)
+            opened.git("config", "gc.auto", "0")
+            opened.cas_ref(f"refs/heads/{BRANCH}", None, start, REPLAYER, "replay: start")
+            opened.git("read-tree", "--reset", "-u", start)
+            scratch = Scratch(user, Workspace(opened, tools=registry(),
+                                              max_file_bytes=max_file_bytes))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, setup_mask)
         yield scratch
     finally:
         held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
