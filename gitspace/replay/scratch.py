@@ -50,9 +50,9 @@ from ..tools.builtins import registry
 BRANCH = "replay"
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 REPLAYER = COMMITTER
-# 10 ms apart: ten seconds for a git child an interrupt killed to finish its last write. Python's
-# subprocess does not wait for a child it kills on KeyboardInterrupt, and on a loaded machine a
-# child blocked in a disk write (state D) can take seconds to die; two seconds proved too few.
+# 10 ms apart: up to ten seconds for a git child an interrupt killed to finish its last write
+# (subprocess does not wait for a child it kills on KeyboardInterrupt; on a loaded machine one
+# blocked in a disk write can take a while to die). Nothing waits when the folder goes at once.
 REMOVE_ATTEMPTS = 1000
 
 
