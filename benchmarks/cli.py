@@ -32,11 +32,9 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import json
 import os
 import platform
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -46,7 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import hermetic, log  # noqa: E402
+from _bench import emit, finish, hermetic, log  # noqa: E402
 
 FILES = 200
 AGENTS = ("planner", "writer", "reviewer")
@@ -231,16 +229,9 @@ def main(argv: list[str] | None = None) -> int:
             "rows": [asdict(r) for r in rows],
         }
         table = render(report, rows)
-        if args.json:
-            log(table)
-            print(json.dumps(report, indent=2))
-        else:
-            print(table)
+        emit(table, report, args.json)
     finally:
-        if args.keep:
-            log(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        finish(work, args.keep)
     return 0
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import json
 import math
 import os
 import platform
@@ -55,7 +54,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from typing import Any
 
-from _bench import hermetic, log  # noqa: E402
+from _bench import emit, finish, hermetic, log  # noqa: E402
 
 from gitspace.storage.gitindex import SPLIT_OPT_IN_AT  # noqa: E402
 
@@ -594,16 +593,9 @@ def main(argv: list[str] | None = None) -> int:
             "targets": targets(cells, size),
         }
         table = render(report)
-        if args.json:
-            log(table)
-            print(json.dumps(report, indent=2))
-        else:
-            print(table)
+        emit(table, report, args.json)
     finally:
-        if args.keep:
-            log(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        finish(work, args.keep)
     return 0
 
 
