@@ -238,9 +238,10 @@ def _replay_one(sc: Scratch, commit: Commit, report: Report,
         wrong = unrun_script_problem(sc, commit, op, script)
         if wrong is not None:
             return diverged(sc, commit, op, wrong)
-        _take_recorded_tree(sc, commit, op)
-        report.unverified += 1
-        return None
+        problem = _take_recorded_tree(sc, commit, op)
+        if problem is None:
+            report.unverified += 1
+        return problem
     problem = reexecute(sc, commit, op, verdict.args, compare)
     if problem is None:
         report.reexecuted += 1

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import call_ok, git, git_env, head
+from hostile import raw_tree
 from test_replay import (
     add_script,
     commit_tree,
@@ -343,3 +344,66 @@ def test_progress_counts_every_commit_and_the_report_says_ok(ws: Workspace) -> N
     assert seen[-1] == (2, 2) and [done for done, _ in seen] == sorted(done for done, _ in seen)
     assert {total for _, total in seen} == {2}
     assert report.as_json()["ok"] is True and report.as_json()["divergence"] is None
+
+
+# -- trees no work tree can hold, and trees gitspace cannot read --------------------------------
+
+
+def with_entries(root: Path, rev: str, extra: list[tuple[str, bytes, str]]) -> str:
+    """The tree of ``rev`` with ``extra`` entries added at its top, written byte for byte (names
+    unchecked, as a hostile remote could send them)."""
+    listed = [(line.split()[0], line.split("\t", 1)[1].encode(), line.split()[2])
+              for line in git(root, "ls-tree", rev).splitlines()]
+    return raw_tree(root, sorted([*listed, *extra], key=lambda e: e[1]))
+
+
+def dotdot(root: Path) -> tuple[str, bytes, str]:
+    """A folder named '..' holding x.txt: a path no work tree can hold."""
+    return ("40000", b"..", raw_tree(root, [("100644", b"x.txt", blob(root, b"x\n"))]))
+
+
+def test_a_plain_commit_whose_tree_no_work_tree_can_hold_is_reported_at_itself(
+        ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    base = head(ws.root)
+    tip = commit_tree(ws.root, with_entries(ws.root, "HEAD", [dotdot(ws.root)]), base,
+                      msg="a commit from elsewhere\n")
+    report = replay(ws, tip, base)
+    d = report.divergence
+    assert d is not None and d.commit == tip and d.op_id is None and d.tool is None
+    assert "refused the path" in d.reason, d.reason
+    assert report.as_recorded == 0 and report.checked == 0
+
+
+def test_an_op_whose_tree_gitspace_cannot_read_is_reported_at_itself(ws: Workspace) -> None:
+    """An outside edit whose tree gives a file a mode without a kind: judging it reads the tree,
+    which fails; replay reports the commit (no diff, no paths) instead of failing."""
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    base = head(ws.root)
+    odd = with_entries(ws.root, "HEAD", [("644", b"p", blob(ws.root, b"p\n"))])
+    tip = commit_tree(ws.root, odd, base, by="unknown <unknown@gitspace>",
+                      msg=op_message("external edit of p", "external_edit", "external",
+                                     '{"count":1,"paths":["p"]}', agent="unknown"))
+    report = replay(ws, tip, base)
+    d = report.divergence
+    assert d is not None and d.commit == tip
+    assert (d.op_id, d.tool, d.args, d.paths, d.diff) == (None, None, {}, [], [])
+    assert "gives 'p' the mode 644, which is no kind of file git knows" in d.reason, d.reason
+    assert report.checked == 0
+
+
+def test_an_unrun_script_op_whose_tree_no_work_tree_can_hold_is_reported_at_itself(
+        ws: Workspace) -> None:
+    """With scripts off, a script op is taken as recorded: a tree naming '..' stops the replay
+    there (it is neither applied nor counted as unverified)."""
+    add_script(ws, "bump", "open('counter.txt', 'a').write('+1\\n')\n")
+    op = call_ok(ws, "bump", {}).op
+    tip = like(ws.root, "HEAD", with_entries(ws.root, "HEAD", [dotdot(ws.root)]),
+               head(ws.root, "HEAD~1"))
+    call_ok(ws, "create", {"path": "later.md", "file_text": "later\n"})
+    later = like(ws.root, "HEAD", with_entries(ws.root, "HEAD", [dotdot(ws.root)]), tip)
+    report = replay(ws, later, head(ws.root, "HEAD~2"), scripts=False)
+    d = report.divergence
+    assert d is not None and d.commit == tip and (d.op_id, d.tool) == (op, "bump")
+    assert "refused the path" in d.reason, d.reason
+    assert report.unverified == 0 and report.reexecuted == 0
