@@ -10,7 +10,7 @@ import pytest
 from conftest import call_ok, files, git, message_of, state
 
 import gitspace
-from gitspace.errors import GitspaceError, NotFound, ToolFailed
+from gitspace.errors import Conflict, GitspaceError, NotFound, ToolFailed
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -133,3 +133,33 @@ def test_redo_with_nothing_undone_says_exactly_that(ws: gitspace.Workspace) -> N
     error = refusal(ws, "redo", {})
     assert isinstance(error, ToolFailed)
     assert error.message == "Nothing to redo: there is no undo to re-apply."
+
+
+def test_undo_of_an_op_with_a_detached_head_says_so(ws: gitspace.Workspace) -> None:
+    """Whatever the op named, with HEAD detached there is no branch to undo it on: the refusal
+    says that (not what the op was), and changes nothing."""
+    call_ok(ws, "create", {"path": "a.txt", "file_text": "a\n"})
+    assert ws.call("checkpoint", {"name": "cp"}, op_id=OP).ok
+    git(ws.root, "checkout", "-q", "--detach")
+    before = git(ws.root, "for-each-ref"), git(ws.root, "rev-parse", "HEAD"), tree(ws.root)
+    for tool, args in (("undo", {"op": OP}), ("restore", {"op": OP})):
+        result = ws.call(tool, args)
+        assert result.error is not None and result.error.message == (
+            "HEAD is detached, so there is no branch to record ops on."), tool
+        assert (git(ws.root, "for-each-ref"), git(ws.root, "rev-parse", "HEAD"),
+                tree(ws.root)) == before
+
+
+def test_a_redo_whose_change_overlaps_a_later_one_is_refused_by_name(ws_root: Path) -> None:
+    """Another agent's op after an undo leaves the redo to its agent; when that op changed the
+    same lines, the redo is a conflict naming the undo it would re-apply, and changes nothing."""
+    gitspace.init(ws_root, agent="a1").close()
+    with gitspace.open(ws_root, agent="a1") as a1, gitspace.open(ws_root, agent="a2") as a2:
+        call_ok(a1, "create", {"path": "a.txt", "file_text": "x\n"})
+        call_ok(a1, "str_replace", {"path": "a.txt", "old_str": "x", "new_str": "y"})
+        undone = call_ok(a1, "undo", {}).op
+        call_ok(a2, "str_replace", {"path": "a.txt", "old_str": "x", "new_str": "z"})
+        error = refusal(a1, "redo", {})
+        assert isinstance(error, Conflict)
+        assert error.message == (f"Cannot undo undo {undone}: a.txt was changed again since, and "
+                                 "the changes overlap.")
