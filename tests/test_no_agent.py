@@ -117,6 +117,36 @@ def test_undo_by_id_of_an_op_on_another_branch_is_refused(person: gitspace.Works
     call_refused(person, "undo", {"op": side}, NotFound, "on branch main")
 
 
+def test_a_persons_undo_and_restore_by_op_id_and_their_refusals(person: gitspace.Workspace,
+                                                                   ws_root: Path) -> None:
+    """An op id may be typed whole or as a unique start or end; each other way to name an op is
+    refused with what to type instead, and changes nothing."""
+    first, second = "01ARZ3NDEKTSV4RRFFQ69G5FA1", "01ARZ3NDEKTSV4RRFFQ69G5FA2"
+    assert person.call("create", {"path": "a.txt", "file_text": "1\n"}, op_id=first).ok
+    assert person.call("create", {"path": "b.txt", "file_text": "2\n"}, op_id=second).ok
+    made_ref = "01BX5ZZKBKACTAV9WEVGEMMVRZ"
+    assert person.call("checkpoint", {"name": "cp"}, op_id=made_ref).ok
+    call_refused(person, "undo", {"op": "01ARZ3"}, BadArguments, "'01ARZ3' could name 2 things")
+    call_refused(person, "undo", {"op": made_ref}, ToolFailed,
+                 f"Op {made_ref} created checkpoint cp; it changed no files")
+    call_refused(person, "restore", {"op": "01ARZ3"}, BadArguments, "could name 2 things")
+    call_refused(person, "restore", {"op": "FA1"}, NotFound,
+                 "'FA1' is not an op id, nor the start or end of one, on any branch.")
+    call_refused(person, "restore", {"name": "cp", "op": first}, BadArguments,
+                 "Pass a checkpoint name or an op id (op), one of the two.")
+    call_refused(person, "restore", {}, BadArguments, "one of the two")
+    done = call_ok(person, "undo", {"op": "G5FA1"})  # a unique end of the first op's id
+    assert ops(ws_root)[-1].undo_of == (first,) and tree(ws_root) == {"b.txt": "2\n"}
+    call_ok(person, "restore", {"op": "G5FA1"})  # the files right after the first op
+    assert tree(ws_root) == {"a.txt": "1\n"}
+    call_ok(person, "undo", {})  # the restore
+    assert tree(ws_root) == {"b.txt": "2\n"}
+    call_ok(person, "undo", {})  # never the undo of the first op: the second op
+    assert tree(ws_root) == {} and ops(ws_root)[-1].undo_of == (second,)
+    assert done.op != ops(ws_root)[-1].op_id
+    assert_clean(ws_root)
+
+
 def test_a_persons_checkpoints_and_their_refusals(person: gitspace.Workspace,
                                                   ws_root: Path) -> None:
     call_ok(person, "create", {"path": "a.txt", "file_text": "1\n"})

@@ -82,8 +82,10 @@ def op_target(ws: Workspace, text: str) -> tuple[ledger.Op, Commit]:
                    "branch ('gitspace switch BRANCH').")
 
 
-def op_commit(ws: Workspace, op_id: str) -> str:
-    """The commit that recorded op ``op_id`` on this branch (undone or not)."""
+def op_commit(ws: Workspace, text: str) -> str:
+    """The commit that recorded the op ``text`` names (as for ``op_target``) on this branch
+    (undone or not)."""
+    op_id = lookup.op_id(ws.repo, text)
     found = lookup.on_branch(ws.repo, op_id, ws.branch())
     if found is None:
         raise NotFound(f"There is no op {op_id} on branch {ws.branch()}.",
