@@ -137,6 +137,10 @@ def rerun_fails(ws: Workspace) -> str:
                                       agent="tester"))
 
 
+def elided_naming_no_object_id(ws: Workspace) -> str:
+    return forged_create(ws, '{"file_text":{"$blob":"a1b2","bytes":2},"path":"a.md"}')
+
+
 def rerun_changes_nothing(ws: Workspace) -> str:
     """An op recorded on top of the state it would produce: re-running it is 'unchanged'."""
     return like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root))
@@ -151,6 +155,9 @@ CASES: dict[str, tuple[Callable[[Workspace], str], str | None, str]] = {
     "elided with another size": (elided_with_another_size, "create",
                                  "the elided argument 'file_text' says 7 bytes, but its blob"),
     "elided naming a tree": (elided_naming_a_tree, "create", "which is not a UTF-8 text blob"),
+    "elided naming no object id": (elided_naming_no_object_id, "create",
+                                   "its argument 'file_text' is elided in a form the ledger does "
+                                   "not define"),
     "elided naming binary": (elided_naming_binary, "create", "which is not a UTF-8 text blob"),
     "external without its path list": (external_without_paths, "external_edit",
                                        "its arguments do not record which paths the outside edit "
@@ -407,3 +414,36 @@ def test_an_unrun_script_op_whose_tree_no_work_tree_can_hold_is_reported_at_itse
     assert d is not None and d.commit == tip and (d.op_id, d.tool) == (op, "bump")
     assert "refused the path" in d.reason, d.reason
     assert report.unverified == 0 and report.reexecuted == 0
+
+
+def test_a_script_that_switches_branches_on_replay_is_reported_at_its_op(ws: Workspace) -> None:
+    """A workspace script that behaves otherwise in replay's scratch (here: it switches branches
+    there) diverges at its op, and nothing is taken from the other branch."""
+    add_script(ws, "hop", "import os, subprocess\n"
+               "if 'gitspace-replay-' in os.environ['GITSPACE_WORKSPACE']:\n"
+               "    subprocess.run(['git', 'checkout', '-q', '-b', 'elsewhere'], check=True)\n"
+               "open('counter.txt', 'a').write('+1\\n')\n")
+    op = call_ok(ws, "hop", {}).op
+    d = replay(ws, head(ws.root)).divergence
+    assert d is not None and (d.commit, d.op_id, d.tool) == (head(ws.root), op, "hop")
+    assert d.reason == "re-running it switched branches; an op never does."
+
+
+def test_an_op_re_run_over_a_file_whose_outside_edit_was_dropped_is_reported(
+        ws: Workspace) -> None:
+    """A script op writes a file its .gitignore hides; the next op appends to it, so gitspace
+    first records the file as an outside edit. With that outside edit dropped from the history,
+    the re-run append finds the file as an outside change first: replay says so there."""
+    (ws.root / ".gitignore").write_text((ws.root / ".gitignore").read_text() + "cache/\n")
+    add_script(ws, "warm", "import os\nos.makedirs('cache', exist_ok=True)\n"
+               "open('cache/x', 'w').write('warm\\n')\n"
+               "open('counter.txt', 'a').write('+1\\n')\n")
+    call_ok(ws, "warm", {})
+    warm = head(ws.root)
+    appended = call_ok(ws, "append", {"path": "cache/x", "text": "more\n"})
+    assert appended.external_op is not None and head(ws.root, "HEAD~2") == warm
+    tip = like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), warm)
+    assert replay(ws, head(ws.root)).ok
+    d = replay(ws, tip).divergence
+    assert d is not None and (d.commit, d.op_id, d.tool) == (tip, appended.op, "append")
+    assert d.reason == "re-running it found outside changes first."
