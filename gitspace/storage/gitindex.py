@@ -182,6 +182,29 @@ def _flags(raw: bytes, off: int) -> int:
     return int(struct.unpack_from(">H", raw, off + 60)[0])
 
 
+def stat_data(raw: bytes) -> tuple[int, ...]:
+    """The stat data an entry records: (ctime s, ns, mtime s, ns, dev, ino, mode, uid, gid,
+    size), as git stores them (each truncated to 32 bits)."""
+    return tuple(_ENTRY.unpack_from(raw, 0)[:10])
+
+
+def entry_sha(raw: bytes) -> str:
+    return raw[40:60].hex()
+
+
+def plain_entry(raw: bytes) -> bool:
+    """One stage-0 entry without extended flags (skip-worktree, intent-to-add): what ``set``
+    writes, so ``set`` may rewrite it."""
+    return not _flags(raw, 0) & (_EXTENDED | _STAGE_MASK) and len(raw) == _entry_length(
+        raw, 0, 2)[0]
+
+
+def smudged(raw: bytes) -> bytes:
+    """``raw`` with its recorded size set to 0: git's mark for an entry whose stat data cannot
+    be trusted (git then compares the file's content on every status)."""
+    return raw[:36] + b"\0\0\0\0" + raw[40:]
+
+
 def _encode_entry(path: bytes, sha: bytes, mode: int, st: os.stat_result | None) -> bytes:
     m = 0xFFFFFFFF
     if st is None:

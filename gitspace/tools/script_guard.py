@@ -28,8 +28,8 @@ from pathlib import Path
 from ..core import paths
 from ..core.transaction import disk_state
 from ..core.workspace import Workspace
-from ..errors import GitspaceError, PathRefused
-from ..storage import ledger
+from ..errors import GitspaceError, LockTimeout, PathRefused
+from ..storage import ledger, racyindex
 from ..storage.gitrepo import EXEC_MODE, FILE_MODE, LINK_MODE
 from ..storage.worktree import parts_of
 
@@ -41,6 +41,7 @@ OWN = ".gitspace"
 # comfortably before it.
 _CLOCK_SLACK_NS = 50_000_000
 ASIDE_CAP = 64 << 20  # bytes: a bigger file the script left is not copied aside (named instead)
+_SETTLE_WAIT = 0.2  # seconds a read-only call waits for the op lock to settle the index
 
 
 class Unknown:
@@ -146,6 +147,25 @@ def _own_files(root: Path) -> dict[str, os.stat_result]:
             if st is not None:
                 found[full.relative_to(root).as_posix()] = st
     return found
+
+
+def settle(ws: Workspace, *, locked: bool = False) -> None:
+    """Settle the index's racy entries when there are many (storage/racyindex.py): each of the
+    two ``git status`` calls around a run would re-read every one of them. ``locked``: the caller
+    holds the op lock; otherwise it is taken briefly. Best effort: while an op holds the lock, or
+    within the second the entries were written, status stays slow and correct."""
+    index = ws.repo.gitdir / "index"
+    found = racyindex.racy(index)
+    if found is None or not found.worth_settling() or not found.settled_by_now():
+        return
+    if locked:
+        racyindex.settle(index, ws.root, private=ws.repo.private)
+        return
+    try:
+        with ws.transactions.lock(timeout=_SETTLE_WAIT):
+            racyindex.settle(index, ws.root, private=ws.repo.private)
+    except LockTimeout:
+        pass  # an op is running: this call pays for the racy entries, a later one settles them
 
 
 def take(ws: Workspace, copy_budget: int = 0) -> Before:

@@ -125,6 +125,7 @@ def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any]
     if script.mutates:
         return _run_mutating(ws, script, args, tool_use_id=tool_use_id, op_id=op_id)
     tree = ws.tree()
+    script_guard.settle(ws)
     before = script_guard.take(ws)
     result = _run(ws, script, args)
     changes = script_guard.changes(ws, tree, before)
@@ -154,6 +155,7 @@ def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, A
     def stage(txn: Txn) -> Outcome:
         # One "now" for the script and its commit, so a replay can hand the script the same time.
         now = int(ws.clock if ws.clock is not None else time.time())
+        script_guard.settle(ws, locked=True)
         # A mutating script may well write a big log it was pointed at: copy those first.
         before = script_guard.take(ws, copy_budget=COPY_BUDGET)
         try:

@@ -1,0 +1,211 @@
+"""Racily clean index entries, and settling them so that ``git status`` stops re-reading them.
+
+git trusts an index entry's stat data only if its file last changed before the index was written.
+git here is built without USE_NSEC, so it compares whole seconds: an entry whose recorded mtime is
+not in an earlier second than the index file's own mtime is *racy*, and every ``git status``
+re-hashes its file. An op writes its files and then the index within one second, so what it wrote
+stays racy until the index is written again; and gitspace runs status with
+``--no-optional-locks``, so git never refreshes the index for it. After ``split_worklog`` wrote a
+127 MiB log as 1,019 segments, every status re-read all 127 MiB.
+
+Invariant: ``settle`` never hides a modification. It writes the index only once the clock has
+left the second of every racy entry (with a margin for the kernel's coarse file clock), and in
+the index it writes, every entry that was racy is either
+- *verified*: its file (no link among its folders; the file itself opened without following a
+  link) is of the entry's type and executable bit, did not change while it was read (fstat
+  before and after), last changed in a past second, and its content hashes to the entry's blob.
+  Its stat data is recorded from that read. Any later change stamps a later second (mtime, or
+  ctime for a write that sets mtime back), which git's comparison sees; or
+- *smudged*: its recorded size set to 0 (git's own mark), so git compares its content on every
+  status, as it did while the entry was racy.
+An index with a racy entry that is not one plain stage-0 entry (a conflict, skip-worktree,
+intent-to-add) is left to git. ``settle`` runs under the caller's op lock; a git process writing
+the index meanwhile makes it give up (IndexLocked, IndexChanged), leaving the index as it was:
+slow, never wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat as statmod
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import gitindex
+from .loose import EXEC_MODE, FILE_MODE, LINK_MODE
+
+SETTLE_BYTES = 1 << 20  # racy bytes worth an index rewrite: each status re-reads them
+SETTLE_ENTRIES = 256  # ... or racy files: each costs status an open and a read
+_CLOCK_SLACK_NS = 50_000_000  # file times come from a coarse clock, a tick or so behind
+_BLOCK = 1 << 20
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Racy:
+    """The racy entries of one index file (as identified by ``identity``)."""
+
+    identity: tuple[int, ...]
+    entries: int
+    size: int  # bytes their files had when recorded
+    newest: int  # the latest second one of them was recorded in
+    plain: bool  # all of them plain stage-0 entries (settle handles no other kind)
+
+    def worth_settling(self) -> bool:
+        return self.plain and (self.size >= SETTLE_BYTES or self.entries >= SETTLE_ENTRIES)
+
+    def settled_by_now(self) -> bool:
+        """Has the file clock left every racy entry's second? (Only then can settling help.)"""
+        return _now_second() > self.newest
+
+
+_found: dict[str, Racy] = {}  # index path -> what its current version holds
+
+
+def _now_second() -> int:
+    return (time.time_ns() - _CLOCK_SLACK_NS) // NS
+
+
+def racy(index_path: Path) -> Racy | None:
+    """The racy entries of the index at ``index_path`` (None: no index, or one git alone reads).
+    Worked out once per version of the file."""
+    try:
+        st = os.stat(index_path)
+    except OSError:
+        return None
+    identity = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _found.get(str(index_path))
+    if known is not None and known.identity == identity:
+        return known
+    try:
+        index = gitindex.load(index_path, copy=False)  # (only read here)
+    except (OSError, gitindex.IndexUnsupported):
+        return None
+    if index.origin is None or len(index.origin) != 4:
+        return None
+    stamp = index.origin[2] // NS
+    entries = size = newest = 0
+    plain = True
+    for path in index.paths:
+        raw = index.raw[path]
+        fields = gitindex.stat_data(raw)
+        if fields[2] < stamp or fields[6] not in (FILE_MODE, EXEC_MODE, LINK_MODE):
+            continue  # trusted by git, or a submodule (never racy for git)
+        entries, size, newest = entries + 1, size + fields[9], max(newest, fields[2])
+        plain = plain and gitindex.plain_entry(raw) and path not in index.extra_stages
+    found = Racy(index.origin, entries, size, newest, plain)
+    _found[str(index_path)] = found
+    return found
+
+
+@dataclass(frozen=True)
+class Settled:
+    verified: int
+    smudged: int
+
+
+def settle(index_path: Path, root: Path, *, private: bool = False) -> Settled | None:
+    """Verify or smudge every racy entry and write the index again (see the module docstring).
+    The caller holds the op lock. None: nothing written (not yet possible, or git was busy)."""
+    try:
+        index = gitindex.load(index_path)
+    except (OSError, gitindex.IndexUnsupported):
+        return None
+    if index.origin is None or len(index.origin) != 4:
+        return None
+    stamp, now = index.origin[2] // NS, _now_second()
+    todo = []
+    for path in index.paths:
+        raw = index.raw[path]
+        fields = gitindex.stat_data(raw)
+        if fields[2] < stamp or fields[6] not in (FILE_MODE, EXEC_MODE, LINK_MODE):
+            continue
+        if fields[2] >= now or not gitindex.plain_entry(raw) or path in index.extra_stages:
+            return None  # too soon, or an entry only git should rewrite
+        todo.append((path, raw, fields))
+    verified = smudged = 0
+    folders: dict[bytes, bool] = {}
+    for path, raw, fields in todo:
+        st = _verify(root, path, fields[6], gitindex.entry_sha(raw), now, folders)
+        if st is None:
+            index.raw[path] = gitindex.smudged(raw)
+            index.changed.add(path)
+            smudged += 1
+        else:
+            index.set(os.fsdecode(path), gitindex.entry_sha(raw), fields[6], st)
+            verified += 1
+    try:
+        gitindex.store(index_path, index, split=index.shared is not None, private=private)
+    except (OSError, gitindex.IndexLocked, gitindex.IndexChanged):
+        gitindex.forget(index_path)
+        return None
+    return Settled(verified, smudged)
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _plain_folders(root: bytes, path: bytes, folders: dict[bytes, bool]) -> bool:
+    """No link and nothing but folders on the way from ``root`` to ``path`` (memoised)."""
+    cut = path.rfind(b"/")
+    if cut < 0:
+        return True
+    parent = path[:cut]
+    if parent not in folders:
+        try:
+            ok = statmod.S_ISDIR(os.lstat(os.path.join(root, parent)).st_mode)
+        except OSError:
+            ok = False
+        folders[parent] = ok and _plain_folders(root, parent, folders)
+    return folders[parent]
+
+
+def _verify(root: Path, path: bytes, mode: int, sha: str, now: int,
+            folders: dict[bytes, bool]) -> os.stat_result | None:
+    """The stat of the file at ``path`` if it provably holds blob ``sha`` as a ``mode`` entry and
+    last changed before second ``now``; None otherwise."""
+    base = os.fsencode(root)
+    full = os.path.join(base, path)
+    try:
+        if not _plain_folders(base, path, folders):
+            return None
+        st = os.lstat(full)
+        if max(st.st_mtime_ns, st.st_ctime_ns) // NS >= now:
+            return None  # changed in this very second: it could change again unseen
+        if mode == LINK_MODE:
+            if not statmod.S_ISLNK(st.st_mode):
+                return None
+            data = os.readlink(full)
+            digest = hashlib.sha1(b"blob %d\0" % len(data) + data)
+            if _identity(os.lstat(full)) != _identity(st):
+                return None
+        else:
+            if not statmod.S_ISREG(st.st_mode) or bool(st.st_mode & 0o100) != (mode == EXEC_MODE):
+                return None
+            hashed = _hash_file(full, st)
+            if hashed is None:
+                return None
+            digest = hashed
+    except OSError:
+        return None
+    return st if digest.hexdigest() == sha else None
+
+
+def _hash_file(full: bytes, st: os.stat_result) -> hashlib._Hash | None:
+    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if _identity(os.fstat(fd)) != _identity(st):
+            return None
+        digest = hashlib.sha1(b"blob %d\0" % st.st_size)
+        read = 0
+        while chunk := os.read(fd, _BLOCK):
+            digest.update(chunk)
+            read += len(chunk)
+        if read != st.st_size or _identity(os.fstat(fd)) != _identity(st):
+            return None
+        return digest
+    finally:
+        os.close(fd)
