@@ -28,7 +28,11 @@ sparse index (the timestamp and byte offset of every K-th valid entry). It cover
 file without a final newline) is parsed on every read and never cached. With a cache folder
 (``$GITSPACE_CACHE_DIR``: gitspace gives ``.git/gitspace/cache``) the summaries of one log are
 kept in ``worklog-<sha256(absolute path)>.json`` there. The cache is never written inside the
-work tree proper; inside its ``.git`` folder is fine (git never lists it, no op records it).
+work tree proper; inside its ``.git`` folder is fine (git never lists it, no op records it). A
+folder's record also keeps the log's tag and project totals, added up from exactly the segment
+summaries beside them, and each segment's own counts folded into one JSON string (decoded only
+when a segment changed and the totals are added up again): so answering from an unchanged
+1,000-segment log decodes no thousand small dictionaries.
 
 The cache never goes stale silently. A file's summary is trusted only while its (size, mtime_ns,
 ctime_ns, inode) are unchanged, and, git's racy-index rule, only if the file last changed before
@@ -70,7 +74,7 @@ from _boot import cache_folder
 from _common import Refusal, UsageError, fit, human_size, open_to_read, resolve
 
 K = 256  # entries per sparse-index block: two boundary blocks are ~50 KB of reading
-FORMAT = 2  # bump when the cache layout changes; old caches are then rebuilt
+FORMAT = 3  # bump when the cache layout changes; old caches are then rebuilt
 EDGE = 4096  # bytes hashed at each end of the indexed region to detect rewrites
 ROLL_BYTES = 128 * 1024  # a segment append_entry would grow past this starts a new segment
 GROUP = 100  # segments per group folder
@@ -242,9 +246,29 @@ def _with_tail(f: BinaryIO, idx: dict[str, Any], size: int) -> dict[str, Any]:
     if idx["end"] >= size:
         return idx
     f.seek(idx["end"])
-    out = {**idx, "tags": dict(idx["tags"]), "projects": dict(idx["projects"]),
+    tags, projects = vocabulary(idx)
+    out = {**idx, "tags": dict(tags), "projects": dict(projects),
            "pts_us": list(idx["pts_us"]), "pts_off": list(idx["pts_off"])}
     _add(out, f.read(size - idx["end"]), idx["end"])
+    return out
+
+
+def vocabulary(idx: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    """A summary's (tag counts, project counts): in a segment's cached summary they are kept
+    folded into one JSON string, ``vocab``, decoded only when the log's totals must be redone."""
+    if "vocab" in idx:
+        tags, projects = json.loads(idx["vocab"])
+        return tags, projects
+    return idx["tags"], idx["projects"]
+
+
+def _folded(idx: dict[str, Any]) -> dict[str, Any]:
+    """A segment's summary as the cache keeps it: the vocabulary folded, no edge hashes (a
+    segment whose key changed is re-read whole, never extended)."""
+    if "vocab" in idx:
+        return idx
+    out = {k: v for k, v in idx.items() if k not in ("tags", "projects", "head", "tail")}
+    out["vocab"] = json.dumps([idx["tags"], idx["projects"]], separators=(",", ":"))
     return out
 
 
@@ -306,10 +330,14 @@ def _write_cache(file: Path | None, record: dict[str, Any]) -> None:
 class Part:
     """One file of a log: the single file, or one segment (``name`` relative to the folder)."""
 
-    __slots__ = ("name", "path", "size", "idx")
+    __slots__ = ("name", "where", "size", "idx")
 
-    def __init__(self, name: str, path: Path, size: int, idx: dict[str, Any]) -> None:
-        self.name, self.path, self.size, self.idx = name, path, size, idx
+    def __init__(self, name: str, where: str | Path, size: int, idx: dict[str, Any]) -> None:
+        self.name, self.where, self.size, self.idx = name, where, size, idx
+
+    @property
+    def path(self) -> Path:
+        return Path(self.where)  # (made only for the parts a query opens: a thousand cost ms)
 
 
 def _file_part(path: Path) -> Part:
@@ -357,12 +385,21 @@ def _grew_only(f: BinaryIO, idx: dict[str, Any] | None, key: list[int]) -> bool:
 
 
 class Found:
-    """A segment as the folder lists it (``name`` relative to it: "0000/000042.jsonl")."""
+    """A segment as the folder lists it (``name`` relative to it: "0000/000042.jsonl"); its
+    lstat is taken when first asked for."""
 
-    __slots__ = ("number", "name", "path", "st")
+    __slots__ = ("number", "name", "entry")
 
-    def __init__(self, number: int, name: str, path: Path, st: os.stat_result) -> None:
-        self.number, self.name, self.path, self.st = number, name, path, st
+    def __init__(self, number: int, name: str, entry: os.DirEntry[str]) -> None:
+        self.number, self.name, self.entry = number, name, entry
+
+    @property
+    def path(self) -> Path:
+        return Path(self.entry.path)
+
+    @property
+    def st(self) -> os.stat_result:
+        return self.entry.stat(follow_symlinks=False)  # (the entry keeps it)
 
 
 def segments(folder: Path) -> tuple[list[Found], int]:
@@ -371,14 +408,12 @@ def segments(folder: Path) -> tuple[list[Found], int]:
     others = 0
     for entry in os.scandir(folder):
         if SEGMENT.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-            st = entry.stat(follow_symlinks=False)
-            found.append(Found(int(entry.name[:-6]), entry.name, Path(entry.path), st))
+            found.append(Found(int(entry.name[:-6]), entry.name, entry))
         elif GROUP_NAME.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False):
             for inner in os.scandir(entry.path):
                 if SEGMENT.fullmatch(inner.name) and inner.is_file(follow_symlinks=False):
-                    st = inner.stat(follow_symlinks=False)
                     found.append(Found(int(inner.name[:-6]), f"{entry.name}/{inner.name}",
-                                       Path(inner.path), st))
+                                       inner))
                 else:
                     others += 1
         else:
@@ -392,14 +427,21 @@ def segment_path(folder: Path, number: int) -> Path:
     return folder / f"{number // GROUP:04d}" / f"{number:06d}.jsonl"
 
 
-def _folder_parts(folder: Path) -> tuple[list[Part], int]:
-    """Every segment's part, re-reading only the segments whose summary cannot be trusted."""
+Vocabulary = tuple[dict[str, int], dict[str, int]]  # (tag counts, project counts)
+
+
+def _folder_parts(folder: Path) -> tuple[list[Part], int, Vocabulary]:
+    """Every segment's part, re-reading only the segments whose summary cannot be trusted, and
+    the log's tag and project counts. The cache keeps those totals beside the summaries they
+    were added up from, so a log none of whose segments changed is answered without decoding a
+    thousand vocabularies."""
     found, others = segments(folder)
     cache = _cache_file(folder)
     record, written = _read_cache(cache, folder, "folder")
     known: dict[str, Any] = record["parts"] if record else {}
     fresh: dict[str, Any] = {}
     parts = []
+    grown: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (cached summary, with its tail)
     changed = record is None or len(known) != len(found)
     done = 0  # bytes of the segments read so far: the progress a stopped call reports
     read = 0  # segments read in this call: a call stops only after making some progress
@@ -413,18 +455,34 @@ def _folder_parts(folder: Path) -> tuple[list[Part], int]:
                                      "parts": fresh})
                 raise _indexing(folder.name, done, sum(s.st.st_size for s in found))
             with open_to_read(seg.path) as f:
-                idx = _summarise(f, key, _new_index())
+                idx = _new_index()
+                _scan(f, idx, key[0])
+                idx["stat"] = key
+                idx = _folded(idx)
             changed, read = True, read + 1
         done += key[0]
         fresh[seg.name] = idx
         if idx["end"] < key[0]:
             with open_to_read(seg.path) as f:
                 idx = _with_tail(f, idx, key[0])
-        parts.append(Part(seg.name, seg.path, key[0], idx))
+            grown.append((fresh[seg.name], idx))
+        parts.append(Part(seg.name, seg.entry.path, key[0], idx))
+    totals = None if changed or record is None else record.get("totals")
+    if totals is None:
+        totals = [_total(vocabulary(idx)[0] for idx in fresh.values()),
+                  _total(vocabulary(idx)[1] for idx in fresh.values())]
     if changed:
         _write_cache(cache, {"format": FORMAT, "path": str(folder), "kind": "folder",
-                             "parts": fresh})
-    return parts, others
+                             "parts": fresh, "totals": totals})
+    tags, projects = totals
+    if grown:  # unterminated last lines count too (never cached)
+        tags, projects = dict(tags), dict(projects)
+        for base, tailed in grown:
+            for total, before, after in zip((tags, projects), vocabulary(base),
+                                            vocabulary(tailed)):
+                for name, n in after.items():
+                    total[name] = total.get(name, 0) + n - before.get(name, 0)
+    return parts, others, (tags, projects)
 
 
 # ---------------------------------------------------------------- the log
@@ -437,13 +495,14 @@ class Worklog:
         self.path = path.resolve()
         self.segmented = self.path.is_dir()
         if self.segmented:
-            self.parts, self.others = _folder_parts(self.path)
+            self.parts, self.others, vocab = _folder_parts(self.path)
             if not self.parts and self.others:
                 raise UsageError(f"{path.name!r} is a folder but holds no worklog segments "
                                  "(files named like 0000/000001.jsonl); give the path of a "
                                  ".jsonl worklog or of a segmented log folder.")
         elif self.path.is_file():
             self.parts, self.others = [_file_part(self.path)], 0
+            vocab = self.parts[0].idx["tags"], self.parts[0].idx["projects"]
         else:
             raise UsageError(f"{path.name!r} is neither a .jsonl worklog file nor a folder of "
                              "segments; give the path of one.")
@@ -453,8 +512,8 @@ class Worklog:
         live = [p for p in self.parts if p.idx["count"]]
         self.earliest: int = min((p.idx["min"] for p in live), default=0)  # shown if count > 0
         self.latest: int = max((p.idx["max"] for p in live), default=0)
-        self.tags: dict[str, int] = _total(p.idx["tags"] for p in self.parts)
-        self.projects: dict[str, int] = _total(p.idx["projects"] for p in self.parts)
+        self.tags: dict[str, int] = vocab[0]
+        self.projects: dict[str, int] = vocab[1]
         self.disorder = _disorder(live, self.segmented)
         self.ordered = self.disorder is None
         self._live = live
