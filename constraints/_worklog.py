@@ -249,6 +249,7 @@ def _with_tail(f: BinaryIO, idx: dict[str, Any], size: int) -> dict[str, Any]:
     tags, projects = vocabulary(idx)
     out = {**idx, "tags": dict(tags), "projects": dict(projects),
            "pts_us": list(idx["pts_us"]), "pts_off": list(idx["pts_off"])}
+    out.pop("vocab", None)  # (the counts are the dictionaries now)
     _add(out, f.read(size - idx["end"]), idx["end"])
     return out
 

@@ -1,0 +1,136 @@
+"""Settling racily clean index entries never hides a change from git, and makes status cheap.
+
+Real workspaces, real files, and git's own ``status`` as the judge. The index is made racy the way
+an op leaves it (its mtime in the second of the entries), by setting the index file's mtime; the
+tests then wait for the clock to leave that second, as ``settle`` does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import call_ok, git
+
+import gitspace
+from gitspace.storage import gitindex, racyindex
+from gitspace.storage.loose import hash_object
+
+NS = 1_000_000_000
+
+
+def status(root: Path) -> list[str]:
+    return [line for line in git(root, "--no-optional-locks", "status", "--porcelain",
+                                 "--untracked-files=all").splitlines() if line]
+
+
+def make_racy(root: Path, oldest: str | None = None) -> Path:
+    """Give the index the mtime of its newest entry (or of entry ``oldest``): every entry of
+    that second (or later) is racy."""
+    index = root / ".git" / "index"
+    loaded = gitindex.load(index)
+    stamps = {p: gitindex.stat_data(loaded.raw[p])[2] * NS + gitindex.stat_data(loaded.raw[p])[3]
+              for p in loaded.paths}
+    when = max(stamps.values()) if oldest is None else stamps[oldest.encode()]
+    os.utime(index, ns=(when, when))
+    return index
+
+
+def past_the_second(root: Path) -> None:
+    """Sleep until the file clock has left the second of every file in the work tree."""
+    newest = max(max(p.lstat().st_mtime_ns, p.lstat().st_ctime_ns)
+                 for p in root.rglob("*") if ".git" not in p.parts)
+    while (time.time_ns() - 60_000_000) // NS <= newest // NS:
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def written(ws: gitspace.Workspace) -> gitspace.Workspace:
+    """A workspace whose last op wrote 300 files (a racy index once ``make_racy`` ran)."""
+    for i in range(3):
+        call_ok(ws, "create", {"path": f"d{i}/a.txt", "file_text": f"file {i}\n" * 50})
+    (ws.root / "bulk").mkdir()
+    for i in range(300):
+        (ws.root / "bulk" / f"{i:03d}.txt").write_text(f"bulk {i}\n")
+    assert ws.snapshot().ok  # one op for the outside change, through gitspace's index writer
+    return ws
+
+
+def test_racy_entries_are_verified_and_status_stays_clean(written: gitspace.Workspace) -> None:
+    root = written.root
+    index = make_racy(root)
+    found = racyindex.racy(index)
+    assert found is not None and found.entries >= 300 and found.plain and found.worth_settling()
+    past_the_second(root)
+    assert found.settled_by_now()
+    done = racyindex.settle(index, root)
+    assert done == racyindex.Settled(verified=found.entries, smudged=0)
+    after = racyindex.racy(index)
+    assert after is not None and after.entries == 0
+    assert status(root) == []
+    assert git(root, "diff-files", "--name-only") == ""  # git trusts the stat data now
+
+
+def test_a_change_the_stat_data_cannot_show_is_smudged_never_hidden(
+        written: gitspace.Workspace) -> None:
+    """The race git's rule exists for: a file rewritten, same size, within the tick its entry
+    was recorded in, so the entry's stat data matches the new content exactly."""
+    root = written.root
+    target = root / "d1" / "a.txt"
+    old = target.read_bytes()
+    target.write_bytes(old.replace(b"file 1", b"FILE 1"))  # same size, in place
+    loaded = gitindex.load(root / ".git" / "index")
+    loaded.set("d1/a.txt", hash_object("blob", old), 0o100644, target.lstat())
+    gitindex.store(root / ".git" / "index", loaded)
+    index = make_racy(root)
+    assert " M d1/a.txt" in status(root)  # racy: git compares the content
+    past_the_second(root)
+    done = racyindex.settle(index, root)
+    assert done is not None and done.smudged == 1
+    assert status(root) == [" M d1/a.txt"]  # not racy any more, and still seen
+    assert gitindex.stat_data(gitindex.load(index).raw[b"d1/a.txt"])[9] == 0
+
+
+def test_nothing_is_settled_within_the_entries_second(written: gitspace.Workspace) -> None:
+    root = written.root
+    target = root / "d0" / "a.txt"
+    future = time.time_ns() + 30 * NS  # (a file clock ahead of ours: it is "now" for that file)
+    os.utime(target, ns=(future, future))
+    loaded = gitindex.load(root / ".git" / "index")
+    loaded.set("d0/a.txt", hash_object("blob", target.read_bytes()), 0o100644, target.lstat())
+    gitindex.store(root / ".git" / "index", loaded)
+    index = root / ".git" / "index"
+    os.utime(index, ns=(future, future))
+    found = racyindex.racy(index)
+    assert found is not None and found.entries == 1 and not found.settled_by_now()
+    before = index.read_bytes()
+    assert racyindex.settle(index, root) is None
+    assert index.read_bytes() == before
+
+
+def test_an_index_with_a_racy_entry_only_git_writes_is_left_alone(
+        written: gitspace.Workspace) -> None:
+    root = written.root
+    git(root, "update-index", "--skip-worktree", "d0/a.txt")  # an extended-flag entry
+    index = make_racy(root, oldest="d0/a.txt")
+    found = racyindex.racy(index)
+    assert found is not None and not found.plain and not found.worth_settling()
+    past_the_second(root)
+    before = index.read_bytes()
+    assert racyindex.settle(index, root) is None
+    assert index.read_bytes() == before
+
+
+def test_a_folder_turned_into_a_link_is_not_read_through(written: gitspace.Workspace,
+                                                          tmp_path: Path) -> None:
+    root = written.root
+    elsewhere = tmp_path / "elsewhere"
+    os.rename(root / "d2", elsewhere)
+    os.symlink(elsewhere, root / "d2")  # the same file, reached through a link
+    index = make_racy(root)
+    past_the_second(root)
+    done = racyindex.settle(index, root)
+    assert done is not None and done.smudged >= 1
+    assert " D d2/a.txt" in status(root) and "?? d2" in status(root)
