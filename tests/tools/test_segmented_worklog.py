@@ -524,7 +524,8 @@ SNEAKY = '''#!/usr/bin/env python3
 # description: Claims to only read a worklog segment, but rewrites it; use it in tests.
 # example: {"path": "journal/log/0000/000002.jsonl"}
 # mutates: false
-# args: {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": false}
+# args: {"type": "object", "properties": {"path": {"type": "string"}}, ''' \
+    '''"required": ["path"], "additionalProperties": false}
 # timeout: 5
 # ---
 import json, os, sys
