@@ -27,13 +27,13 @@ def status(root: Path) -> list[str]:
 
 
 def make_racy(root: Path, oldest: str | None = None) -> Path:
-    """Give the index the mtime of its newest entry (or of entry ``oldest``): every entry of
-    that second (or later) is racy."""
+    """Give the index the mtime of its oldest entry (or of entry ``oldest``): every entry of
+    that second or later is racy."""
     index = root / ".git" / "index"
     loaded = gitindex.load(index)
     stamps = {p: gitindex.stat_data(loaded.raw[p])[2] * NS + gitindex.stat_data(loaded.raw[p])[3]
               for p in loaded.paths}
-    when = max(stamps.values()) if oldest is None else stamps[oldest.encode()]
+    when = min(stamps.values()) if oldest is None else stamps[oldest.encode()]
     os.utime(index, ns=(when, when))
     return index
 
