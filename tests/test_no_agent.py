@@ -196,7 +196,11 @@ def test_the_cli_without_an_agent(person: gitspace.Workspace, ws_root: Path,
     assert code == 1 and "Nothing to undo" in err
     assert run("call", "create", "--args", json.dumps({"path": "a.txt", "file_text": "1\n"}))[0] == 0
     assert run("checkpoint", "one", "-m", "by hand")[0] == 0
+    code, _, err = run("checkpoint", "one")
+    assert code == 1 and "already exists" in err and "Traceback" not in err
     assert run("call", "append", "--args", json.dumps({"path": "a.txt", "text": "2\n"}))[0] == 0
+    code, _, err = run("redo")
+    assert code == 1 and "Nothing to redo: a new op (append" in err
     code, out, _ = run("undo")
     assert code == 0 and "Undid 1 op(s): append" in out
     assert (ws_root / "a.txt").read_text() == "1\n"
@@ -233,6 +237,7 @@ def test_an_mcp_client_undoes_its_own_ops_never_a_persons(person: gitspace.Works
         seen["redo nothing"] = await call("redo", {})
         assert not (await call("create", {"path": "its.txt", "file_text": "x\n"}))[0]
         assert not (await call("checkpoint", {"name": "mcp-cp"}))[0]
+        seen["checkpoint again"] = await call("checkpoint", {"name": "mcp-cp"})
         seen["undo"] = await call("undo", {})
         seen["redo"] = await call("redo", {})
         seen["unknown op"] = await call("undo", {"op": UNKNOWN_OP})
@@ -252,6 +257,7 @@ def test_an_mcp_client_undoes_its_own_ops_never_a_persons(person: gitspace.Works
     assert not seen["redo"][0]
     assert seen["unknown op"][0] and f"There is no op {UNKNOWN_OP}" in seen["unknown op"][1]
     assert not seen["restore"][0] and "unchanged" in seen["restore"][1]  # the files are its tree
+    assert seen["checkpoint again"][0] and "already exists" in seen["checkpoint again"][1]
     assert seen["bad restore"][0] and "no checkpoint named 'missing'" in seen["bad restore"][1]
     assert tree(ws_root) == {"mine.txt": "a person's\n", "its.txt": "x\n"}
     assert [(o.tool, o.agent) for o in ops(ws_root)] == [
