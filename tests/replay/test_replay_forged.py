@@ -447,3 +447,19 @@ def test_an_op_re_run_over_a_file_whose_outside_edit_was_dropped_is_reported(
     d = replay(ws, tip).divergence
     assert d is not None and (d.commit, d.op_id, d.tool) == (tip, appended.op, "append")
     assert d.reason == "re-running it found outside changes first."
+
+
+def test_the_report_counts_commits_taken_as_recorded_by_why_and_says_it_all_as_json(
+        ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    one = commit_tree(ws.root, tree_with(ws.root, "HEAD", {"b.md": "b\n"}), head(ws.root),
+                      msg="a person's commit\n")
+    two = commit_tree(ws.root, tree_with(ws.root, one, {"c.md": "c\n"}), one,
+                      msg="another person's commit\n")
+    report = replay(ws, two)
+    root = git(ws.root, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert report.as_json() == {
+        "tip": two, "base": None, "total": 4, "start": root, "reexecuted": 1, "as_recorded": 3,
+        "recorded_why": {"root commit": 1, "not an op": 2}, "unverified": 0, "scripts": True,
+        "onto": None, "branch": None, "created": None, "leftover": None, "ok": True,
+        "result": "match", "checked": 4, "divergence": None}
