@@ -339,6 +339,8 @@ def test_a_from_that_leaves_nothing_or_shares_no_history_says_what_to_pass(ws: W
     orphan = commit_tree(ws.root, tree_of(ws.root, "HEAD"), msg="unrelated root\n")
     with pytest.raises(BadRange) as unrelated:
         replay(ws, tip, base=orphan)
+    assert unrelated.value.message == (f"{tip[:12]} and {orphan[:12]} have no common history, "
+                                       f"so no op of {tip[:12]} starts after {orphan[:12]}.")
     assert unrelated.value.hint == ("Pass --from a commit of the branch itself (see 'gitspace "
                                     "log'), or leave it out to replay from the root commit.")
 
