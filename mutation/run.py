@@ -68,6 +68,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/core/test_undo.py", "tests/core/test_undo_walk.py", "tests/test_no_agent.py"]),
     "paths": ("gitspace/core/paths.py", [
         "tests/core/test_paths.py", "tests/core/test_paths_exact.py",
+        "tests/core/test_path_policy_exact.py",
         *(f"{LIMITS}::test_{name}" for name in (
             "a_path_part_of_up_to_255_bytes_is_a_file", "a_path_part_of_256_bytes_is_refused",
             "a_path_of_up_to_4096_bytes_is_well_formed", "a_path_of_4097_bytes_is_refused",
