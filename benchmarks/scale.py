@@ -17,12 +17,12 @@ History, at 1,000, 10,000 and 100,000 ops (``--ops``) of one workspace, made thr
 (create, str_replace and append over 10 files, like benchmarks/replay.py; 10 checkpoints and 30
 files kept for ``undo --op`` in the first 1,000 ops; background packing on): the make rate, op
 latency p50/p99 with and without a repack running, ``.git`` against its ``git gc`` size at each
-milestone; then, with the workspace copied at each milestone and the copies measured in
-interleaved rounds: median ``undo``, ``redo`` and ``undo --op`` (an op from the first 1,000)
-through ``ws.call`` and the CLI, ``log -n 20``, ``status`` and ``checkpoints`` through the CLI
-and the library calls behind them, and replay's ops/s (wall clock, and per CPU second of the
-process and its children). Targets: within 1.3x from 1k to 100k; replay 300 ops/s or more;
-``.git`` within 2x of its gc'd size.
+milestone; then, with the workspace copied at each milestone and the copies measured in interleaved
+rounds: median ``undo``, ``redo`` and ``undo --op`` (an op from the first 1,000) through
+``ws.call`` and the CLI, ``log -n 20``, ``status`` and ``checkpoints`` through the CLI and the
+library calls behind them, ``show`` of an op by the 8 characters ``log`` prints, and replay's ops/s
+(wall clock, and per CPU second of the process and its children). Targets: within 1.3x from 1k to
+100k; replay 300 ops/s or more; ``.git`` within 2x of its gc'd size.
 
 Ratios are against the same run's baseline (10k entries; 1k ops), measured interleaved so a burst
 of load from other processes hits both: compare ratios, then absolute numbers (the load average
@@ -422,6 +422,7 @@ def bench_history(base: Path, milestones: list[int], rounds: int) -> dict[str, A
                 add(m, "log -n 20 (CLI)", cli(root, "log", "-n", "20"))
                 add(m, "status (CLI)", cli(root, "status"))
                 add(m, "checkpoints (CLI)", cli(root, "checkpoints"))
+                add(m, "show PART (CLI)", cli(root, "show", keep[r % len(keep)][-8:]))
     finally:
         for ws in spaces.values():
             ws.close()

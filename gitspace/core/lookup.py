@@ -21,7 +21,7 @@ listed; a miss is NotFound with a hint, never git's own "bad revision".
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import BadArguments, LedgerError, NotFound
@@ -62,7 +62,7 @@ def find_op(repo: GitRepo, op_id: str) -> Found | None:
     here = on_branch(repo, op_id)
     if here is not None:
         return Found(here.commit.sha, op_id, "commit", op=here.op)
-    found = _search(repo, re.escape(op_id), op_id.__eq__, stop_at_first=True)
+    found = _search(repo, (op_id, True), re.escape(op_id), op_id.__eq__, stop_at_first=True)
     return found[0] if found else None
 
 
@@ -129,14 +129,44 @@ def _parts(repo: GitRepo, text: str) -> list[Found]:
     part = text.upper()
     if not _PART.fullmatch(part):
         return []
-    return _search(repo, f"({part}[0-9A-Z]*|[0-9A-Z]*{part})",
+    return _search(repo, (part, False), f"({part}[0-9A-Z]*|[0-9A-Z]*{part})",
                    lambda found: found.startswith(part) or found.endswith(part))
 
 
-def _search(repo: GitRepo, pattern: str, accept: Callable[[str], bool], *,
-            stop_at_first: bool = False) -> list[Found]:
-    """Ops whose id matches ``pattern`` (an extended regex) and ``accept``: their commits on the
-    current branch, then on other branches, then checkpoints, then created branches."""
+def _search(repo: GitRepo, part: tuple[str, bool], pattern: str, accept: Callable[[str], bool],
+            *, stop_at_first: bool = False) -> list[Found]:
+    """Ops whose id is, starts or ends with ``part`` (text, and whether it must be the whole id)
+    for the op index, matches ``pattern`` (the same as an extended regex) for git's ``--grep``,
+    and satisfies ``accept``: their commits on the current branch, then on other branches, then
+    checkpoints, then created branches."""
+    found = _committed(repo, part, pattern, accept, stop_at_first)
+    if found and stop_at_first:
+        return found
+    for ref, _, target, _, message in repo.tags(checkpoints.PREFIX.rstrip("/")):
+        note = _checkpoint(message)
+        if note is not None and note.op_id is not None and accept(note.op_id):
+            found.append(Found(target, note.op_id, "checkpoint", ref[len(checkpoints.PREFIX):]))
+    for ref, _, _ in repo.refs("refs/heads"):
+        first = repo.first_reflog(ref)
+        recorded = ledger.parse_branch_note(first[1]) if first else None
+        if first is not None and recorded is not None and accept(recorded):
+            found.append(Found(first[0], recorded, "branch", ref[len("refs/heads/"):]))
+    return found
+
+
+def _committed(repo: GitRepo, part: tuple[str, bool], pattern: str,
+               accept: Callable[[str], bool], stop_at_first: bool) -> list[Found]:
+    """The op commits of ``_search``: from the op index, which covers every branch's history
+    (so what a search costs does not grow with it), or, with HEAD detached or no index to be
+    had, from git's walk of HEAD and every branch."""
+    current = repo.head_branch()
+    tips = {ref[len("refs/heads/"):]: sha for ref, sha, _ in repo.refs("refs/heads")}
+    if current is not None and current in tips:
+        ordered = {current: tips.pop(current), **tips}
+        hits = opindex.search(repo, ordered, *part)
+        if hits is not None:
+            return _distinct_commits(Found(h.commit.sha, h.op.op_id, "commit", op=h.op)
+                                     for h in hits if accept(h.op.op_id))
     found: list[Found] = []
     seen: set[str] = set()
     for rev in ("HEAD", "--branches"):
@@ -148,17 +178,15 @@ def _search(repo: GitRepo, pattern: str, accept: Callable[[str], bool], *,
             if op is not None and accept(op.op_id):
                 found.append(Found(commit.sha, op.op_id, "commit", op=op))
         if found and stop_at_first:
-            return found
-    for ref, _, target, _, message in repo.tags(checkpoints.PREFIX.rstrip("/")):
-        note = _checkpoint(message)
-        if note is not None and note.op_id is not None and accept(note.op_id):
-            found.append(Found(target, note.op_id, "checkpoint", ref[len(checkpoints.PREFIX):]))
-    for ref, _, _ in repo.refs("refs/heads"):
-        first = repo.first_reflog(ref)
-        recorded = ledger.parse_branch_note(first[1]) if first else None
-        if first is not None and recorded is not None and accept(recorded):
-            found.append(Found(first[0], recorded, "branch", ref[len("refs/heads/"):]))
+            break
     return found
+
+
+def _distinct_commits(found: Iterable[Found]) -> list[Found]:
+    out: dict[str, Found] = {}
+    for f in found:
+        out.setdefault(f.commit, f)
+    return list(out.values())
 
 
 def _typeable(text: str) -> bool:

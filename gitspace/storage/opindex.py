@@ -1,16 +1,17 @@
 """The op index: where each op of a branch is, and which later ops undid it, without a walk.
 
-Invariant: the index is derived from the ledger and never its second source of truth. It lists,
-per branch, the first-parent commits from the root to a tip it has read (their position, commit
-and op id) and the ``Gitspace-Undo-Of`` links among them. Before every answer it catches up with
-the branch's current tip: only the commits added since the tip it knows are read, when that tip
-is a first-parent ancestor of the current one (the ordinary case: ops only append); a branch that
-moved back is cut at the tip it moved to; any other move (a rewritten or replaced branch) rebuilds
-that branch's list from the ledger. Every op it names is read back from its commit and parsed by
-the ledger before it is believed, and an index that fails that check, that SQLite cannot read, or
-whose format is not this one is deleted and rebuilt: losing the file loses nothing but time.
-Where the file cannot be written at all (a read-only clone), or twice fails its check, the answer
-comes from a walk of the branch instead: slower, never different.
+Invariant: the index is derived from the ledger and never its second source of truth. It lists, per
+branch, the first-parent commits from the root to a tip it has read (their position, commit and op
+id), the ``Gitspace-Undo-Of`` links among them, and the op commits each merge on that line brought
+in (the second parents' side, which a first-parent list alone would never name). Before every
+answer it catches up with the branch's current tip: only the commits added since the tip it knows
+are read, when that tip is a first-parent ancestor of the current one (the ordinary case: ops only
+append); a branch that moved back is cut at the tip it moved to; any other move (a rewritten or
+replaced branch) rebuilds that branch's list from the ledger. Every op it names is read back from
+its commit and parsed by the ledger before it is believed, and an index that fails that check, that
+SQLite cannot read, or whose format is not this one is deleted and rebuilt: losing the file loses
+nothing but time. Where the file cannot be written at all (a read-only clone), or twice fails its
+check, the answer comes from a walk of the branch instead: slower, never different.
 
 The file is ``<common git dir>/gitspace/opindex.sqlite`` (gitspace's own state folder, shared by
 every worktree: branches are shared too), written without fsync: it can always be rebuilt.
@@ -29,16 +30,20 @@ from ..errors import LedgerError
 from . import ledger
 from .gitrepo import Commit, GitRepo
 
-FORMAT = "1"
+FORMAT = "2"
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE chains (branch TEXT PRIMARY KEY, tip TEXT NOT NULL, length INTEGER NOT NULL);
 CREATE TABLE ops (branch TEXT NOT NULL, pos INTEGER NOT NULL, sha TEXT NOT NULL, op TEXT,
-                  PRIMARY KEY (branch, pos));
+                  pi TEXT, PRIMARY KEY (branch, pos));
 CREATE INDEX ops_by_id ON ops (op, branch);
+CREATE INDEX ops_by_reversed_id ON ops (pi, branch);
 CREATE TABLE undos (branch TEXT NOT NULL, pos INTEGER NOT NULL, target TEXT NOT NULL);
 CREATE INDEX undos_by_target ON undos (target, branch);
+CREATE TABLE merged (branch TEXT NOT NULL, pos INTEGER NOT NULL, sha TEXT NOT NULL, op TEXT NOT NULL);
+CREATE INDEX merged_by_branch ON merged (branch, pos);
 """
+_TABLES = ("meta", "chains", "ops", "undos", "merged")
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,15 @@ class Located:
     op: ledger.Op
     commit: Commit
     undone_by: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Op ``op`` recorded at ``commit``, on the history of ``branch``."""
+
+    branch: str
+    op: ledger.Op
+    commit: Commit
 
 
 def locate(repo: GitRepo, branch: str, tip: str, op_id: str) -> Located | None:
@@ -63,6 +77,56 @@ def locate(repo: GitRepo, branch: str, tip: str, op_id: str) -> Located | None:
         except (OSError, sqlite3.Error):
             break  # a folder gitspace may not write (a read-only clone): answer without it
     return _walked(repo, tip, op_id)  # the answer the index would give, at a walk's cost
+
+
+def search(repo: GitRepo, tips: dict[str, str], part: str, exact: bool) -> list[Hit] | None:
+    """Every op on the histories of ``tips`` (branch: tip) whose id is ``part`` (``exact``) or
+    starts or ends with it: the ops of each branch's first-parent line and those its merges
+    brought in, newest first per branch, in the order of ``tips``. Each is read back from its
+    commit and checked before it is returned. None when the index cannot answer (the caller then
+    searches the history itself)."""
+    path = index_path(repo)
+    for _ in range(2):
+        try:
+            with _open(path) as db:
+                for branch, tip in tips.items():
+                    _catch_up(db, repo, branch, tip)
+                return [hit for branch in tips for hit in _matches(db, repo, branch, part, exact)]
+        except (sqlite3.DatabaseError, _Stale):
+            _discard(path)
+        except (OSError, sqlite3.Error):
+            break
+    return None
+
+
+def _matches(db: sqlite3.Connection, repo: GitRepo, branch: str, part: str,
+             exact: bool) -> list[Hit]:
+    # Op ids are Crockford base32 (no GLOB metacharacters); a suffix is a prefix of the reversed
+    # id, so each query is a range of one index, whatever the branch's length.
+    queries: list[tuple[str, tuple[str, ...]]]
+    if exact:
+        queries = [("SELECT pos, sha, op FROM ops INDEXED BY ops_by_id WHERE op = ? AND branch = ?",
+                    (part, branch))]
+    else:
+        queries = [
+            ("SELECT pos, sha, op FROM ops INDEXED BY ops_by_id WHERE op GLOB ? AND branch = ?",
+             (part + "*", branch)),
+            ("SELECT pos, sha, op FROM ops INDEXED BY ops_by_reversed_id WHERE pi GLOB ? AND "
+             "branch = ?", (part[::-1] + "*", branch))]
+    queries.append(("SELECT pos, sha, op FROM merged WHERE branch = ? AND (op GLOB ? OR op GLOB ?)",
+                    (branch, part if exact else part + "*", part if exact else "*" + part)))
+    rows = sorted({row for sql, args in queries for row in db.execute(sql, args)}, reverse=True)
+    found, seen = [], set()
+    for _, sha, op_id in rows:
+        if sha in seen:
+            continue
+        seen.add(sha)
+        commit = repo.commit(sha)
+        op = _op_of(commit)
+        if op is None or op.op_id != op_id:
+            raise _Stale(f"{sha} does not record op {op_id}")
+        found.append(Hit(branch, op, commit))
+    return found
 
 
 def _walked(repo: GitRepo, tip: str, op_id: str) -> Located | None:
@@ -98,7 +162,7 @@ def _open(path: Path) -> Iterator[sqlite3.Connection]:
             pass  # no such table: a new file
         if row is None or row[0] != FORMAT:
             db.execute("BEGIN IMMEDIATE")
-            for table in ("meta", "chains", "ops", "undos"):
+            for table in _TABLES:
                 db.execute(f"DROP TABLE IF EXISTS {table}")
             db.executescript(_SCHEMA)  # commits the transaction
             db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
@@ -148,21 +212,36 @@ def _extend(db: sqlite3.Connection, repo: GitRepo, branch: str, tip: str,
     if commits is None:  # new, rewritten or replaced: read the whole branch again
         _cut(db, branch, 0)
         commits = repo.log(tip)[::-1]
-    rows, links = [], []
+    rows, links, merged = [], [], []
     for pos, commit in enumerate(commits, start):
         op = _op_of(commit)
-        rows.append((branch, pos, commit.sha, op.op_id if op else None))
+        rows.append((branch, pos, commit.sha, op.op_id if op else None,
+                     op.op_id[::-1] if op else None))
         links += [(branch, pos, target) for target in (op.undo_of if op else ())]
-    db.executemany("INSERT INTO ops VALUES (?, ?, ?, ?)", rows)
+        merged += [(branch, pos, sha, op_id) for sha, op_id in _brought_in(repo, commit)]
+    db.executemany("INSERT INTO ops VALUES (?, ?, ?, ?, ?)", rows)
     db.executemany("INSERT INTO undos VALUES (?, ?, ?)", links)
+    db.executemany("INSERT INTO merged VALUES (?, ?, ?, ?)", merged)
     db.execute("INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
                (branch, tip, start + len(commits)))
 
 
+def _brought_in(repo: GitRepo, commit: Commit) -> list[tuple[str, str]]:
+    """(commit, op id) of the ops a merge ``commit`` brought in: those reachable from its other
+    parents and not from its first."""
+    out: dict[str, str] = {}
+    for parent in commit.parents[1:]:
+        for brought in repo.log(f"{commit.parents[0]}..{parent}", first_parent=False):
+            op = _op_of(brought)
+            if op is not None:
+                out.setdefault(brought.sha, op.op_id)
+    return list(out.items())
+
+
 def _cut(db: sqlite3.Connection, branch: str, keep: int) -> None:
     """Forget the positions of ``branch`` from ``keep`` on."""
-    db.execute("DELETE FROM ops WHERE branch = ? AND pos >= ?", (branch, keep))
-    db.execute("DELETE FROM undos WHERE branch = ? AND pos >= ?", (branch, keep))
+    for table in ("ops", "undos", "merged"):
+        db.execute(f"DELETE FROM {table} WHERE branch = ? AND pos >= ?", (branch, keep))
 
 
 def _lookup(db: sqlite3.Connection, repo: GitRepo, branch: str, op_id: str) -> Located | None:

@@ -7,6 +7,7 @@ not a trailer, read a ref outside refs/, or leak git's own "fatal" message.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from conftest import assert_clean, call_ok, git, head, message_of, op_ids
 import gitspace
 from gitspace.core import lookup, timeline
 from gitspace.errors import BadArguments, Conflict, NotFound
+from gitspace.storage import opindex
 
 
 def common_prefix(a: str, b: str) -> str:
@@ -160,3 +162,51 @@ def test_show_diff_undo_restore_round_trip_through_the_cli(history: gitspace.Wor
     assert missing.returncode == 1 and "hint:" in missing.stderr
     assert "fatal" not in missing.stderr and "Traceback" not in missing.stderr
     assert_clean(root)
+
+
+def merge_side_into(ws: gitspace.Workspace, branch: str) -> str:
+    """A two-parent merge of ``side`` onto main's tip on a new ``branch``, then ``side`` deleted:
+    side's op is now reachable only through that merge's second parent."""
+    tree = git(ws.root, "rev-parse", "main^{tree}").strip()
+    merge = git(ws.root, "commit-tree", tree, "-p", "main", "-p", "side", "-m", "merge").strip()
+    git(ws.root, "update-ref", f"refs/heads/{branch}", merge)
+    git(ws.root, "update-ref", "-d", "refs/heads/side")
+    return merge
+
+
+def test_an_op_a_merge_brought_in_is_found_by_its_part_without_a_walk(
+        history: gitspace.Workspace) -> None:
+    ws = history
+    side_op, side_tip = op_ids(ws.root, "side")[-1], head(ws.root, "side")
+    merge_side_into(ws, "merged")
+    found = lookup.resolve(ws.repo, side_op[-8:])
+    assert (found.op_id, found.commit, found.where) == (side_op, side_tip, "commit")
+    assert lookup.op_id(ws.repo, side_op[:10].lower()) == side_op
+    with sqlite3.connect(opindex.index_path(ws.repo)) as db:  # the index answered, not a walk
+        assert db.execute("SELECT branch, sha FROM merged WHERE op = ?",
+                          (side_op,)).fetchall() == [("merged", side_tip)]
+    git(ws.root, "update-ref", "-d", "refs/heads/merged")  # gone from every branch: not found
+    with pytest.raises(NotFound):
+        lookup.resolve(ws.repo, side_op[-8:])
+
+
+def test_a_forged_index_row_is_checked_against_the_ledger(history: gitspace.Workspace) -> None:
+    ws = history
+    main_op = op_ids(ws.root, "main")[-1]
+    assert lookup.resolve(ws.repo, main_op[-8:]).op_id == main_op  # builds the index
+    victim = "01JV1CT1M000000000000000AB"
+    with sqlite3.connect(opindex.index_path(ws.repo)) as db:  # another process lies in the cache
+        db.execute("INSERT INTO merged VALUES ('main', 0, ?, ?)", (head(ws.root, "main~1"), victim))
+        db.execute("UPDATE ops SET op = ? WHERE op = ?", (main_op[:-1] + "Z", main_op))
+    with pytest.raises(NotFound):
+        lookup.resolve(ws.repo, victim[-8:])  # the named commit does not record it
+    found = lookup.resolve(ws.repo, main_op[-8:])  # the index was rebuilt from the ledger
+    assert (found.op_id, found.commit) == (main_op, head(ws.root, "main"))
+
+
+def test_with_head_detached_parts_are_still_found(history: gitspace.Workspace) -> None:
+    ws = history
+    main_op, side_op = op_ids(ws.root, "main")[-1], op_ids(ws.root, "side")[-1]
+    git(ws.root, "checkout", "-q", "--detach", "main")
+    assert lookup.resolve(ws.repo, main_op[-8:]).commit == head(ws.root, "main")
+    assert lookup.resolve(ws.repo, side_op[-8:]).commit == head(ws.root, "side")
