@@ -44,6 +44,11 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         "gitspace/storage/worktree.py",
         "                os.close(fd)\n                _unlink_quietly(folder, tmp)\n                raise\n",
         "                os.close(fd)\n                raise\n", [FAULTS, "-k", "create-file.chmod"]),
+    "a durable write whose folder flush failed after its rename": (
+        "gitspace/storage/worktree.py",
+        "                if changed is not None:\n                    changed.append(rel)",
+        "                if changed is not None:\n                    pass",
+        ["tests/test_faults.py", "-k", "failed_flush"]),
     "folders a failed write made": (
         "gitspace/storage/worktree.py",
         "                except BaseException:\n                    chain.prune(only_made=True)\n",
@@ -116,6 +121,9 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         T, "    if not stale or lockfile.git_running_in({repo.root, repo.gitdir, repo.commondir}):\n",
         "    if not stale:\n",
         ["tests/test_faults.py::test_recovery_leaves_the_lock_of_a_live_git_process"]),
+    "recovery: a lock that goes away within the wait": (
+        T, "    deadline = time.monotonic() + wait\n", "    deadline = time.monotonic()\n",
+        ["tests/test_faults.py::test_recovery_waits_for_a_lock_about_to_be_committed"]),
     "the index another writer replaced": (
         "gitspace/storage/gitindex.py", ", under_lock=unchanged,", ",",
         ["tests/storage/test_gitindex.py", "-k", "replaced"]),

@@ -17,6 +17,7 @@ import errno
 import os
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -29,7 +30,7 @@ from conftest import call_ok, git, git_env, git_run, write_script
 
 import gitspace
 from gitspace import faults
-from gitspace.core import branches
+from gitspace.core import branches, transaction
 from gitspace.errors import GitspaceError, WriteFailed, system_hint
 from gitspace.storage import gitindex
 
@@ -291,7 +292,13 @@ def test_a_rollback_that_fails_too_is_finished_by_the_next_open(copy: Path) -> N
         with faults.inject("file.write", errno.ENOSPC, after=1, times=None):
             result = ws.call("restore", {"name": "cp"})
         assert isinstance(result.error, WriteFailed)
-        assert "Rolling it back failed too" in result.text and "finish it" in result.text
+        # It says what happened, that the next command finishes it, and what the disk needs.
+        assert result.error.message.startswith("A write failed: No space left on device"), \
+            result.error.message
+        assert " Rolling it back failed too (A write failed: " in result.error.message
+        assert result.error.message.endswith(
+            "so the next gitspace command in this workspace will finish it from its journal.")
+        assert result.error.hint == system_hint(errno.ENOSPC)
         assert (copy / ".git" / "gitspace" / "journal.json").exists()
     with gitspace.open(copy, agent="tester") as ws:
         assert ws.repo.commit(ws.tip()).parents == (tip,)  # finished: the restore is the tip
@@ -387,3 +394,91 @@ def test_recovery_leaves_the_lock_of_a_live_git_process(copy: Path, tmp_path: Pa
         out = person.communicate(timeout=30)[0].decode()
     assert "Aborting commit due to empty commit message" in out
     assert not lock.exists()
+
+
+def test_recovery_breaks_the_locks_a_pull_took_since_its_first_journal(copy: Path) -> None:
+    """A pull's ref transaction locks refs from its first journal on ("since"); the journal it
+    leaves may be rewritten later. A lock taken in between is still the crashed pull's."""
+    lock = copy / ".git" / "refs" / "heads" / "other.lock"
+    with gitspace.open(copy, agent="tester") as ws:
+        ws.transactions.journal_write({"ref": None, "paths": [], "locks": ["refs/heads/other"],
+                                       "since": 0})
+        lock.write_bytes(b"")
+        os.utime(lock, ns=(1, 1))  # older than the last journal, newer than "since"
+    with gitspace.open(copy, agent="tester"):
+        pass
+    assert not lock.exists()
+    assert not (copy / ".git" / "gitspace" / "journal.json").exists()
+
+
+def test_a_checkpoint_cut_off_after_its_journal_is_finished_by_the_next_open(copy: Path) -> None:
+    """The process dies with the tag's lock taken, after the journal and before the tag: the
+    next open breaks the lock and makes the tag the journal names."""
+    journal = copy / ".git" / "gitspace" / "journal.json"
+    ref = "refs/tags/gitspace/cp2"
+    lock = copy / ".git" / f"{ref}.lock"
+    left: list[bytes] = []
+    with gitspace.open(copy, agent="tester") as ws:
+        with faults.inject("ref.update", lambda: left.append(journal.read_bytes())) as armed:
+            call_ok(ws, "checkpoint", {"name": "cp2"})
+        assert armed.fired == 1
+        target = git(copy, "rev-parse", ref).strip()
+    git(copy, "update-ref", "-d", ref)  # back to the instant the fault point marks
+    journal.write_bytes(left[0])
+    lock.write_bytes(b"")
+    with gitspace.open(copy, agent="tester"):
+        pass
+    assert git(copy, "rev-parse", ref).strip() == target
+    assert not leftovers(copy)
+
+
+class _GitCommitsItsLock(threading.Thread):
+    """Another git client that replaces ``lock`` over its ref a moment later."""
+
+    def __init__(self, lock: Path, ref: Path) -> None:
+        super().__init__()
+        self.lock, self.ref, self.error = lock, ref, None
+
+    def run(self) -> None:
+        time.sleep(0.3)
+        try:
+            os.replace(self.lock, self.ref)
+        except OSError as e:
+            self.error = e
+
+
+def test_recovery_waits_for_a_lock_about_to_be_committed(copy: Path) -> None:
+    """A lock that goes away within the wait is its owner's (a live client finishing), not the
+    crashed op's: recovery lets it finish instead of deleting it under the client's feet."""
+    ref = copy / ".git" / "refs" / "heads" / "theirs"
+    lock = ref.with_suffix(".lock")
+    with gitspace.open(copy, agent="tester") as ws:
+        lock.write_text(ws.tip() + "\n")
+        client = _GitCommitsItsLock(lock, ref)
+        client.start()
+        try:
+            transaction.break_stale_locks([lock], 0, ws.repo, wait=60)
+        finally:
+            client.join()
+        assert client.error is None
+        assert ref.read_text() == ws.tip() + "\n"
+
+
+# -- a durable workspace: each file and its folder flushed --------------------------------------
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["file", "folder-after-rename"])
+def test_a_failed_flush_leaves_everything_as_before(copy: Path, which: int) -> None:
+    """A durable workspace flushes each file before its rename and its folder after it. A
+    failed folder flush comes after the file is in place: the op must put the old one back."""
+    with gitspace.open(copy, agent="tester", durable=True) as ws:
+        before = everything(copy)
+        with faults.inject("file.fsync", errno.EIO, after=which) as armed:
+            result = ws.call("str_replace", {"path": "a.txt", "old_str": "ALPHA",
+                                             "new_str": "alpha"})
+        assert armed.fired == 1
+        assert isinstance(result.error, WriteFailed), result.text
+        assert result.error.message.endswith("Nothing was changed."), result.error.message
+        assert_as_before(copy, before)
+        assert ws.call("str_replace", {"path": "a.txt", "old_str": "ALPHA",
+                                       "new_str": "alpha"}).ok

@@ -255,10 +255,13 @@ def test_an_index_asked_to_split_is_split_from_5000_entries(ws_root: Path) -> No
     assert gitindex.SPLIT_OPT_IN_AT == 5000
     ws = _workspace_with_entries(ws_root, 4998)
     git(ws_root, "config", "core.splitIndex", "true")
-    call_ok(ws, "create", {"path": "one.txt", "file_text": "1\n"})
+    assert call_ok(ws, "create", {"path": "one.txt", "file_text": "1\n"}).notes == []
     assert len(gitindex.load(ws_root / ".git" / "index").paths) == 4999 and not _split(ws_root)
-    call_ok(ws, "create", {"path": "two.txt", "file_text": "2\n"})
+    notes = call_ok(ws, "create", {"path": "two.txt", "file_text": "2\n"}).notes
     assert len(gitindex.load(ws_root / ".git" / "index").paths) == 5000 and _split(ws_root)
+    # Said once, to the person: what changed, who cannot read it now, how to keep a plain index.
+    assert len(notes) == 1 and "5,000 entries" in notes[0] and "libgit2" in notes[0], notes
+    assert "'git config core.splitIndex false'" in notes[0]
     call_ok(ws, "delete", {"path": "two.txt"})
     assert not _split(ws_root)  # 4,999 again
     assert git(ws_root, "ls-files", "-s", "one.txt").split()[1] == \

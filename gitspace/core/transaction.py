@@ -314,9 +314,9 @@ class Transactions:
         except BaseException:
             self.cancel_journal()
             raise
-        # A path counts as written only once it succeeded: put_file changes nothing when it
-        # fails, and "restoring" a path it refused (a folder in the way) would destroy what is
-        # there.
+        # A path counts as written once it changed: put_file changes nothing when it fails
+        # (but for a failed flush after its rename, which it reports), and "restoring" a path
+        # it refused (a folder in the way) would destroy what is there.
         written: list[str] = []
         index: IndexUndo | None = None
         try:
@@ -379,11 +379,12 @@ class Transactions:
               done: list[str] | None = None) -> dict[str, os.stat_result]:
         """Write ``changes`` to the work tree in ``worktree.order`` (deletions first), one
         ``put_file`` each; the stats of the files written. ``lenient`` (recovery, rollback)
-        leaves a path whose way is blocked for the next snapshot instead of raising."""
+        leaves a path whose way is blocked for the next snapshot instead of raising. ``done``
+        gets each path written, and the path whose write failed after it changed it."""
         stats: dict[str, os.stat_result] = {}
         for rel in order(changes):
             try:
-                st = self.put_file(rel, changes[rel])
+                st = self.put_file(rel, changes[rel], done)
             except InTheWay:
                 if not lenient:
                     raise
@@ -394,10 +395,12 @@ class Transactions:
                 done.append(rel)
         return stats
 
-    def put_file(self, rel: str, state: State) -> os.stat_result | None:
+    def put_file(self, rel: str, state: State, changed: list[str] | None = None
+                 ) -> os.stat_result | None:
         """Make the work-tree path hold ``state`` (None: absent), atomically, never through a
-        link (``storage.worktree``); the stat of the file written."""
-        return self.files.put(rel, state)
+        link (``storage.worktree``); the stat of the file written. A failure after the path
+        changed (a durable folder's flush) adds it to ``changed`` first."""
+        return self.files.put(rel, state, changed=changed)
 
     def sync_index(
         self, paths: Iterable[str], commit: str, known: dict[str, os.stat_result] | None = None

@@ -12,7 +12,9 @@ Invariants:
   is written. (core/paths.py is the whole policy; this is the writer's last line.)
 - A file is written whole: into a new temporary file in its own folder (``O_CREAT | O_EXCL |
   O_NOFOLLOW``), then renamed over the path. A failed write leaves the path as it was, no
-  temporary file and no folder it created. A file's mode is 644 or 755, a link is a link.
+  temporary file and no folder it created, with one exception it reports: in a durable work
+  tree the folder is flushed after the rename, and when that fails the path already holds the
+  new content (the caller puts the old one back). A file's mode is 644 or 755, a link is a link.
 - Reading never follows a link either: a path beneath a link or a file is absent (as git sees
   it); a link reads as its target text; a fifo, socket or device is refused, never opened in a
   way that blocks.
@@ -278,8 +280,11 @@ class WorkTree:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def put(self, rel: str, state: State) -> os.stat_result | None:
-        """Make ``rel`` hold ``state`` (None: absent); the stat of what was written."""
+    def put(self, rel: str, state: State, *, changed: list[str] | None = None
+            ) -> os.stat_result | None:
+        """Make ``rel`` hold ``state`` (None: absent); the stat of what was written. A write
+        that fails after the path changed (only its folder's flush can) adds ``rel`` to
+        ``changed`` before it raises."""
         parts = parts_of(rel)
         with self._root() as root:
             if state is None:
@@ -291,7 +296,7 @@ class WorkTree:
                 except FileNotFoundError:
                     continue  # a folder on the way was removed meanwhile: walk again
                 try:
-                    return self._write_at(chain, parts[-1], rel, *state)
+                    return self._write_at(chain, parts[-1], rel, *state, changed)
                 except FileNotFoundError:
                     chain.prune(only_made=True)  # the folder held was removed: walk again
                 except BaseException:
@@ -359,8 +364,8 @@ class WorkTree:
             raise
         return chain
 
-    def _write_at(self, chain: _Chain, name: str, rel: str, data: bytes, mode: int
-                  ) -> os.stat_result:
+    def _write_at(self, chain: _Chain, name: str, rel: str, data: bytes, mode: int,
+                  changed: list[str] | None) -> os.stat_result:
         folder = chain.folder
         st = _lstat_at(folder, name)
         if st is not None and not (statmod.S_ISREG(st.st_mode) or statmod.S_ISLNK(st.st_mode)
@@ -388,8 +393,13 @@ class WorkTree:
             _unlink_quietly(folder, tmp)
             raise
         if self.durable:
-            faults.hit("file.fsync")
-            os.fsync(folder)
+            try:
+                faults.hit("file.fsync")
+                os.fsync(folder)
+            except BaseException:
+                if changed is not None:
+                    changed.append(rel)  # renamed already: only the caller can put it back
+                raise
         return os.stat(name, dir_fd=folder, follow_symlinks=False)
 
     def _temporary(self, folder: int, data: bytes, mode: int) -> str:

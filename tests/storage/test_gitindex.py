@@ -4,6 +4,7 @@ indexes in formats the writer does not handle fall back to git and still end cle
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import random
 import shutil
@@ -11,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import assert_clean, call_ok, git, git_env
+from conftest import assert_clean, call_ok, git, git_env, git_run
 
 import gitspace
 from gitspace import faults
@@ -188,3 +189,73 @@ def test_store_refuses_an_index_replaced_since_it_was_loaded(ws: gitspace.Worksp
     with pytest.raises(gitindex.IndexChanged):
         gitindex.store(index_path, index)
     assert "x.txt" in git(ws.root, "ls-files")
+
+
+def test_a_file_name_that_is_not_utf_8_in_an_index_only_git_writes(ws: gitspace.Workspace) -> None:
+    """A version 4 index goes through git update-index, which takes the name's own bytes."""
+    git(ws.root, "update-index", "--index-version", "4")
+    name = os.path.join(os.fsencode(ws.root), b"caf\xe9.txt")
+    with open(name, "wb") as out:
+        out.write(b"x\n")
+    assert ws.snapshot().ok
+    assert git_run(ws.root, "ls-files", "-z").stdout.split(b"\0").count(b"caf\xe9.txt") == 1
+    assert_index_matches_head(ws.root)
+
+
+def _index_of(ws: gitspace.Workspace, info: str) -> Path:
+    """The workspace's index with ``git update-index --index-info`` lines applied by git."""
+    git(ws.root, "update-index", "--index-info", input=info.encode())
+    return ws.root / ".git" / "index"
+
+
+def _stages(ws: gitspace.Workspace, rel: str) -> str:
+    """Stages 1, 2 and 3 of ``rel`` (a merge conflict), as --index-info lines."""
+    sha = ws.repo.write_blob(b"conflict\n")
+    return "".join(f"100644 {sha} {stage}\t{rel}\n" for stage in (1, 2, 3))
+
+
+def test_an_entry_with_no_stat_data_is_the_one_git_writes_for_cacheinfo(
+        ws: gitspace.Workspace) -> None:
+    """No stat (the file is not on disk): zeros, as git writes them, so git re-checks it."""
+    sha = ws.repo.write_blob(b"absent\n")
+    index_path = _index_of(ws, f"100644 {sha}\tabsent.txt\n")
+    by_git = gitindex.parse(index_path.read_bytes()).raw[b"absent.txt"]
+    ours = gitindex.Index()
+    ours.set("absent.txt", sha, 0o100644, None)
+    assert ours.raw[b"absent.txt"] == by_git
+
+
+def test_a_mandatory_extension_at_the_very_end_is_not_read_past(ws: gitspace.Workspace) -> None:
+    """An empty extension whose header ends where the checksum starts is still an extension:
+    a lowercase (mandatory) one this writer does not know makes it hand the index to git."""
+    data = (ws.root / ".git" / "index").read_bytes()[:-20] + b"abcd\0\0\0\0"
+    data += hashlib.sha1(data).digest()
+    with pytest.raises(gitindex.IndexUnsupported, match=r"^mandatory index extension b'abcd'$"):
+        gitindex.parse(data)
+
+
+def test_putting_back_a_conflicted_path_restores_its_stages(ws: gitspace.Workspace) -> None:
+    """What a rolled-back op puts back is the index it found, merge conflicts included."""
+    index_path = _index_of(ws, _stages(ws, "c.txt"))
+    before = index_path.read_bytes()
+    listing = git(ws.root, "ls-files", "-s")
+    index = gitindex.load(index_path)
+    saved = index.entries_of(["c.txt"])
+    index.set("c.txt", ws.repo.write_blob(b"resolved\n"), 0o100644, None)
+    index.put_back(saved)
+    gitindex.store(index_path, index)
+    assert git(ws.root, "ls-files", "-s") == listing
+    assert index_path.read_bytes() == before
+
+
+def test_a_file_in_place_of_a_conflicted_folder_drops_the_conflict(
+        ws: gitspace.Workspace) -> None:
+    index_path = _index_of(ws, _stages(ws, "fd/x.txt"))
+    index = gitindex.load(index_path)
+    sha = ws.repo.write_blob(b"a file now\n")
+    index.remove_conflicts("fd")
+    index.set("fd", sha, 0o100644, None)
+    gitindex.store(index_path, index)
+    listing = [line.split("\t") for line in git(ws.root, "ls-files", "-s").splitlines()]
+    assert [(path, entry) for entry, path in listing if path != ".gitignore"] == [
+        ("fd", f"100644 {sha} 0")]  # and nothing the header counts that is not there
