@@ -79,7 +79,8 @@ def test_the_init_commit_is_never_an_undo_target(ws_root: Path) -> None:
     with gitspace.init(ws_root) as person:
         [init] = ops(ws_root)
         call_refused(person, "undo", {}, ToolFailed, "Nothing to undo: there is no earlier op that is")
-        call_refused(person, "undo", {"op": init.op_id}, NotFound, f"There is no op {init.op_id}")
+        call_refused(person, "undo", {"op": init.op_id}, ToolFailed,
+                     f"Op {init.op_id} created the workspace; there is nothing before it to undo to.")
         call_ok(person, "create", {"path": "a.txt", "file_text": "a\n"})
         done = call_ok(person, "undo", {"count": 100})  # more than there are: only the create
         assert "Undid 1 op(s)" in done.text

@@ -68,7 +68,10 @@ def op_target(ws: Workspace, text: str) -> tuple[ledger.Op, Commit]:
     """The op ``text`` names (its id, or a unique start or end of it), to undo on this branch."""
     op_id = lookup.op_id(ws.repo, text)
     here = lookup.on_branch(ws.repo, op_id, ws.branch())
-    if here is not None and here.op.source != "init":
+    if here is not None:
+        if here.op.source == "init":
+            raise ToolFailed(f"Op {op_id} created the workspace; there is nothing before it to "
+                             "undo to.")
         if here.undone_by:
             raise ToolFailed(f"Op {op_id} is already undone.")
         return here.op, here.commit
@@ -76,8 +79,9 @@ def op_target(ws: Workspace, text: str) -> tuple[ledger.Op, Commit]:
     if found is not None and found.where in ("checkpoint", "branch"):
         raise ToolFailed(f"Op {op_id} created {found.where} {found.name}; it changed no files, so "
                          "there is nothing to undo.")
-    raise NotFound(f"There is no op {op_id} on branch {ws.branch()}"
-                   + (": it was recorded on another branch." if found else "."),
+    # lookup.op_id found the op recorded somewhere, and it is not on this branch.
+    raise NotFound(f"There is no op {op_id} on branch {ws.branch()}: it was recorded on another "
+                   "branch.",
                    hint="'gitspace log' lists the ops of this branch; undo an op on its own "
                    "branch ('gitspace switch BRANCH').")
 
