@@ -226,6 +226,8 @@ def test_a_path_too_long_for_the_system_is_shown_as_typed_and_cut_at_200_charact
     short = "x" * 200
     error = refused(lambda: paths.check_length(root, "n/" + short, short))
     assert error.message == f"The path {short!r} was refused: {why}."  # 200 characters: whole
+    error = refused(lambda: paths.check_length(root, "n/" + short))  # nothing typed: the path
+    assert error.message == f"The path {('n/' + short)[:200] + '...'!r} was refused: {why}."
 
 
 def test_resolve_for_writing_shows_the_path_as_typed(tmp_path: Path) -> None:

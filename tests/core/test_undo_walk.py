@@ -163,3 +163,21 @@ def test_a_redo_whose_change_overlaps_a_later_one_is_refused_by_name(ws_root: Pa
         assert isinstance(error, Conflict)
         assert error.message == (f"Cannot undo undo {undone}: a.txt was changed again since, and "
                                  "the changes overlap.")
+        assert error.hint == "Undo the later ops first, or restore a checkpoint. Nothing was changed."
+
+
+def test_undo_of_an_op_that_removed_two_files_restores_each_with_its_mode(
+        ws: gitspace.Workspace) -> None:
+    """A path already back as it was before the op is left alone, and the next one still
+    restored: with its executable bit, which a file written anew would not have."""
+    (ws.root / "d").mkdir()
+    (ws.root / "d" / "a.txt").write_text("a\n")
+    (ws.root / "d" / "run.sh").write_text("#!/bin/sh\n")
+    (ws.root / "d" / "run.sh").chmod(0o755)
+    assert ws.snapshot().ok
+    gone = call_ok(ws, "delete", {"path": "d"}).op
+    call_ok(ws, "create", {"path": "d/a.txt", "file_text": "a\n"})  # back as it was
+    call_ok(ws, "undo", {"op": gone})
+    assert tree(ws.root) == {"d/a.txt": "a\n", "d/run.sh": "#!/bin/sh\n"}
+    assert git(ws.root, "ls-files", "-s", "d/run.sh").split()[0] == "100755"
+    assert (ws.root / "d" / "run.sh").stat().st_mode & 0o111
