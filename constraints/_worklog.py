@@ -29,10 +29,10 @@ file without a final newline) is parsed on every read and never cached. With a c
 (``$GITSPACE_CACHE_DIR``: gitspace gives ``.git/gitspace/cache``) the summaries of one log are
 kept in ``worklog-<sha256(absolute path)>.json`` there. The cache is never written inside the
 work tree proper; inside its ``.git`` folder is fine (git never lists it, no op records it). A
-folder's record also keeps the log's tag and project totals, added up from exactly the segment
-summaries beside them, and each segment's own counts folded into one JSON string (decoded only
-when a segment changed and the totals are added up again): so answering from an unchanged
-1,000-segment log decodes no thousand small dictionaries.
+folder's record keeps each segment's summary as one row of numbers (see ``_row``) and the log's
+tag and project totals, added up from exactly those segments; each segment's own counts are kept
+apart in ``worklog-<...>.vocab.json`` (with its key), read only when a segment changed and the
+totals are added up again. So an unchanged 1,000-segment log is answered from rows of numbers.
 
 The cache never goes stale silently. A file's summary is trusted only while its (size, mtime_ns,
 ctime_ns, inode) are unchanged, and, git's racy-index rule, only if the file last changed before
@@ -74,7 +74,7 @@ from _boot import cache_folder
 from _common import Refusal, UsageError, fit, human_size, open_to_read, resolve
 
 K = 256  # entries per sparse-index block: two boundary blocks are ~50 KB of reading
-FORMAT = 3  # bump when the cache layout changes; old caches are then rebuilt
+FORMAT = 5  # bump when the cache layout changes; old caches are then rebuilt
 EDGE = 4096  # bytes hashed at each end of the indexed region to detect rewrites
 ROLL_BYTES = 128 * 1024  # a segment append_entry would grow past this starts a new segment
 GROUP = 100  # segments per group folder
@@ -246,31 +246,26 @@ def _with_tail(f: BinaryIO, idx: dict[str, Any], size: int) -> dict[str, Any]:
     if idx["end"] >= size:
         return idx
     f.seek(idx["end"])
-    tags, projects = vocabulary(idx)
-    out = {**idx, "tags": dict(tags), "projects": dict(projects),
+    # (A segment's summary made from its cached row has no counts of its own: the tail's alone.)
+    out = {**idx, "tags": dict(idx.get("tags", {})), "projects": dict(idx.get("projects", {})),
            "pts_us": list(idx["pts_us"]), "pts_off": list(idx["pts_off"])}
-    out.pop("vocab", None)  # (the counts are the dictionaries now)
     _add(out, f.read(size - idx["end"]), idx["end"])
     return out
 
 
-def vocabulary(idx: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-    """A summary's (tag counts, project counts): in a segment's cached summary they are kept
-    folded into one JSON string, ``vocab``, decoded only when the log's totals must be redone."""
-    if "vocab" in idx:
-        tags, projects = json.loads(idx["vocab"])
-        return tags, projects
-    return idx["tags"], idx["projects"]
+# A segment's summary as a folder's cache keeps it: one row of numbers, [size, mtime_ns,
+# ctime_ns, inode (its key), end, count, malformed, min, max, ordered (0/1), first, last,
+# pts_us, pts_off]. Its tag and project counts are kept apart (``_vocab_file``). No edge hashes:
+# a segment whose key changed is re-read whole, never extended.
+def _row(idx: dict[str, Any]) -> list[Any]:
+    return [*idx["stat"], idx["end"], idx["count"], idx["malformed"], idx["min"], idx["max"],
+            int(idx["ordered"]), idx["first"], idx["last"], idx["pts_us"], idx["pts_off"]]
 
 
-def _folded(idx: dict[str, Any]) -> dict[str, Any]:
-    """A segment's summary as the cache keeps it: the vocabulary folded, no edge hashes (a
-    segment whose key changed is re-read whole, never extended)."""
-    if "vocab" in idx:
-        return idx
-    out = {k: v for k, v in idx.items() if k not in ("tags", "projects", "head", "tail")}
-    out["vocab"] = json.dumps([idx["tags"], idx["projects"]], separators=(",", ":"))
-    return out
+def _unrow(row: list[Any]) -> dict[str, Any]:
+    return {"stat": row[:4], "end": row[4], "count": row[5], "malformed": row[6], "min": row[7],
+            "max": row[8], "ordered": bool(row[9]), "first": row[10], "last": row[11],
+            "pts_us": row[12], "pts_off": row[13]}
 
 
 def _key(st: os.stat_result) -> list[int]:
@@ -329,12 +324,30 @@ def _write_cache(file: Path | None, record: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- the parts of a log
 
 class Part:
-    """One file of a log: the single file, or one segment (``name`` relative to the folder)."""
+    """One file of a log: the single file, or one segment (``name`` relative to the folder).
+    Made from a summary (``idx``) or from a cached row, whose summary is decoded when a query
+    first reads it (most queries read the summaries of one or two segments of a thousand)."""
 
-    __slots__ = ("name", "where", "size", "idx")
+    __slots__ = ("name", "where", "size", "count", "malformed", "min", "max", "ordered", "_idx",
+                 "_row")
 
-    def __init__(self, name: str, where: str | Path, size: int, idx: dict[str, Any]) -> None:
-        self.name, self.where, self.size, self.idx = name, where, size, idx
+    def __init__(self, name: str, where: str | Path, size: int, idx: dict[str, Any] | None = None,
+                 row: list[Any] | None = None) -> None:
+        self.name, self.where, self.size, self._idx, self._row = name, where, size, idx, row
+        if idx is not None:
+            self.count, self.malformed, self.min, self.max, self.ordered = (
+                idx["count"], idx["malformed"], idx["min"], idx["max"], idx["ordered"])
+        else:
+            assert row is not None
+            self.count, self.malformed, self.min, self.max, self.ordered = (
+                row[5], row[6], row[7], row[8], bool(row[9]))
+
+    @property
+    def idx(self) -> dict[str, Any]:
+        if self._idx is None:
+            assert self._row is not None
+            self._idx = _unrow(self._row)
+        return self._idx
 
     @property
     def path(self) -> Path:
@@ -431,58 +444,94 @@ def segment_path(folder: Path, number: int) -> Path:
 Vocabulary = tuple[dict[str, int], dict[str, int]]  # (tag counts, project counts)
 
 
+def _vocab_file(cache: Path | None) -> Path | None:
+    """Where a folder's per-segment tag and project counts are kept, beside its record: read
+    only when a segment changed and the log's totals are added up again."""
+    return None if cache is None else cache.with_name(cache.name[:-5] + ".vocab.json")
+
+
+def _write_folder(cache: Path | None, folder: Path, rows: dict[str, list[Any]],
+                  vocab: dict[str, list[Any]], totals: list[dict[str, int]] | None) -> None:
+    """The counts first, then the record: a record whose counts file is older or missing only
+    makes the next change re-read the segments whose counts it lacks (checked by key)."""
+    _write_cache(_vocab_file(cache), {"format": FORMAT, "path": str(folder), "kind": "vocab",
+                                      "parts": vocab})
+    record: dict[str, Any] = {"format": FORMAT, "path": str(folder), "kind": "folder",
+                              "parts": rows}
+    if totals is not None:
+        record["totals"] = totals
+    _write_cache(cache, record)
+
+
 def _folder_parts(folder: Path) -> tuple[list[Part], int, Vocabulary]:
     """Every segment's part, re-reading only the segments whose summary cannot be trusted, and
-    the log's tag and project counts. The cache keeps those totals beside the summaries they
-    were added up from, so a log none of whose segments changed is answered without decoding a
-    thousand vocabularies."""
+    the log's tag and project counts. The record keeps those totals beside the rows they were
+    added up from, so a log none of whose segments changed is answered from rows of numbers."""
     found, others = segments(folder)
     cache = _cache_file(folder)
     record, written = _read_cache(cache, folder, "folder")
-    known: dict[str, Any] = record["parts"] if record else {}
-    fresh: dict[str, Any] = {}
+    known: dict[str, list[Any]] = record["parts"] if record else {}
+    keys = [_key(seg.st) for seg in found]
+    stale = []
+    for seg, key in zip(found, keys, strict=True):
+        row = known.get(seg.name)
+        stale.append(row is None or row[:4] != key or _racy(key, written))
+    changed = record is None or "totals" not in record or len(known) != len(found) or any(stale)
+    vocab: dict[str, list[Any]] = {}  # name -> [*key, tags, projects]
+    if changed:  # the totals are added up again: every segment's counts are needed
+        kept, _ = _read_cache(_vocab_file(cache), folder, "vocab")
+        counts: dict[str, list[Any]] = kept["parts"] if kept else {}
+        for i, (seg, key) in enumerate(zip(found, keys, strict=True)):
+            got = counts.get(seg.name)
+            if not stale[i] and got is not None and got[:4] == key:
+                vocab[seg.name] = got
+            else:
+                stale[i] = True  # (its counts are not known: read it again)
+    rows: dict[str, list[Any]] = {}
     parts = []
-    grown: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (cached summary, with its tail)
-    changed = record is None or len(known) != len(found)
+    grown: dict[str, dict[str, Any]] = {}  # name -> its summary with an unfinished last line
     done = 0  # bytes of the segments read so far: the progress a stopped call reports
     read = 0  # segments read in this call: a call stops only after making some progress
-    for seg in found:
-        key = _key(seg.st)
-        idx = known.get(seg.name)
-        if idx is None or idx.get("stat") != key or _racy(key, written):
+    for seg, key, again in zip(found, keys, stale, strict=True):
+        if again:
             if read and _out_of_time(cache is not None):
                 # Keep the summaries made and trusted so far; the next call reads on from here.
-                _write_cache(cache, {"format": FORMAT, "path": str(folder), "kind": "folder",
-                                     "parts": fresh})
+                _write_folder(cache, folder, rows, vocab, None)
                 raise _indexing(folder.name, done, sum(s.st.st_size for s in found))
             with open_to_read(seg.path) as f:
                 idx = _new_index()
                 _scan(f, idx, key[0])
                 idx["stat"] = key
-                idx = _folded(idx)
-            changed, read = True, read + 1
+            part = Part(seg.name, seg.entry.path, key[0], idx=idx)
+            row = _row(idx)
+            vocab[seg.name] = [*key, idx["tags"], idx["projects"]]
+            read += 1
+        else:
+            row = known[seg.name]
+            part = Part(seg.name, seg.entry.path, key[0], row=row)
         done += key[0]
-        fresh[seg.name] = idx
-        if idx["end"] < key[0]:
+        rows[seg.name] = row
+        if row[4] < key[0]:  # (its end: an unfinished last line)
             with open_to_read(seg.path) as f:
-                idx = _with_tail(f, idx, key[0])
-            grown.append((fresh[seg.name], idx))
-        parts.append(Part(seg.name, seg.entry.path, key[0], idx))
-    totals = None if changed or record is None else record.get("totals")
-    if totals is None:
-        totals = [_total(vocabulary(idx)[0] for idx in fresh.values()),
-                  _total(vocabulary(idx)[1] for idx in fresh.values())]
+                grown[seg.name] = _with_tail(f, part.idx, key[0])
+        parts.append(part)
     if changed:
-        _write_cache(cache, {"format": FORMAT, "path": str(folder), "kind": "folder",
-                             "parts": fresh, "totals": totals})
+        totals = [_total(v[4] for v in vocab.values()), _total(v[5] for v in vocab.values())]
+        _write_folder(cache, folder, rows, vocab, totals)
+    else:
+        assert record is not None
+        totals = record["totals"]
     tags, projects = totals
     if grown:  # unterminated last lines count too (never cached)
         tags, projects = dict(tags), dict(projects)
-        for base, tailed in grown:
-            for total, before, after in zip((tags, projects), vocabulary(base),
-                                            vocabulary(tailed)):
-                for name, n in after.items():
-                    total[name] = total.get(name, 0) + n - before.get(name, 0)
+        for part in parts:
+            tailed = grown.get(part.name)
+            for total, name in ((tags, "tags"), (projects, "projects")) if tailed else ():
+                before = part.idx.get(name, {})
+                for word, n in tailed[name].items():
+                    total[word] = total.get(word, 0) + n - before.get(word, 0)
+        parts = [Part(p.name, p.where, p.size, idx=grown[p.name]) if p.name in grown else p
+                 for p in parts]
     return parts, others, (tags, projects)
 
 
@@ -508,11 +557,11 @@ class Worklog:
             raise UsageError(f"{path.name!r} is neither a .jsonl worklog file nor a folder of "
                              "segments; give the path of one.")
         self.size = sum(p.size for p in self.parts)
-        self.count = sum(p.idx["count"] for p in self.parts)
-        self.malformed = sum(p.idx["malformed"] for p in self.parts)
-        live = [p for p in self.parts if p.idx["count"]]
-        self.earliest: int = min((p.idx["min"] for p in live), default=0)  # shown if count > 0
-        self.latest: int = max((p.idx["max"] for p in live), default=0)
+        self.count = sum(p.count for p in self.parts)
+        self.malformed = sum(p.malformed for p in self.parts)
+        live = [p for p in self.parts if p.count]
+        self.earliest: int = min((p.min for p in live), default=0)  # shown if count > 0
+        self.latest: int = max((p.max for p in live), default=0)
         self.tags: dict[str, int] = vocab[0]
         self.projects: dict[str, int] = vocab[1]
         self.disorder = _disorder(live, self.segmented)
@@ -528,15 +577,14 @@ class Worklog:
         spans: list[tuple[Part, int, int]] = []
         count = 0
         # The parts are in time order, so those overlapping [start, end) are consecutive.
-        first = bisect.bisect_left([p.idx["max"] for p in self._live], start)
+        first = bisect.bisect_left([p.max for p in self._live], start)
         for part in self._live[first:]:
-            idx = part.idx
-            if idx["min"] >= end:
+            if part.min >= end:
                 break
             with open_to_read(part.path) as f:
-                lo, lo_off = (0, idx["pts_off"][0]) if idx["min"] >= start else \
+                lo, lo_off = (0, part.idx["pts_off"][0]) if part.min >= start else \
                     _locate(f, part, start)
-                hi, hi_off = (idx["count"], part.size) if idx["max"] < end else \
+                hi, hi_off = (part.count, part.size) if part.max < end else \
                     _locate(f, part, end)
             count += hi - lo
             spans.append((part, lo_off, hi_off))
@@ -585,11 +633,11 @@ def _disorder(live: list[Part], segmented: bool) -> str | None:
     """Why the log is not in time order (None when it is), naming the segment for a folder."""
     previous: Part | None = None
     for part in live:
-        if not part.idx["ordered"]:
+        if not part.ordered:
             return f"entries inside {part.name} are out of time order" if segmented else ""
-        if previous is not None and part.idx["min"] < previous.idx["max"]:
-            return (f"{part.name} starts ({fmt_us(part.idx['min'])}) before {previous.name} ends "
-                    f"({fmt_us(previous.idx['max'])})")
+        if previous is not None and part.min < previous.max:
+            return (f"{part.name} starts ({fmt_us(part.min)}) before {previous.name} ends "
+                    f"({fmt_us(previous.max)})")
         previous = part
     return None
 

@@ -26,6 +26,7 @@ import gitspace
 from gitspace.replay.engine import replay
 
 ROLL = 128 * 1024
+MTIME, COUNT = 1, 5  # where a cached segment row keeps its mtime and its entry count
 SINGLE = "journal/one.jsonl"
 FOLDER = "journal/log"
 
@@ -267,16 +268,16 @@ def test_the_cache_is_used_unless_the_file_changed_in_its_tick(split: Env) -> No
     """A forged count in the cache is believed while the segment is older than the cache (so
     the cache is what answers), and ignored once the segment's time is not older (racy)."""
     split.ok("peek", {"path": FOLDER})
-    [cache] = split.cache.glob("worklog-*")
+    [cache] = split.cache.glob("worklog-" + "?" * 32 + ".json")
     record = json.loads(cache.read_text())
     seg = next(iter(record["parts"]))
-    record["parts"][seg]["count"] += 1000
+    record["parts"][seg][COUNT] += 1000
     cache.write_text(json.dumps(record))
     assert "7,000 entries" in split.ok("peek", {"path": FOLDER})
     future = cache.stat().st_mtime_ns + 10**9
     path = split.root / FOLDER / seg
     os.utime(path, ns=(future, future))  # changed "after" the cache was written: racy
-    record["parts"][seg]["stat"][1] = future
+    record["parts"][seg][MTIME] = future
     cache.write_text(json.dumps(record))
     os.utime(cache, ns=(future - 10**9, future - 10**9))
     assert "6,000 entries" in split.ok("peek", {"path": FOLDER})
@@ -286,7 +287,7 @@ def test_tag_totals_are_kept_beside_the_summaries_they_add_up(split: Env) -> Non
     """The cached totals answer while no segment changed; a changed segment (here: an
     unfinished last line, never cached) has them added up again from the summaries."""
     before = split.ok("peek", {"path": FOLDER})
-    [cache] = split.cache.glob("worklog-*")
+    [cache] = split.cache.glob("worklog-" + "?" * 32 + ".json")
     record = json.loads(cache.read_text())
     record["totals"][0]["forged"] = 7
     cache.write_text(json.dumps(record))
@@ -299,6 +300,14 @@ def test_tag_totals_are_kept_beside_the_summaries_they_add_up(split: Env) -> Non
     assert tag_count(after, "review") == tag_count(before, "review") + 1
     assert "6,001 entries" in after
     assert tag_count(split.ok("peek", {"path": FOLDER}), "unfinished") == 1  # (and again)
+    counts = cache.with_name(cache.name[:-5] + ".vocab.json")  # each segment's own counts
+    counts.unlink()
+    with open(last, "ab") as f:
+        f.write(b"\n")  # the line finished: a segment changed, and no counts kept for the rest
+    again = split.ok("peek", {"path": FOLDER})
+    assert tag_count(again, "review") == tag_count(before, "review") + 1
+    assert tag_count(again, "unfinished") == 1 and "6,001 entries" in again
+    assert counts.exists()
 
 
 def until_answered(env: Env, tool: str, args: dict) -> tuple[str, list[str]]:
@@ -455,13 +464,13 @@ def test_calls_through_ws_call_the_cli_and_mcp_use_the_cache_in_dot_git(
     for f in cache.glob("worklog-*"):
         f.unlink()
     assert "2,048 entries" in call_ok(ws, "peek", {"path": "journal/worklog"}).text
-    [record_file] = cache.glob("worklog-*")
+    [record_file] = cache.glob("worklog-" + "?" * 32 + ".json")
     assert_clean(ws.root)  # the cache is in .git: no outside change, nothing to commit
 
     def forge(extra: int) -> None:  # the cache is what answers while the segments are older
         record = json.loads(record_file.read_text())
         part = record["parts"]["0000/000001.jsonl"]
-        part["count"] = len((ws.root / "journal/worklog/0000/000001.jsonl")
+        part[COUNT] = len((ws.root / "journal/worklog/0000/000001.jsonl")
                             .read_text().splitlines()) + extra
         record_file.write_text(json.dumps(record))
 
