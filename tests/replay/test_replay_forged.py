@@ -465,3 +465,61 @@ def test_the_report_counts_commits_taken_as_recorded_by_why_and_says_it_all_as_j
         "recorded_why": {"root commit": 1, "not an op": 2}, "unverified": 0, "scripts": True,
         "onto": None, "branch": None, "created": None, "leftover": None, "ok": True,
         "result": "match", "checked": 4, "divergence": None}
+
+
+# -- the rest of the judge's reports ------------------------------------------------------------
+
+
+def test_an_op_of_a_source_this_replay_does_not_know_is_reported(
+        ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newer format may add a source (here 'hook'); this replay cannot check such an op."""
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    v1 = ledger.FORMATS[1]
+    monkeypatch.setitem(ledger.FORMATS, 3, dataclasses.replace(v1, sources=(*v1.sources, "hook")))
+    tree = tree_with(ws.root, "HEAD", {"b.md": "b\n"})
+    msg = op_message("hook wrote b.md", "hook_write", "hook", '{"path":"b.md"}', agent="tester")
+    tip = commit_tree(ws.root, tree, head(ws.root), by="tester <tester@gitspace>",
+                      msg=msg.replace("Gitspace-Format: 1", "Gitspace-Format: 3"))
+    d = replay(ws, tip).divergence
+    assert d is not None and (d.commit, d.tool) == (tip, "hook_write") and d.paths == ["b.md"]
+    assert d.reason == "its source 'hook' is one this replay does not know how to check."
+
+
+def test_a_script_op_of_a_tool_that_is_gone_fails_to_re_run(ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    tree = tree_with(ws.root, "HEAD", {"b.md": "b\n"})
+    tip = commit_tree(ws.root, tree, head(ws.root), by="tester <tester@gitspace>",
+                      msg=op_message("gone b.md", "gone", "tool", "{}", agent="tester",
+                                     extra="Gitspace-Script: " + "ab" * 20 + "\n"))
+    d = replay(ws, tip).divergence
+    assert d is not None and (d.commit, d.tool) == (tip, "gone")
+    assert d.reason.startswith("re-running it failed: "), d.reason
+    assert "gone" in d.reason
+
+
+def test_a_built_in_script_changed_since_its_op_is_named_as_built_in(ws: Workspace) -> None:
+    call_ok(ws, "append_entry", {"path": "log.jsonl", "text": "one", "ts": "2026-01-01T00:00:00Z"})
+    msg = message(ws.root, "HEAD")
+    ran = re.search(r"^Gitspace-Script: ([0-9a-f]{40})$", msg, re.M)
+    assert ran is not None
+    forged = "cd" * 20
+    tip = like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"),
+               msg.replace(ran.group(1), forged))
+    d = replay(ws, tip).divergence
+    assert d is not None and (d.commit, d.tool) == (tip, "append_entry")
+    assert d.reason == (f"the script changed since the op: it ran blob {forged[:12]}, but the "
+                        f"built-in script append_entry of this gitspace is blob {ran.group(1)[:12]}.")
+
+
+def test_a_plain_commit_whose_tree_names_a_file_twice_is_reported_without_paths(
+        ws: Workspace) -> None:
+    """Neither applying the tree nor listing what it changes can read it: the divergence says
+    why, with no paths and no diff."""
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    base = head(ws.root)
+    twice = with_entries(ws.root, "HEAD", [("100644", b"d", blob(ws.root, b"one\n")),
+                                           ("100755", b"d", blob(ws.root, b"two\n"))])
+    tip = commit_tree(ws.root, twice, base, msg="a commit from elsewhere\n")
+    d = replay(ws, tip, base).divergence
+    assert d is not None and d.commit == tip and (d.op_id, d.paths, d.diff) == (None, [], [])
+    assert "names 'd' twice" in d.reason, d.reason
