@@ -39,13 +39,14 @@ from ..errors import (
     WriteFailed,
     system_hint,
 )
-from ..storage import gitindex, ledger, lockfile
+from ..storage import gitindex, ledger, lockfile, racyindex
 from ..storage.gitrepo import FILE_MODE, Entry, GitRepo, Identity
 from ..storage.worktree import InTheWay, State, WorkTree, order, parts_of
 from .paths import check_tree_paths
 from .result import UNCHANGED, Result
 
 COMMITTER = Identity("gitspace", "gitspace@localhost")
+NS = 1_000_000_000
 INDEX_TRIES = 5  # loads of an index another git process keeps replacing under us
 
 
@@ -437,7 +438,10 @@ class Transactions:
                 change(index)
                 was_split = index.shared is not None
                 split = self._split_index(index)
+                since = index.origin[2] // NS if index.origin else None
                 gitindex.store(index_path, index, split=split, private=self.repo.private)
+                if since is not None:
+                    self._smudge_unseen(index_path, index, since, split)
                 if split and not was_split:
                     self.notes.append(_split_note(len(index.paths)))
                 return
@@ -452,6 +456,19 @@ class Transactions:
                     raise
         raise LockTimeout(f"{index_path} kept changing while gitspace {doing}.",
                           hint="Wait for the other git process to finish, then try again.")
+
+    def _smudge_unseen(self, index_path: Path, index: gitindex.Index, since: int,
+                       split: bool) -> None:
+        """git's racy-git rule for the index just stored: an entry it now trusts whose file
+        changed unseen in the entry's own second is smudged (racyindex.unseen_changes), and the
+        index stored again."""
+        assert index.origin is not None
+        unseen = racyindex.unseen_changes(self.ws.root, index, since, index.origin[2] // NS)
+        if unseen:
+            for path in unseen:
+                index.raw[path] = gitindex.smudged(index.raw[path])
+                index.changed.add(path)
+            gitindex.store(index_path, index, split=split, private=self.repo.private)
 
     def _restore_index(self, saved: IndexUndo, paths: list[str], commit: str) -> None:
         """Put back the index entries ``sync_index`` replaced, byte for byte; an index only git

@@ -22,6 +22,10 @@ An index with a racy entry that is not one plain stage-0 entry (a conflict, skip
 intent-to-add) is left to git. ``settle`` runs under the caller's op lock; a git process writing
 the index meanwhile makes it give up (IndexLocked, IndexChanged), leaving the index as it was:
 slow, never wrong.
+
+``unseen_changes`` is the same rule for the index an op writes (git's own writer applies it too):
+an entry that was racy and that the new index makes git trust is checked once, and smudged if its
+file changed unseen; copied byte for byte, it would hide that change from git for good.
 """
 
 from __future__ import annotations
@@ -207,5 +211,71 @@ def _hash_file(full: bytes, st: os.stat_result) -> hashlib._Hash | None:
         if read != st.st_size or _identity(os.fstat(fd)) != _identity(st):
             return None
         return digest
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- when an op writes the index
+
+def unseen_changes(root: Path, index: gitindex.Index, since: int, until: int) -> list[bytes]:
+    """What git's own index writer smudges (``ce_smudge_racily_clean_entry``): the entries that
+    were racy in the index as loaded (stamped second ``since``) and that the index just written
+    (second ``until``) makes git trust, whose file git's stat comparison would take for unchanged
+    although its content is not the entry's blob. A file changed in the entry's own second, with
+    the same size, is such a file; copied byte for byte into a later index it would stay hidden
+    from ``git status`` for good. Only entries whose second lies in [since, until) are read: each
+    file an op writes is looked at about once, by the first op of a later second."""
+    if until <= since:
+        return []
+    base = os.fsencode(root)
+    found = []
+    for path in index.paths:
+        raw = index.raw[path]
+        if not since <= int.from_bytes(raw[8:12], "big") < until:
+            continue
+        fields = gitindex.stat_data(raw)
+        if fields[6] not in (FILE_MODE, EXEC_MODE, LINK_MODE) or fields[9] == 0:
+            continue  # a submodule, or size 0 (smudged, or empty: any write changes its size)
+        full = os.path.join(base, path)
+        try:
+            st = os.lstat(full)
+        except OSError:
+            continue  # gone: git sees that
+        if not _git_trusts(fields, st):
+            continue  # git sees a change by stat alone
+        if _content_sha(full, st) != gitindex.entry_sha(raw):
+            found.append(path)
+    return found
+
+
+def _git_trusts(fields: tuple[int, ...], st: os.stat_result) -> bool:
+    """Would git take the file for unchanged by its stat data (whole seconds, as built here)?"""
+    m = 0xFFFFFFFF
+    kind = LINK_MODE if statmod.S_ISLNK(st.st_mode) else (
+        EXEC_MODE if statmod.S_ISREG(st.st_mode) and st.st_mode & 0o100 else
+        FILE_MODE if statmod.S_ISREG(st.st_mode) else 0)
+    return (fields[0], fields[2], fields[5], fields[6], fields[7], fields[8], fields[9]) == (
+        (st.st_ctime_ns // NS) & m, (st.st_mtime_ns // NS) & m, st.st_ino & m, kind,
+        st.st_uid & m, st.st_gid & m, st.st_size & m)
+
+
+def _content_sha(full: bytes, st: os.stat_result) -> str | None:
+    """The blob id of what the file holds (None: unreadable, which counts as changed)."""
+    try:
+        if statmod.S_ISLNK(st.st_mode):
+            data = os.readlink(full)
+            return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        digest = hashlib.sha1(b"blob %d\0" % st.st_size)
+        read = 0
+        while chunk := os.read(fd, _BLOCK):
+            digest.update(chunk)
+            read += len(chunk)
+        return digest.hexdigest() if read == st.st_size else None
+    except OSError:
+        return None
     finally:
         os.close(fd)
