@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import subprocess
 import threading
 import time
@@ -397,13 +398,14 @@ def test_recovery_leaves_the_lock_of_a_live_git_process(copy: Path, tmp_path: Pa
 
 
 def test_recovery_breaks_the_locks_a_pull_took_since_its_first_journal(copy: Path) -> None:
-    """A pull's ref transaction locks refs from its first journal on ("since"); the journal it
-    leaves may be rewritten later. A lock taken in between is still the crashed pull's."""
+    """A pull's ref transaction locks refs from its first journal on ("since"); the journal its
+    checkout move writes comes later. A lock taken in between is still the crashed pull's."""
     lock = copy / ".git" / "refs" / "heads" / "other.lock"
-    with gitspace.open(copy, agent="tester") as ws:
-        ws.transactions.journal_write({"ref": None, "paths": [], "locks": ["refs/heads/other"],
-                                       "since": 0})
-        lock.write_bytes(b"")
+    with gitspace.open(copy, agent="tester") as ws, ws.transactions.lock():
+        tip = ws.tip()
+        ws.transactions.publish("main", tip, tip, {}, {}, {}, transaction.COMMITTER, "pull",
+                                locks=["refs/heads/other"], keep_journal=True, locked_since=0)
+        lock.write_bytes(b"")  # the pull dies here, its transaction holding other's lock
         os.utime(lock, ns=(1, 1))  # older than the last journal, newer than "since"
     with gitspace.open(copy, agent="tester"):
         pass
@@ -482,3 +484,92 @@ def test_a_failed_flush_leaves_everything_as_before(copy: Path, which: int) -> N
         assert_as_before(copy, before)
         assert ws.call("str_replace", {"path": "a.txt", "old_str": "ALPHA",
                                        "new_str": "alpha"}).ok
+
+
+# -- another process in the window between two of gitspace's calls ---------------------------
+
+
+def _replace_index(copy: Path) -> Callable[[], None]:
+    """A git client that rewrites the index (same entries, a new file) each time it is run."""
+    index = copy / ".git" / "index"
+
+    def rewrite() -> None:
+        fresh = index.with_name("index.theirs")
+        fresh.write_bytes(index.read_bytes())
+        os.replace(fresh, index)
+
+    return rewrite
+
+
+def test_an_index_that_keeps_changing_fails_the_op_with_what_to_do(copy: Path) -> None:
+    with gitspace.open(copy, agent="tester") as ws:
+        before = everything(copy)
+        with faults.inject("index.store", _replace_index(copy), times=None) as armed:
+            result = ws.call("append", {"path": "a.txt", "text": "more\n"})
+        assert armed.fired == transaction.INDEX_TRIES
+        assert result.error is not None and result.error.message == (
+            f"{copy / '.git' / 'index'} kept changing while gitspace updated it."), result.text
+        assert result.error.hint == "Wait for the other git process to finish, then try again."
+        before["index"] = everything(copy)["index"]  # (the other client's rewrite)
+        assert_as_before(copy, before)
+
+
+def test_an_index_that_keeps_changing_while_an_op_rolls_back(copy: Path) -> None:
+    """The op failed after its index was stored; putting the index back meets a git client
+    rewriting it every time. The op says so; the next open finishes the op instead."""
+    with gitspace.open(copy, agent="tester") as ws:
+        tip = ws.tip()
+        with faults.inject("journal.remove", errno.EIO), \
+                faults.inject("index.store", _replace_index(copy), after=1, times=None):
+            result = ws.call("append", {"path": "a.txt", "text": "more\n"})
+        assert isinstance(result.error, WriteFailed), result.text
+        assert (f"Rolling it back failed too ({copy / '.git' / 'index'} kept changing while "
+                "gitspace rolled it back.)") in result.error.message
+    with gitspace.open(copy, agent="tester") as ws:
+        assert ws.repo.commit(ws.tip()).parents == (tip,)
+        assert (copy / "a.txt").read_text().endswith("more\n")
+    assert git(copy, "status", "--porcelain") == ""
+    assert not leftovers(copy)
+
+
+def test_a_rollback_leaves_what_another_process_put_at_a_written_path(copy: Path) -> None:
+    """Between the op's file write and its index store another process puts a fifo where the
+    file was written; the store then fails. The rollback moves everything else back and leaves
+    the fifo (not gitspace's to remove) for the person."""
+    path = copy / "a.txt"
+
+    def swap_then_fail() -> None:
+        path.unlink()
+        os.mkfifo(path)
+        raise faults.os_error(errno.EIO, "index.store")
+
+    with gitspace.open(copy, agent="tester") as ws:
+        before = everything(copy)
+        with faults.inject("index.store", swap_then_fail):
+            result = ws.call("append", {"path": "a.txt", "text": "more\n"})
+        assert isinstance(result.error, WriteFailed), result.text
+        assert result.error.message.endswith("Nothing was changed."), result.error.message
+        assert stat.S_ISFIFO(os.lstat(path).st_mode)
+        path.unlink()
+        after = everything(copy)
+        assert after["refs"] == before["refs"] and after["index"] == before["index"]
+        assert not leftovers(copy)
+
+
+def test_recovery_writes_the_index_entries_with_the_files_stat_data(copy: Path) -> None:
+    """An op that died after its files were written: the next open finishes the index from the
+    files on disk, stat data included (git status then trusts it instead of re-reading)."""
+    with gitspace.open(copy, agent="tester") as ws:
+        call_ok(ws, "create", {"path": "late.txt", "file_text": "late\n"})
+        ws.transactions.journal_write({"ref": "refs/heads/main",
+                                       "old": ws.repo.commit(ws.tip()).parents[0],
+                                       "new": ws.tip(), "paths": ["late.txt"]})
+    index = copy / ".git" / "index"
+    git(copy, "update-index", "--index-info", input=b"0 " + b"0" * 40 + b"\tlate.txt\n")
+    with gitspace.open(copy, agent="tester"):
+        pass
+    st = os.lstat(copy / "late.txt")
+    entry = gitindex.stat_data(gitindex.parse(index.read_bytes()).raw[b"late.txt"])
+    assert entry == (st.st_ctime_ns // 10**9, st.st_ctime_ns % 10**9, st.st_mtime_ns // 10**9,
+                     st.st_mtime_ns % 10**9, st.st_dev & 0xFFFFFFFF, st.st_ino & 0xFFFFFFFF,
+                     0o100644, st.st_uid, st.st_gid, st.st_size)

@@ -250,8 +250,7 @@ def _split(root: Path) -> bool:
 
 
 def test_an_index_asked_to_split_is_split_from_5000_entries(ws_root: Path) -> None:
-    """core.splitIndex=true: from SPLIT_OPT_IN_AT entries on. (Unasked, an index is split only
-    from SPLIT_AT, 100,000 entries: too many for a test to build.)"""
+    """core.splitIndex=true: from SPLIT_OPT_IN_AT entries on (unasked, only from SPLIT_AT)."""
     assert gitindex.SPLIT_OPT_IN_AT == 5000
     ws = _workspace_with_entries(ws_root, 4998)
     git(ws_root, "config", "core.splitIndex", "true")
@@ -267,6 +266,23 @@ def test_an_index_asked_to_split_is_split_from_5000_entries(ws_root: Path) -> No
     assert git(ws_root, "ls-files", "-s", "one.txt").split()[1] == \
         git(ws_root, "rev-parse", "HEAD:one.txt").strip()
     ws.close()
+
+
+def test_an_index_of_100000_entries_is_split_unless_the_config_says_false(ws_root: Path) -> None:
+    """Unasked, from SPLIT_AT entries on; core.splitIndex=false keeps it plain at any size (for
+    the libgit2 and dulwich clients the note names)."""
+    assert gitindex.SPLIT_AT == 100_000
+    ws = _workspace_with_entries(ws_root, gitindex.SPLIT_AT - 2)
+    call_ok(ws, "create", {"path": "one.txt", "file_text": "1\n"})
+    assert not _split(ws_root)
+    notes = call_ok(ws, "create", {"path": "two.txt", "file_text": "2\n"}).notes
+    assert _split(ws_root) and len(notes) == 1 and "100,000 entries" in notes[0]
+    ws.close()
+    git(ws_root, "config", "core.splitIndex", "false")
+    with gitspace.open(ws_root, agent="tester") as ws:
+        assert call_ok(ws, "create", {"path": "three.txt", "file_text": "3\n"}).notes == []
+    assert not _split(ws_root)
+    assert len(gitindex.load(ws_root / ".git" / "index").paths) == gitindex.SPLIT_AT + 1
 
 
 @pytest.mark.parametrize("length", [4094, 4095, 4096])

@@ -3,6 +3,7 @@ outside edits are never folded into a tool's commit, and git's environment canno
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -24,7 +25,14 @@ from conftest import (
 )
 
 import gitspace
-from gitspace.errors import BadArguments, FileRefused, PathRefused, ToolFailed
+from gitspace.core import transaction
+from gitspace.errors import (
+    BadArguments,
+    FileRefused,
+    PathRefused,
+    ToolFailed,
+    system_hint,
+)
 
 MiB = 1 << 20
 
@@ -205,6 +213,22 @@ def test_failure_after_partial_multi_file_write_rolls_back(ws: gitspace.Workspac
     assert_clean(root)
 
 
+def test_a_write_over_the_file_size_cap_is_refused_with_what_to_do(
+        ws: gitspace.Workspace) -> None:
+    result = ws.call("create", {"path": "big.txt", "file_text": "x" * (MiB + 1)})
+    assert isinstance(result.error, FileRefused), result.text
+    assert result.error.message == (
+        "Refused to write big.txt: 1,048,577 bytes is over the 1,048,576-byte cap.")
+    assert result.error.hint == "Split the content into smaller files."
+    assert not (ws.root / "big.txt").exists()
+
+
+def test_a_refused_write_says_what_the_system_said_and_where() -> None:
+    failure = transaction.write_failed(OSError(errno.ENOSPC, "No room (quota)", "/ws/a.txt"))
+    assert failure.message == "A write failed: No room (quota) (/ws/a.txt). Nothing was changed."
+    assert failure.hint == system_hint(errno.ENOSPC)
+
+
 # -- outside edits ---------------------------------------------------------------------------
 
 
@@ -229,6 +253,8 @@ def test_outside_edit_of_touched_file_is_its_own_op(ws: gitspace.Workspace) -> N
     assert changed_files(root, "HEAD~1") == ["a.txt"]
     assert git(root, "show", "HEAD~1:a.txt") == "one\ntwo\nthree (by hand)\n"
     assert git(root, "log", "-1", "--format=%an|%cn", "HEAD~1").strip() == "unknown|gitspace"
+    assert 'Outside changes found before str_replace.\n\nFiles:\n"a.txt"\n' in message_of(
+        root, "HEAD~1")  # (git log shows the person which files changed outside)
     assert git(root, "diff", "HEAD~1", "HEAD") == git(root, "diff", "HEAD~1", "HEAD", "--", "a.txt")
     diff = git(root, "diff", "-U0", "HEAD~1", "HEAD", "--", "a.txt")
     assert [ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")] == [
