@@ -17,7 +17,7 @@ from ..core.workspace import Workspace
 from ..errors import NotFound, PathRefused
 from ..storage import ledger
 from ..storage.gitrepo import EMPTY_TREE, Commit, GitRepo
-from ..tools.registry import all_tools
+from ..tools.registry import tool_named
 from ..tools.script_header import Script
 from .scratch import Scratch
 
@@ -168,7 +168,7 @@ def reexecute(sc: Scratch, commit: Commit, op: ledger.Op, args: dict[str, Any],
               compare: bool) -> Divergence | None:
     """Re-run ``op``; with ``compare``, its tree and full message must equal the recorded ones."""
     before = sc.tip()
-    tool = all_tools(sc.ws).get(op.tool)
+    tool = tool_named(sc.ws, op.tool)
     if tool is not None and tool.moves_refs:
         return diverged(sc, commit, op, f"it records a {op.tool} call, but {op.tool} moves refs "
                         "and records no commit of its own, so no commit can be its op.")
@@ -227,7 +227,7 @@ def _recorded_as_written(sc: Scratch, commit: Commit, op: ledger.Op, new: Commit
 
 def script_for(ws: Workspace, tool: str) -> Script | None:
     """The constraint script calling ``tool`` would run now (None for a built-in tool or none)."""
-    found = all_tools(ws).get(tool)
+    found = tool_named(ws, tool)
     return found.script if found else None
 
 
@@ -249,7 +249,7 @@ def script_change(ws: Workspace, op: ledger.Op, script: Script | None) -> str | 
     """Why the op's recorded ``Gitspace-Script`` is not ``script``, the one that would run now."""
     if op.script is None:
         return None  # a script that would run now is caught by the trailer comparison
-    tool = all_tools(ws).get(op.tool)
+    tool = tool_named(ws, op.tool)
     if tool is not None and tool.script is None:
         return f"the op ran script {op.script[:12]}, but {op.tool} is now a built-in tool."
     if script is None:

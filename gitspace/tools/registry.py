@@ -119,6 +119,11 @@ class Registry:
             tools.update(self.scripts(ws, set(tools)))
         return dict(sorted(tools.items()))
 
+    def get(self, ws: Workspace, name: str) -> Tool | None:
+        """The tool called ``name``, or None. A built-in is found without discovering the
+        scripts (a script never shadows one), so a built-in call costs no look at the folders."""
+        return self.builtins[name] if name in self.builtins else self.all(ws).get(name)
+
     def find(self, ws: Workspace, name: str) -> Tool:
         if name in self.builtins:
             return self.builtins[name]
@@ -146,6 +151,11 @@ def registry_of(ws: Workspace) -> Registry:
     if not isinstance(ws.tools, Registry):
         raise TypeError(f"{ws.root} was opened with tools that are not a Registry.")
     return ws.tools
+
+
+def tool_named(ws: Workspace, name: str) -> Tool | None:
+    """The tool ``ws`` offers under ``name`` (a built-in or a constraint script), or None."""
+    return registry_of(ws).get(ws, name)
 
 
 def all_tools(ws: Workspace) -> dict[str, Tool]:
