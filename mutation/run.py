@@ -60,7 +60,8 @@ REPLAY = ["tests/replay/test_replay.py", "tests/replay/test_replay_forged.py",
 MODULES: dict[str, tuple[str, list[str]]] = {
     "transaction": ("gitspace/core/transaction.py", [
         "tests/core/test_transaction.py", "tests/core/test_branches.py",
-        "tests/storage/test_gitindex.py", *INDEX_LIMITS, *FAULTS]),
+        "tests/storage/test_gitindex.py", "tests/storage/test_racyindex.py", *INDEX_LIMITS,
+        *FAULTS]),
     "ledger": ("gitspace/storage/ledger.py", [
         "tests/storage/test_ledger.py", "tests/storage/test_ledger_exact.py",
         "tests/harness/test_harness_ledger.py",
@@ -77,8 +78,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "the_longest_path_the_system_takes_in_this_workspace",
             "a_one_byte_name_at_the_limit_leaves_room_for_the_tmp_file"))]),
     "gitindex": ("gitspace/storage/gitindex.py", [
-        "tests/storage/test_gitindex.py", "tests/storage/test_split_index.py", *INDEX_LIMITS,
-        *FAULTS]),
+        "tests/storage/test_gitindex.py", "tests/storage/test_split_index.py",
+        "tests/storage/test_racyindex.py", *INDEX_LIMITS, *FAULTS]),
     "engine": ("gitspace/replay/engine.py", REPLAY),
     "judge": ("gitspace/replay/judge.py", REPLAY),
 }

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import shutil
 import stat
 import subprocess
@@ -573,3 +574,20 @@ def test_recovery_writes_the_index_entries_with_the_files_stat_data(copy: Path) 
     assert entry == (st.st_ctime_ns // 10**9, st.st_ctime_ns % 10**9, st.st_mtime_ns // 10**9,
                      st.st_mtime_ns % 10**9, st.st_dev & 0xFFFFFFFF, st.st_ino & 0xFFFFFFFF,
                      0o100644, st.st_uid, st.st_gid, st.st_size)
+
+
+def test_a_journal_that_cannot_even_be_opened_reports_that(copy: Path) -> None:
+    """No descriptor left (EMFILE): the journal's tmp file never exists, and cleaning up after
+    the failure must not hide it under an error of its own."""
+    with gitspace.open(copy, agent="tester") as ws:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        lowest = os.open(os.devnull, os.O_RDONLY)  # the descriptor the next open would get
+        os.close(lowest)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest, hard))
+        try:
+            with pytest.raises(OSError) as caught:
+                ws.transactions.journal_write({"ref": None, "paths": []})
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert caught.value.errno == errno.EMFILE, caught.value
+    assert not leftovers(copy)
