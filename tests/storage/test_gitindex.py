@@ -128,6 +128,7 @@ def test_skip_worktree_flag_in_a_version_3_index_is_preserved(ws: gitspace.Works
     _prepare(ws)
     git(root, "update-index", "--skip-worktree", "dir0/f0.txt")
     assert (root / ".git" / "index").read_bytes()[4:8] == b"\0\0\0\3"  # git upgraded it
+    assert gitindex.parse((root / ".git" / "index").read_bytes()).version == 3  # ours to write
     for n in range(1, 6):
         call_ok(ws, "append", {"path": f"dir{n % 3}/f{n}.txt", "text": "more\n"})
     flags = {ln[2:]: ln[0] for ln in git(root, "ls-files", "-v").splitlines()}
@@ -186,7 +187,7 @@ def test_store_refuses_an_index_replaced_since_it_was_loaded(ws: gitspace.Worksp
     index = gitindex.load(index_path)
     (ws.root / "x.txt").write_text("x\n")
     git(ws.root, "add", "x.txt")
-    with pytest.raises(gitindex.IndexChanged):
+    with pytest.raises(gitindex.IndexChanged, match=f"^{index_path}$"):
         gitindex.store(index_path, index)
     assert "x.txt" in git(ws.root, "ls-files")
 
@@ -250,12 +251,59 @@ def test_putting_back_a_conflicted_path_restores_its_stages(ws: gitspace.Workspa
 
 def test_a_file_in_place_of_a_conflicted_folder_drops_the_conflict(
         ws: gitspace.Workspace) -> None:
-    index_path = _index_of(ws, _stages(ws, "fd/x.txt"))
-    index = gitindex.load(index_path)
     sha = ws.repo.write_blob(b"a file now\n")
+    # (beside it, names that sort between "fd/" and anything longer: "0" sorts right after "/")
+    index_path = _index_of(ws, _stages(ws, "fd/x.txt") + "".join(
+        f"100644 {sha}\t{name}\n" for name in ("fd.txt", "fd0", "fdA", "fd_x")))
+    index = gitindex.load(index_path)
     index.remove_conflicts("fd")
     index.set("fd", sha, 0o100644, None)
     gitindex.store(index_path, index)
     listing = [line.split("\t") for line in git(ws.root, "ls-files", "-s").splitlines()]
     assert [(path, entry) for entry, path in listing if path != ".gitignore"] == [
-        ("fd", f"100644 {sha} 0")]  # and nothing the header counts that is not there
+        (path, f"100644 {sha} 0") for path in ("fd", "fd.txt", "fd0", "fdA", "fd_x")]
+    # (and nothing the header counts that is not there)
+
+
+@pytest.mark.parametrize("signature", [b"ABCD", b"Zzzz"])
+def test_an_optional_extension_is_skipped(ws: gitspace.Workspace, signature: bytes) -> None:
+    """An extension named from an uppercase letter (A to Z) is a cache a reader may ignore."""
+    plain = (ws.root / ".git" / "index").read_bytes()
+    data = plain[:-20] + signature + b"\0\0\0\1x"
+    data += hashlib.sha1(data).digest()
+    assert gitindex.parse(data).raw == gitindex.parse(plain).raw
+
+
+def test_an_empty_index_is_read_back(ws: gitspace.Workspace) -> None:
+    index_path = ws.root / ".git" / "index"
+    index = gitindex.load(index_path)
+    index.remove(".gitignore")
+    gitindex.store(index_path, index)
+    assert len(index_path.read_bytes()) == 32  # a header and a checksum
+    assert gitindex.parse(index_path.read_bytes()).paths == []
+    assert git(ws.root, "ls-files") == ""
+
+
+def test_an_unchanged_index_is_parsed_once(ws: gitspace.Workspace) -> None:
+    """An op in a long-running process reuses the index it parsed while the file is the same."""
+    index_path = ws.root / ".git" / "index"
+    first = gitindex.load(index_path, copy=False)
+    assert gitindex.load(index_path, copy=False) is first
+    git(ws.root, "update-index", "--index-info",
+        input=f"100644 {ws.repo.write_blob(b'x')}\tx.txt\n".encode())
+    assert gitindex.load(index_path, copy=False) is not first
+
+
+def test_a_shared_index_in_use_is_never_pruned_however_old(ws: gitspace.Workspace) -> None:
+    """Folding the same entries again names the shared file already there, which may be older
+    than the hour after which unused ones go: it stays, the index links to it."""
+    index_path = ws.root / ".git" / "index"
+    gitindex.store(index_path, gitindex.load(index_path), split=True)  # writes a shared file
+    shared = list(index_path.parent.glob("sharedindex.*"))
+    assert len(shared) == 1
+    gitindex.store(index_path, gitindex.load(index_path), split=False)  # plain again
+    hours_ago = shared[0].stat().st_mtime - 7200
+    os.utime(shared[0], (hours_ago, hours_ago))
+    gitindex.store(index_path, gitindex.load(index_path), split=True)  # the same entries
+    assert shared[0].exists()
+    assert git(ws.root, "ls-files") == ".gitignore\n"
