@@ -177,29 +177,28 @@ def _verify(root: Path, path: bytes, mode: int, sha: str, now: int,
         if not _plain_folders(base, path, folders):
             return None
         st = os.lstat(full)
-        if max(st.st_mtime_ns, st.st_ctime_ns) // NS >= now:
-            return None  # changed in this very second: it could change again unseen
-        if mode == LINK_MODE:
-            if not statmod.S_ISLNK(st.st_mode):
-                return None
-            data = os.readlink(full)
-            digest = hashlib.sha1(b"blob %d\0" % len(data) + data)
-            if _identity(os.lstat(full)) != _identity(st):
-                return None
-        else:
-            if not statmod.S_ISREG(st.st_mode) or bool(st.st_mode & 0o100) != (mode == EXEC_MODE):
-                return None
-            hashed = _hash_file(full, st)
-            if hashed is None:
-                return None
-            digest = hashed
     except OSError:
         return None
-    return st if digest.hexdigest() == sha else None
+    if max(st.st_mtime_ns, st.st_ctime_ns) // NS >= now:
+        return None  # changed in this very second: it could change again unseen
+    if mode == LINK_MODE and not statmod.S_ISLNK(st.st_mode) or mode != LINK_MODE and (
+            not statmod.S_ISREG(st.st_mode) or bool(st.st_mode & 0o100) != (mode == EXEC_MODE)):
+        return None
+    return st if _blob_sha(full, st) == sha else None
 
 
-def _hash_file(full: bytes, st: os.stat_result) -> hashlib._Hash | None:
-    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+def _blob_sha(full: bytes, st: os.stat_result) -> str | None:
+    """The blob id of what ``full`` holds, a link or a regular file as ``st`` says, never through
+    a link; None when it cannot be read or changed while it was read."""
+    try:
+        if statmod.S_ISLNK(st.st_mode):
+            data = os.readlink(full)
+            if _identity(os.lstat(full)) != _identity(st):
+                return None
+            return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
     try:
         if _identity(os.fstat(fd)) != _identity(st):
             return None
@@ -210,7 +209,9 @@ def _hash_file(full: bytes, st: os.stat_result) -> hashlib._Hash | None:
             read += len(chunk)
         if read != st.st_size or _identity(os.fstat(fd)) != _identity(st):
             return None
-        return digest
+        return digest.hexdigest()
+    except OSError:
+        return None
     finally:
         os.close(fd)
 
@@ -243,7 +244,7 @@ def unseen_changes(root: Path, index: gitindex.Index, since: int, until: int) ->
             continue  # gone: git sees that
         if not _git_trusts(fields, st):
             continue  # git sees a change by stat alone
-        if _content_sha(full, st) != gitindex.entry_sha(raw):
+        if _blob_sha(full, st) != gitindex.entry_sha(raw):  # (unreadable counts as changed)
             found.append(path)
     return found
 
@@ -257,25 +258,3 @@ def _git_trusts(fields: tuple[int, ...], st: os.stat_result) -> bool:
     return (fields[0], fields[2], fields[5], fields[6], fields[7], fields[8], fields[9]) == (
         (st.st_ctime_ns // NS) & m, (st.st_mtime_ns // NS) & m, st.st_ino & m, kind,
         st.st_uid & m, st.st_gid & m, st.st_size & m)
-
-
-def _content_sha(full: bytes, st: os.stat_result) -> str | None:
-    """The blob id of what the file holds (None: unreadable, which counts as changed)."""
-    try:
-        if statmod.S_ISLNK(st.st_mode):
-            data = os.readlink(full)
-            return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        digest = hashlib.sha1(b"blob %d\0" % st.st_size)
-        read = 0
-        while chunk := os.read(fd, _BLOCK):
-            digest.update(chunk)
-            read += len(chunk)
-        return digest.hexdigest() if read == st.st_size else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
