@@ -28,7 +28,7 @@ from pathlib import Path
 from ..core import paths
 from ..core.transaction import disk_state
 from ..core.workspace import Workspace
-from ..errors import GitspaceError, LockTimeout, PathRefused
+from ..errors import GitspaceError, LockTimeout, PathRefused, WriteFailed
 from ..storage import ledger, racyindex
 from ..storage.gitrepo import EXEC_MODE, FILE_MODE, LINK_MODE
 from ..storage.worktree import parts_of
@@ -164,8 +164,8 @@ def settle(ws: Workspace, *, locked: bool = False) -> None:
     try:
         with ws.transactions.lock(timeout=_SETTLE_WAIT):
             racyindex.settle(index, ws.root, private=ws.repo.private)
-    except LockTimeout:
-        pass  # an op is running: this call pays for the racy entries, a later one settles them
+    except (LockTimeout, WriteFailed, OSError):
+        pass  # an op is running (or the lock cannot be had here): a later call settles them
 
 
 def take(ws: Workspace, copy_budget: int = 0) -> Before:

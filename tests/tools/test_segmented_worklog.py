@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -585,3 +586,37 @@ def test_a_read_only_script_rewriting_a_segment_after_a_split_is_caught(
         assert b'"TEXT"' in aside.read_bytes()
         assert_clean(root)
         assert "12,000 entries" in call_ok(ws, "peek", {"path": FOLDER}).text
+
+
+def test_a_read_while_an_op_holds_the_lock_answers_and_settles_later(tmp_path: Path) -> None:
+    """Settling takes the op lock briefly; while another process holds it the read answers
+    anyway (re-hashing the racy segments, slow and correct), and a later read settles."""
+    from gitspace.storage import racyindex
+
+    root = tmp_path / "ws"
+    (root / "journal").mkdir(parents=True)
+    (root / ".gitignore").write_text("journal/big.jsonl\n")
+    gen_worklog.write(root / "journal/big.jsonl", entries=12_000)
+    with gitspace.init(root, agent="tester") as ws:
+        call_ok(ws, "split_worklog", {"path": "journal/big.jsonl", "into": FOLDER})
+        index = ws.repo.gitdir / "index"
+        holder = subprocess.Popen(
+            [sys.executable, "-c", "import fcntl, os, sys, time\n"
+             "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+             "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(30)\n",
+             str(ws.repo.gitdir / "gitspace" / "lock")], stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            found = racyindex.racy(index)
+            assert found is not None and found.worth_settling()
+            while not found.settled_by_now():
+                time.sleep(0.05)
+            assert "12,000 entries" in call_ok(ws, "peek", {"path": FOLDER}).text
+            assert racyindex.racy(index) == found  # not settled: the lock was taken
+        finally:
+            holder.kill()
+            holder.wait()
+        assert "12,000 entries" in call_ok(ws, "peek", {"path": FOLDER}).text
+        settled = racyindex.racy(index)
+        assert settled is not None and settled.entries == 0
+        assert_clean(root)
