@@ -74,7 +74,7 @@ from _boot import cache_folder
 from _common import Refusal, UsageError, fit, human_size, open_to_read, resolve
 
 K = 256  # entries per sparse-index block: two boundary blocks are ~50 KB of reading
-FORMAT = 5  # bump when the cache layout changes; old caches are then rebuilt
+FORMAT = 6  # bump when the cache layout changes; old caches are then rebuilt
 EDGE = 4096  # bytes hashed at each end of the indexed region to detect rewrites
 ROLL_BYTES = 128 * 1024  # a segment append_entry would grow past this starts a new segment
 GROUP = 100  # segments per group folder
@@ -253,19 +253,24 @@ def _with_tail(f: BinaryIO, idx: dict[str, Any], size: int) -> dict[str, Any]:
     return out
 
 
-# A segment's summary as a folder's cache keeps it: one row of numbers, [size, mtime_ns,
-# ctime_ns, inode (its key), end, count, malformed, min, max, ordered (0/1), first, last,
-# pts_us, pts_off]. Its tag and project counts are kept apart (``_vocab_file``). No edge hashes:
-# a segment whose key changed is re-read whole, never extended.
+# A segment's summary as a folder's cache keeps it: one row, [size, mtime_ns, ctime_ns, inode
+# (its key), end, count, malformed, min, max, ordered (0/1), where], ``where`` being first, last
+# and the sparse index (pts_us, then pts_off) as one string of numbers: JSON decodes a string
+# far faster than a list of big numbers, and only a query that reads into the segment splits it.
+# Its tag and project counts are kept apart (``_vocab_file``). No edge hashes: a segment whose
+# key changed is re-read whole, never extended.
 def _row(idx: dict[str, Any]) -> list[Any]:
+    where = " ".join(map(str, [idx["first"], idx["last"], *idx["pts_us"], *idx["pts_off"]]))
     return [*idx["stat"], idx["end"], idx["count"], idx["malformed"], idx["min"], idx["max"],
-            int(idx["ordered"]), idx["first"], idx["last"], idx["pts_us"], idx["pts_off"]]
+            int(idx["ordered"]), where]
 
 
 def _unrow(row: list[Any]) -> dict[str, Any]:
+    first, last, *pts = [None if n == "None" else int(n) for n in row[10].split()]
+    half = len(pts) // 2
     return {"stat": row[:4], "end": row[4], "count": row[5], "malformed": row[6], "min": row[7],
-            "max": row[8], "ordered": bool(row[9]), "first": row[10], "last": row[11],
-            "pts_us": row[12], "pts_off": row[13]}
+            "max": row[8], "ordered": bool(row[9]), "first": first, "last": last,
+            "pts_us": pts[:half], "pts_off": pts[half:]}
 
 
 def _key(st: os.stat_result) -> list[int]:
