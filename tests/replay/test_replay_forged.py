@@ -332,6 +332,7 @@ def test_a_from_that_leaves_nothing_or_shares_no_history_says_what_to_pass(ws: W
     later = head(ws.root)
     with pytest.raises(BadRange) as nothing:
         replay(ws, tip, base=later)
+    assert nothing.value.option == "--from"
     assert nothing.value.message == (f"{later[:12]} already contains every commit of "
                                      f"{tip[:12]}, so there are no ops after it to replay.")
     assert nothing.value.hint == ("--from names the commit the ops to replay start after, or the "
@@ -381,6 +382,7 @@ def test_a_plain_commit_whose_tree_no_work_tree_can_hold_is_reported_at_itself(
     d = report.divergence
     assert d is not None and d.commit == tip and d.op_id is None and d.tool is None
     assert "refused the path" in d.reason, d.reason
+    assert (report.base, report.start, report.total) == (base, base, 1)
     assert report.as_recorded == 0 and report.checked == 0
 
 
@@ -523,3 +525,68 @@ def test_a_plain_commit_whose_tree_names_a_file_twice_is_reported_without_paths(
     d = replay(ws, tip, base).divergence
     assert d is not None and d.commit == tip and (d.op_id, d.paths, d.diff) == (None, [], [])
     assert "names 'd' twice" in d.reason, d.reason
+
+
+def test_a_message_with_bytes_that_are_not_utf8_is_shown_with_replacement_characters(
+        ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    honest = message(ws.root, "HEAD").encode()
+    forged = honest.replace(b"\n\nGitspace-Format", b"\n\nSign\xe9: boss\n\nGitspace-Format", 1)
+    who = b"tester <tester@gitspace> 1700000000 +0000"
+    raw = (f"tree {tree_of(ws.root, 'HEAD')}\nparent {head(ws.root, 'HEAD~1')}\n".encode()
+           + b"author " + who + b"\ncommitter " + who + b"\n\n" + forged)
+    # (git commit-tree would re-encode the message as if it were Latin-1: written as it is)
+    tip = subprocess.run(["git", "hash-object", "-t", "commit", "--literally", "-w", "--stdin"],
+                         cwd=ws.root, env=git_env(), input=raw, capture_output=True,
+                         check=True).stdout.decode().strip()
+    d = replay(ws, tip).divergence
+    assert d is not None and d.commit == tip and d.tool == "create"
+    assert "-Sign\ufffd: boss" in d.diff, d.diff
+
+
+def test_a_file_that_is_not_utf8_is_diffed_with_replacement_characters(ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    latin = with_entries(ws.root, "HEAD~1", [("100644", b"a.md", blob(ws.root, b"caf\xe9\n"))])
+    tip = like(ws.root, "HEAD", latin, head(ws.root, "HEAD~1"))
+    d = replay(ws, tip).divergence
+    assert d is not None and d.reason == "re-running it produced different files."
+    assert d.paths == ["a.md"] and "-caf\ufffd" in d.diff and "+a" in d.diff
+
+
+def test_an_outside_edit_without_an_agent_must_be_authored_as_a_persons(ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    tree = tree_with(ws.root, "HEAD", {"b.md": "b\n"})
+    msg = op_message("external edit of b.md", "external_edit", "external",
+                     '{"count":1,"paths":["b.md"]}')
+    honest = commit_tree(ws.root, tree, head(ws.root), by="human <human@gitspace>", msg=msg)
+    assert replay(ws, honest).ok
+    forged = commit_tree(ws.root, tree, head(ws.root), by="Mallory <m@evil.example>", msg=msg)
+    d = replay(ws, forged).divergence
+    assert d is not None and d.reason == ("its author is 'Mallory <m@evil.example>', but gitspace "
+                                          "authors an op of agent 'human' as "
+                                          "'human <human@gitspace>'.")
+
+
+def test_a_persons_git_colours_never_reach_the_report(ws: Workspace, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[color]\n\tui = always\n\tdiff = always\n")
+    monkeypatch.setenv("HOME", str(home))
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    tip = like(ws.root, "HEAD", tree_with(ws.root, "HEAD", {"a.md": "b\n"}), head(ws.root, "HEAD~1"))
+    d = replay(ws, tip).divergence
+    assert d is not None and "-b" in d.diff and "+a" in d.diff
+    assert not any("\x1b" in line for line in d.diff), d.diff
+
+
+def test_a_diff_shows_the_first_20_paths_and_counts_the_lines_it_leaves_out(
+        ws: Workspace) -> None:
+    """21 files the re-run did not write: the diff is of the first 20 (7 lines each), cut at 40
+    lines, and the last line counts the other 100."""
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    extra = {f"f{i:02}.md": f"{i}\n" for i in range(21)}
+    tip = like(ws.root, "HEAD", tree_with(ws.root, "HEAD", extra), head(ws.root, "HEAD~1"))
+    d = replay(ws, tip).divergence
+    assert d is not None and d.paths == sorted(extra)
+    assert len(d.diff) == 41 and d.diff[-1] == "... 100 more diff lines", d.diff[-1]
