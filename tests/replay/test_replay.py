@@ -405,7 +405,8 @@ def test_a_forged_subject_or_an_added_body_line_is_caught(ws: Workspace, forge: 
     tip = like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"), forged)
     d = replay(ws, tip).divergence
     assert d is not None and d.tool == "str_replace" and not d.paths
-    assert d.reason.startswith("its message differs from the one the tool writes")
+    assert d.reason == ("its message differs from the one the tool writes: a subject or body "
+                        "line the tool did not write.")
     assert "--- recorded message" in d.diff and "+++ replayed message" in d.diff
     assert all(line in d.diff for line in shown)
 
