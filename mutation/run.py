@@ -245,6 +245,13 @@ def score(name: str, module: str, folder: Path, equivalents: list[dict[str, str]
     result = Score(name, module)
     everything = mutants_of(folder, module)
     result.population = len(everything)
+    # An equivalent stays current while a mutant it names is not killed, in the sample or not
+    # (outside a sample it may be untested yet): a sample that no longer draws it is no reason
+    # to drop it; a mutant killed, or code that changed, is.
+    for code, mutant in everything.values():
+        if code not in KILLED:
+            used.update(i for i, entry in enumerate(equivalents)
+                        if _matches(entry, module, mutant))
     chosen = folder / "sample.json"
     keys = json.loads(chosen.read_text()) if chosen.exists() else list(everything)
     for key in keys:
@@ -255,10 +262,9 @@ def score(name: str, module: str, folder: Path, equivalents: list[dict[str, str]
         if code in KILLED:
             result.killed += 1
             continue
-        for i, entry in enumerate(equivalents):
+        for entry in equivalents:
             if _matches(entry, module, mutant):
                 result.equivalent.append((mutant, entry["why"]))
-                used.add(i)
                 break
         else:
             result.survivors.append(mutant)

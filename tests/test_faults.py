@@ -357,6 +357,19 @@ def test_recovery_leaves_locks_older_than_the_journal(copy: Path) -> None:
     assert not (git_dir / "gitspace" / "journal.json").exists()
 
 
+def test_recovery_breaks_the_locks_the_crashed_op_took(copy: Path) -> None:
+    git_dir = copy / ".git"
+    mine = [git_dir / "index.lock", git_dir / "HEAD.lock", git_dir / "refs" / "heads" / "main.lock"]
+    with gitspace.open(copy, agent="tester") as ws:
+        _crashed_after_the_ref_moved(ws)
+        for lock in mine:  # taken after its journal
+            lock.write_bytes(b"")
+    with gitspace.open(copy, agent="tester"):
+        pass
+    assert [lock for lock in mine if lock.exists()] == []
+    assert not leftovers(copy)
+
+
 EDITOR = """#!/bin/sh
 touch "$GITSPACE_TEST_STARTED"
 n=0
@@ -414,25 +427,35 @@ def test_recovery_breaks_the_locks_a_pull_took_since_its_first_journal(copy: Pat
     assert not (copy / ".git" / "gitspace" / "journal.json").exists()
 
 
-def test_a_checkpoint_cut_off_after_its_journal_is_finished_by_the_next_open(copy: Path) -> None:
-    """The process dies with the tag's lock taken, after the journal and before the tag: the
-    next open breaks the lock and makes the tag the journal names."""
-    journal = copy / ".git" / "gitspace" / "journal.json"
-    ref = "refs/tags/gitspace/cp2"
-    lock = copy / ".git" / f"{ref}.lock"
-    left: list[bytes] = []
+CUT_OFF = {  # op: the point where its process dies (journal written, the ref or HEAD not moved)
+    "checkpoint": (_call("checkpoint", {"name": "cp2"}), "ref.update"),
+    "append": (_call("append", {"path": "a.txt", "text": "more\n"}), "ref.update"),
+    "switch": (_call("switch", {"name": "other"}), "head.update"),
+}
+
+
+def _settled(root: Path) -> dict[str, object]:
+    """What an op leaves: refs, HEAD, files, and the index as git lists it."""
+    return {**{k: v for k, v in everything(root).items() if k != "index"},
+            "index": git(root, "ls-files", "-s"), "status": git(root, "status", "--porcelain")}
+
+
+@pytest.mark.parametrize("name", sorted(CUT_OFF))
+def test_an_op_cut_off_after_its_journal_is_finished_by_the_next_open(
+        copy: Path, tmp_path: Path, name: str) -> None:
+    """The process dies after its journal, with the ref's (or HEAD's) lock taken: a copy of the
+    workspace taken at that instant is what it leaves. Opening that copy breaks the lock and
+    finishes the op from the journal, exactly as the op ends when it runs through."""
+    act, point = CUT_OFF[name]
+    crashed = tmp_path / "crashed"
     with gitspace.open(copy, agent="tester") as ws:
-        with faults.inject("ref.update", lambda: left.append(journal.read_bytes())) as armed:
-            call_ok(ws, "checkpoint", {"name": "cp2"})
-        assert armed.fired == 1
-        target = git(copy, "rev-parse", ref).strip()
-    git(copy, "update-ref", "-d", ref)  # back to the instant the fault point marks
-    journal.write_bytes(left[0])
-    lock.write_bytes(b"")
-    with gitspace.open(copy, agent="tester"):
+        with faults.inject(point, lambda: shutil.copytree(copy, crashed, symlinks=True)):
+            assert act(ws).ok
+    assert (crashed / ".git" / "gitspace" / "journal.json").exists()
+    with gitspace.open(crashed, agent="tester"):
         pass
-    assert git(copy, "rev-parse", ref).strip() == target
-    assert not leftovers(copy)
+    assert _settled(crashed) == _settled(copy)
+    assert not leftovers(crashed)
 
 
 class _GitCommitsItsLock(threading.Thread):

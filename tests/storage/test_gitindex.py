@@ -149,7 +149,8 @@ def test_index_lock_held_by_git_makes_the_op_fail_cleanly(
     before = git(ws.root, "rev-parse", "HEAD").strip()
     result = ws.call("append", {"path": "a.txt", "text": "2\n"})
     assert not result.ok and isinstance(result.error, LockTimeout)
-    assert "index.lock exists" in result.text
+    assert result.error.message == f"{lock} exists: another git process is updating the index."
+    assert result.error.hint == "If no git process is running, remove that file and try again."
     assert lock.read_bytes() == b""  # someone else's lock is left alone
     lock.unlink()
     assert git(ws.root, "rev-parse", "HEAD").strip() == before
@@ -307,3 +308,40 @@ def test_a_shared_index_in_use_is_never_pruned_however_old(ws: gitspace.Workspac
     gitindex.store(index_path, gitindex.load(index_path), split=True)  # the same entries
     assert shared[0].exists()
     assert git(ws.root, "ls-files") == ".gitignore\n"
+
+
+def test_conflict_stages_in_a_split_index_are_read_and_written_back(
+        ws: gitspace.Workspace) -> None:
+    """Stages in the shared file (positions of a path with several entries) and stages git
+    added after it (one entry per stage, told apart by their flags) both survive our write."""
+    sha = ws.repo.write_blob(b"bulk\n")  # (git keeps the shared file while under 20% changed)
+    index_path = _index_of(ws, _stages(ws, "shared-conflict.txt") + "".join(
+        f"100644 {sha}\tbulk/{n}.txt\n" for n in range(30)))
+    git(ws.root, "update-index", "--split-index")  # the shared file now holds those stages
+    _index_of(ws, _stages(ws, "added-conflict.txt"))  # written by git after the shared file
+    listing = git(ws.root, "ls-files", "-s")
+    index = gitindex.parse(index_path.read_bytes(), index_path.parent)
+    assert index.shared is not None
+    assert index.extra_stages == {b"shared-conflict.txt": 2, b"added-conflict.txt": 2}
+    assert b"added-conflict.txt" not in index.shared.positions
+    other = ws.repo.write_blob(b"other\n")
+    index.set("other.txt", other, 0o100644, None)
+    gitindex.store(index_path, index, split=True)
+    expected = [*listing.splitlines(), f"100644 {other} 0\tother.txt"]
+    assert git(ws.root, "ls-files", "-s").splitlines() == sorted(
+        expected, key=lambda line: (line.split("\t")[1], line.split()[2]))
+
+
+def test_a_changed_entry_of_a_split_index_is_written_as_a_replacement(
+        ws: gitspace.Workspace) -> None:
+    """Its shared entry is replaced in place (git takes the name from it): the split file holds
+    one nameless entry, not a deletion and the whole entry again."""
+    index_path = ws.root / ".git" / "index"
+    gitindex.store(index_path, gitindex.load(index_path), split=True)
+    index = gitindex.load(index_path)
+    index.set(".gitignore", ws.repo.write_blob(b"changed\n"), 0o100644, None)
+    gitindex.store(index_path, index, split=True)
+    _, entries, _ = gitindex._entries(index_path.read_bytes())
+    assert [path for path, _ in entries] == [b""]
+    assert git(ws.root, "ls-files", "-s", ".gitignore").split()[1] == ws.repo.write_blob(
+        b"changed\n")
