@@ -111,6 +111,26 @@ def test_every_refusal_of_undo_and_redo_changes_nothing(person: gitspace.Workspa
     call_refused(person, "redo", {}, ToolFailed, "Nothing to redo: a new op (create")
 
 
+def test_a_persons_redo_over_an_outside_edit_of_the_same_lines_is_a_conflict(
+        person: gitspace.Workspace, ws_root: Path) -> None:
+    """An outside edit after an undo does not end what redo may re-apply (only a tool op does),
+    but when it changed the same lines the redo is refused, naming the undo, and changes nothing."""
+    call_ok(person, "create", {"path": "a.txt", "file_text": "x\n"})
+    call_ok(person, "str_replace", {"path": "a.txt", "old_str": "x", "new_str": "y"})
+    undone = call_ok(person, "undo", {}).op
+    (ws_root / "a.txt").write_text("z\n")
+    assert person.snapshot().ok
+    call_refused(person, "redo", {}, Conflict,
+                 f"Cannot undo undo {undone}: a.txt was changed again since, and the changes overlap.")
+    # Another outside edit: a.txt back as the undo left it, and a new file. Now redo applies.
+    (ws_root / "b.txt").write_text("elsewhere\n")
+    (ws_root / "a.txt").write_text("x\n")
+    assert person.snapshot().ok
+    call_ok(person, "redo", {})
+    assert tree(ws_root) == {"a.txt": "y\n", "b.txt": "elsewhere\n"}
+    assert_clean(ws_root)
+
+
 def test_undo_by_id_of_an_op_on_another_branch_is_refused(person: gitspace.Workspace) -> None:
     call_ok(person, "branch", {"name": "side"})
     side = call_ok(person, "create", {"path": "s.txt", "file_text": "side\n"}).op
