@@ -614,3 +614,27 @@ def test_a_journal_that_cannot_even_be_opened_reports_that(copy: Path) -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         assert caught.value.errno == errno.EMFILE, caught.value
     assert not leftovers(copy)
+
+
+def test_taking_back_a_scripts_write_leaves_what_another_process_put_there(copy: Path) -> None:
+    """A mutating script changed a.txt; the op then fails, and meanwhile another process made
+    a.txt a folder with a file in it. Taking the script's write back cannot go through that
+    folder: it is left (not gitspace's to remove) and the op reports its own failure."""
+    write_script(copy / "constraints", "touch_a", True, "printf 'by the script\\n' > a.txt\n")
+    path = copy / "a.txt"
+
+    def make_a_folder_then_fail() -> None:
+        path.unlink()
+        path.mkdir()
+        (path / "theirs.txt").write_text("theirs\n")
+        raise faults.os_error(errno.EIO, "object.write")
+
+    with gitspace.open(copy, agent="tester") as ws:
+        assert ws.snapshot().ok  # the new script is recorded
+        tip = ws.tip()
+        with faults.inject("object.write", make_a_folder_then_fail) as armed:
+            result = ws.call("touch_a", {"path": "a.txt"})
+        assert armed.fired == 1
+        assert isinstance(result.error, WriteFailed), result.text
+        assert ws.tip() == tip
+    assert (path / "theirs.txt").read_text() == "theirs\n"
