@@ -320,8 +320,8 @@ def test_conflict_stages_in_a_split_index_are_read_and_written_back(
     git(ws.root, "update-index", "--split-index")  # the shared file now holds those stages
     _index_of(ws, _stages(ws, "added-conflict.txt"))  # written by git after the shared file
     listing = git(ws.root, "ls-files", "-s")
+    assert gitindex.load(index_path).shared is not None  # read by us, its shared file too
     index = gitindex.parse(index_path.read_bytes(), index_path.parent)
-    assert index.shared is not None
     assert index.extra_stages == {b"shared-conflict.txt": 2, b"added-conflict.txt": 2}
     assert b"added-conflict.txt" not in index.shared.positions
     other = ws.repo.write_blob(b"other\n")
