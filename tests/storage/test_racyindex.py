@@ -156,3 +156,24 @@ def test_the_next_op_keeps_a_change_made_in_the_entrys_own_second_visible(
     assert status(root) == [" M d1/a.txt"]  # still seen (smudged), not hidden
     assert written.snapshot().ok and status(root) == []  # and gitspace commits it as usual
     assert git(root, "show", "HEAD:d1/a.txt").encode() == target.read_bytes()
+
+
+def test_a_smudged_entry_keeps_a_split_index_split(written: gitspace.Workspace,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index stored again with the smudged entry keeps the format the op chose."""
+    monkeypatch.setattr(gitindex, "SPLIT_OPT_IN_AT", 40)  # (written holds 300 entries)
+    root = written.root
+    git(root, "config", "core.splitIndex", "true")
+    target = root / "d1" / "a.txt"
+    old = target.read_bytes()
+    target.write_bytes(old.replace(b"file 1", b"file I"))
+    loaded = gitindex.load(root / ".git" / "index")
+    loaded.set("d1/a.txt", hash_object("blob", old), 0o100644, target.lstat())
+    gitindex.store(root / ".git" / "index", loaded)
+    make_racy(root)
+    past_the_second(root)
+    with gitspace.open(root, agent="tester") as ws:  # (reads core.splitIndex afresh)
+        call_ok(ws, "create", {"path": "other.txt", "file_text": "another op\n"})
+    assert status(root) == [" M d1/a.txt"]  # smudged, so still seen
+    index_path = root / ".git" / "index"
+    assert gitindex.parse(index_path.read_bytes(), index_path.parent).shared is not None
