@@ -151,7 +151,7 @@ CASES: dict[str, tuple[Callable[[Workspace], str], str | None, str]] = {
                                      "of two"),
     "elided in another form": (elided_in_another_form, "create",
                                "its argument 'file_text' is elided in a form the ledger does not "
-                               "define"),
+                               "define, so the op cannot be checked."),
     "elided with another size": (elided_with_another_size, "create",
                                  "the elided argument 'file_text' says 7 bytes, but its blob "
                                  "78981922613b has 2, so the op cannot be checked."),  # (a\n)
@@ -171,7 +171,8 @@ CASES: dict[str, tuple[Callable[[Workspace], str], str | None, str]] = {
     "transcript elsewhere": (transcript_elsewhere, "transcript",
                              "its path argument is not transcripts/<session>.json"),
     "built-in tool with a script": (builtin_with_a_script, "create",
-                                    "but create is now a built-in tool"),
+                                    "the op ran script abababababab, but create is now a built-in "
+                                    "tool."),
     "op that records a branch call": (branch_call_as_an_op, "branch",
                                       "it records a branch call, but branch moves refs and "
                                       "records no commit of its own"),
@@ -593,3 +594,13 @@ def test_a_diff_shows_the_first_20_paths_and_counts_the_lines_it_leaves_out(
     d = replay(ws, tip).divergence
     assert d is not None and d.paths == sorted(extra)
     assert len(d.diff) == 41 and d.diff[-1] == "... 100 more diff lines", d.diff[-1]
+
+
+def test_a_divergence_without_a_replayed_tree_shows_the_change_the_commit_records(
+        ws: Workspace) -> None:
+    call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
+    tip = rerun_fails(ws)
+    d = replay(ws, tip).divergence
+    assert d is not None and d.reason.startswith("re-running it failed")
+    assert (d.paths, d.more_paths) == (["a.md"], 0)
+    assert "--- before/a.md" in d.diff and "+++ recorded/a.md" in d.diff, d.diff
