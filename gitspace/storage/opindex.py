@@ -155,18 +155,31 @@ def _open(path: Path) -> Iterator[sqlite3.Connection]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with closing(sqlite3.connect(path, timeout=30, isolation_level=None)) as db:
         db.execute("PRAGMA synchronous=OFF")  # a rebuildable cache: no fsync
-        row = None
-        try:
-            row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-        except sqlite3.OperationalError:
-            pass  # no such table: a new file
-        if row is None or row[0] != FORMAT:
+        if _format(db) != FORMAT:
+            # One transaction, checked again under its lock: a reader beside this one sees the
+            # old tables or the new ones, never none (which it would take for damage).
             db.execute("BEGIN IMMEDIATE")
-            for table in _TABLES:
-                db.execute(f"DROP TABLE IF EXISTS {table}")
-            db.executescript(_SCHEMA)  # commits the transaction
-            db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+            try:
+                if _format(db) != FORMAT:
+                    for table in _TABLES:
+                        db.execute(f"DROP TABLE IF EXISTS {table}")
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
+                    db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
         yield db
+
+
+def _format(db: sqlite3.Connection) -> str | None:
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    except sqlite3.OperationalError:
+        return None  # no such table: a new file
+    return str(row[0]) if row is not None else None
 
 
 def _discard(path: Path) -> None:
