@@ -345,3 +345,22 @@ def test_a_changed_entry_of_a_split_index_is_written_as_a_replacement(
     assert [path for path, _ in entries] == [b""]
     assert git(ws.root, "ls-files", "-s", ".gitignore").split()[1] == ws.repo.write_blob(
         b"changed\n")
+
+
+def test_skip_worktree_entries_through_a_split_index_keep_their_flags(
+        ws: gitspace.Workspace) -> None:
+    """Extended flags (a version 3 index) in the shared file we fold and in an entry git
+    replaces after it: both read and written back as git wrote them."""
+    sha = ws.repo.write_blob(b"bulk\n")
+    index_path = _index_of(ws, "".join(f"100644 {sha}\tbulk/{n}.txt\n" for n in range(30)))
+    git(ws.root, "update-index", "--skip-worktree", "bulk/0.txt")  # git makes it version 3
+    gitindex.store(index_path, gitindex.load(index_path), split=True)  # we fold it
+    git(ws.root, "update-index", "--skip-worktree", "bulk/1.txt")  # git replaces that entry
+    index = gitindex.load(index_path)
+    assert index.shared is not None
+    index.set("other.txt", sha, 0o100644, None)
+    gitindex.store(index_path, index, split=True)
+    flags = {line[2:]: line[0] for line in git(ws.root, "ls-files", "-v").splitlines()}
+    assert [path for path, flag in sorted(flags.items()) if flag == "S"] == [
+        "bulk/0.txt", "bulk/1.txt"]
+    assert len(flags) == 32 and set(flags.values()) == {"S", "H"}
