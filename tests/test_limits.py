@@ -336,6 +336,7 @@ def test_the_mode_read_back_after_a_staged_write(ws: gitspace.Workspace) -> None
         seen["staged exec"] = txn.mode("run.sh")
         txn.write("run.sh", b"#!/bin/sh\necho hi\n")  # no mode: the staged one stays
         seen["rewritten"] = txn.mode("run.sh")
+        assert txn.read("run.sh") == b"#!/bin/sh\necho hi\n"  # the staged content reads back
         return Outcome("wrote run.sh", "write run.sh")
 
     ws.transact(ws.new_op("create", {"path": "run.sh"}), stage)

@@ -110,7 +110,7 @@ def test_unchanged_call_makes_no_commit(ws: gitspace.Workspace) -> None:
     ]:
         result = call_ok(ws, tool, args)
         assert result.text.startswith("unchanged"), (tool, result.text)
-        assert result.op is None and result.commit is None
+        assert result.op is None and result.commit is None and result.tool == tool
     assert state(ws.root) == before
     assert_clean(ws.root)
 
@@ -271,6 +271,7 @@ def test_outside_edit_of_touched_file_is_its_own_op(ws: gitspace.Workspace) -> N
     last = ops(root)[-1]
     assert (last.op_id, last.source, last.tool) == (snap.op, "external", "external_edit")
     assert last.args == {"count": 2, "paths": ["b.txt", "c.txt"]}
+    assert git(root, "log", "-1", "--format=%s").strip() == "external edit of b.txt and 1 more"
     assert changed_files(root) == ["b.txt", "c.txt"]
     assert_clean(root)
     assert ws.snapshot().text.startswith("unchanged")

@@ -201,6 +201,7 @@ def test_a_file_name_that_is_not_utf_8_in_an_index_only_git_writes(ws: gitspace.
         out.write(b"x\n")
     assert ws.snapshot().ok
     assert git_run(ws.root, "ls-files", "-z").stdout.split(b"\0").count(b"caf\xe9.txt") == 1
+    assert git(ws.root, "diff-files", "--name-only") == ""  # refreshed: git trusts the stat data
     assert_index_matches_head(ws.root)
 
 
