@@ -638,3 +638,17 @@ def test_taking_back_a_scripts_write_leaves_what_another_process_put_there(copy:
         assert isinstance(result.error, WriteFailed), result.text
         assert ws.tip() == tip
     assert (path / "theirs.txt").read_text() == "theirs\n"
+
+
+def test_a_rollback_puts_back_an_index_only_git_writes(copy: Path) -> None:
+    """A version 4 index goes through git update-index, and so does putting it back."""
+    git(copy, "update-index", "--index-version", "4")
+    with gitspace.open(copy, agent="tester") as ws:
+        before = _settled(copy)
+        with faults.inject("journal.remove", errno.EIO) as armed:
+            result = ws.call("append", {"path": "a.txt", "text": "more\n"})
+        assert armed.fired == 1
+        assert isinstance(result.error, WriteFailed), result.text
+        assert result.error.message.endswith("Nothing was changed."), result.error.message
+        assert _settled(copy) == before
+        assert not leftovers(copy)
