@@ -417,3 +417,10 @@ def test_index_file_is_standard_git_index(ws: gitspace.Workspace) -> None:
     assert git(ws.root, "diff-index", "--cached", "HEAD") == ""
     assert stat.S_IMODE(os.stat(ws.root / "run.sh").st_mode) == 0o644
     assert_clean(ws.root)
+
+
+def test_a_disk_state_over_its_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_bytes(b"x" * 5)
+    with pytest.raises(FileRefused, match="big.txt is 5 bytes, over the 4-byte cap"):
+        transaction.disk_state(tmp_path, "big.txt", limit=4)
+    assert transaction.disk_state(tmp_path, "big.txt", limit=5) == (b"xxxxx", 0o100644)
