@@ -58,6 +58,19 @@ def written(ws: gitspace.Workspace) -> gitspace.Workspace:
     return ws
 
 
+def changed_unseen(root: Path) -> Path:
+    """d1/a.txt rewritten in place, same size, with its index entry taking the new stat data but
+    the old blob (what a change within the entry's own tick looks like), the index made racy."""
+    target = root / "d1" / "a.txt"
+    old = target.read_bytes()
+    target.write_bytes(old.replace(b"file 1", b"file I"))
+    loaded = gitindex.load(root / ".git" / "index")
+    loaded.set("d1/a.txt", hash_object("blob", old), 0o100644, target.lstat())
+    gitindex.store(root / ".git" / "index", loaded)
+    make_racy(root)
+    return target
+
+
 def test_racy_entries_are_verified_and_status_stays_clean(written: gitspace.Workspace) -> None:
     root = written.root
     index = make_racy(root)
@@ -143,13 +156,7 @@ def test_the_next_op_keeps_a_change_made_in_the_entrys_own_second_visible(
     the recorded stat data matches it). The next op, a second later, rewrites the index; copied
     byte for byte the entry would leave the change out of ``git status`` for good."""
     root = written.root
-    target = root / "d1" / "a.txt"
-    old = target.read_bytes()
-    target.write_bytes(old.replace(b"file 1", b"file I"))
-    loaded = gitindex.load(root / ".git" / "index")
-    loaded.set("d1/a.txt", hash_object("blob", old), 0o100644, target.lstat())
-    gitindex.store(root / ".git" / "index", loaded)
-    make_racy(root)
+    target = changed_unseen(root)
     assert status(root) == [" M d1/a.txt"]
     past_the_second(root)
     call_ok(written, "create", {"path": "other.txt", "file_text": "another op\n"})
@@ -164,13 +171,7 @@ def test_a_smudged_entry_keeps_a_split_index_split(written: gitspace.Workspace,
     monkeypatch.setattr(gitindex, "SPLIT_OPT_IN_AT", 40)  # (written holds 300 entries)
     root = written.root
     git(root, "config", "core.splitIndex", "true")
-    target = root / "d1" / "a.txt"
-    old = target.read_bytes()
-    target.write_bytes(old.replace(b"file 1", b"file I"))
-    loaded = gitindex.load(root / ".git" / "index")
-    loaded.set("d1/a.txt", hash_object("blob", old), 0o100644, target.lstat())
-    gitindex.store(root / ".git" / "index", loaded)
-    make_racy(root)
+    changed_unseen(root)
     past_the_second(root)
     with gitspace.open(root, agent="tester") as ws:  # (reads core.splitIndex afresh)
         call_ok(ws, "create", {"path": "other.txt", "file_text": "another op\n"})
