@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,12 @@ import pytest
 
 import gitspace
 from gitspace.storage.ledger import LedgerError, Op, parse_message
+
+# A shell starts a background job ('make test &' in a script) with Ctrl-C ignored, and a child
+# inherits an ignored signal: the tests that press Ctrl-C on a gitspace process would then see it
+# carry on. Children of this process start with Ctrl-C as a terminal would deliver it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent  # the checkout: tests/<layer>/ files ask here
 SAMPLE = REPO / "sample_workspace"
