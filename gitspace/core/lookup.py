@@ -139,14 +139,15 @@ def _search(repo: GitRepo, part: tuple[str, bool], pattern: str, accept: Callabl
     for the op index, matches ``pattern`` (the same as an extended regex) for git's ``--grep``,
     and satisfies ``accept``: their commits on the current branch, then on other branches, then
     checkpoints, then created branches."""
-    found = _committed(repo, part, pattern, accept, stop_at_first)
+    heads = repo.refs("refs/heads")  # (ref, tip, peeled): read once for both uses
+    found = _committed(repo, heads, part, pattern, accept, stop_at_first)
     if found and stop_at_first:
         return found
     for ref, _, target, _, message in repo.tags(checkpoints.PREFIX.rstrip("/")):
         note = _checkpoint(message)
         if note is not None and note.op_id is not None and accept(note.op_id):
             found.append(Found(target, note.op_id, "checkpoint", ref[len(checkpoints.PREFIX):]))
-    for ref, _, _ in repo.refs("refs/heads"):
+    for ref, _, _ in heads:
         first = repo.first_reflog(ref)
         recorded = ledger.parse_branch_note(first[1]) if first else None
         if first is not None and recorded is not None and accept(recorded):
@@ -154,13 +155,13 @@ def _search(repo: GitRepo, part: tuple[str, bool], pattern: str, accept: Callabl
     return found
 
 
-def _committed(repo: GitRepo, part: tuple[str, bool], pattern: str,
+def _committed(repo: GitRepo, heads: list[tuple[str, str, str]], part: tuple[str, bool], pattern: str,
                accept: Callable[[str], bool], stop_at_first: bool) -> list[Found]:
-    """The op commits of ``_search``: from the op index, which covers every branch's history
-    (so what a search costs does not grow with it), or, with HEAD detached or no index to be
-    had, from git's walk of HEAD and every branch."""
+    """The op commits of ``_search``: from the op index, which covers the history of every
+    branch in ``heads`` (so what a search costs does not grow with it), or, with HEAD detached or
+    no index to be had, from git's walk of HEAD and every branch."""
     current = repo.head_branch()
-    tips = {ref[len("refs/heads/"):]: sha for ref, sha, _ in repo.refs("refs/heads")}
+    tips = {ref[len("refs/heads/"):]: sha for ref, sha, _ in heads}
     if current is not None and current in tips:
         ordered = {current: tips.pop(current), **tips}
         hits = opindex.search(repo, ordered, *part)

@@ -46,7 +46,6 @@ from .paths import check_tree_paths
 from .result import UNCHANGED, Result
 
 COMMITTER = Identity("gitspace", "gitspace@localhost")
-NS = 1_000_000_000
 INDEX_TRIES = 5  # loads of an index another git process keeps replacing under us
 
 
@@ -438,7 +437,7 @@ class Transactions:
                 change(index)
                 was_split = index.shared is not None
                 split = self._split_index(index)
-                since = index.origin[2] // NS if index.origin else None
+                since = index.origin[2] // racyindex.NS if index.origin else None
                 gitindex.store(index_path, index, split=split, private=self.repo.private)
                 if since is not None:
                     self._smudge_unseen(index_path, index, since, split)
@@ -463,7 +462,7 @@ class Transactions:
         changed unseen in the entry's own second is smudged (racyindex.unseen_changes), and the
         index stored again."""
         assert index.origin is not None
-        unseen = racyindex.unseen_changes(self.ws.root, index, since, index.origin[2] // NS)
+        unseen = racyindex.unseen_changes(self.ws.root, index, since, index.origin[2] // racyindex.NS)
         if unseen:
             for path in unseen:
                 index.raw[path] = gitindex.smudged(index.raw[path])

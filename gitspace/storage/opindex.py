@@ -21,16 +21,18 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import LedgerError
 from . import ledger
 from .gitrepo import Commit, GitRepo
 
 FORMAT = "2"
+T = TypeVar("T")
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE chains (branch TEXT PRIMARY KEY, tip TEXT NOT NULL, length INTEGER NOT NULL);
@@ -66,17 +68,10 @@ class Hit:
 
 def locate(repo: GitRepo, branch: str, tip: str, op_id: str) -> Located | None:
     """Where op ``op_id`` is on ``branch`` (at ``tip``), or None when it is not on it."""
-    path = index_path(repo)
-    for _ in range(2):
-        try:
-            with _open(path) as db:
-                _catch_up(db, repo, branch, tip)
-                return _lookup(db, repo, branch, op_id)
-        except (sqlite3.DatabaseError, _Stale):
-            _discard(path)
-        except (OSError, sqlite3.Error):
-            break  # a folder gitspace may not write (a read-only clone): answer without it
-    return _walked(repo, tip, op_id)  # the answer the index would give, at a walk's cost
+    try:
+        return _asked(repo, {branch: tip}, lambda db: _lookup(db, repo, branch, op_id))
+    except _NoIndex:
+        return _walked(repo, tip, op_id)  # the answer the index would give, at a walk's cost
 
 
 def search(repo: GitRepo, tips: dict[str, str], part: str, exact: bool) -> list[Hit] | None:
@@ -85,18 +80,33 @@ def search(repo: GitRepo, tips: dict[str, str], part: str, exact: bool) -> list[
     brought in, newest first per branch, in the order of ``tips``. Each is read back from its
     commit and checked before it is returned. None when the index cannot answer (the caller then
     searches the history itself)."""
+    try:
+        return _asked(repo, tips, lambda db: [
+            hit for branch in tips for hit in _matches(db, repo, branch, part, exact)])
+    except _NoIndex:
+        return None
+
+
+class _NoIndex(Exception):
+    """No index to be had here: the caller answers from the history itself."""
+
+
+def _asked(repo: GitRepo, tips: dict[str, str], answer: Callable[[sqlite3.Connection], T]) -> T:
+    """``answer`` from the index once it has caught up with ``tips`` (branch: tip). An index
+    SQLite cannot read, or one that named a commit not recording what it said, is deleted and
+    built again once; a folder gitspace may not write (a read-only clone) raises _NoIndex."""
     path = index_path(repo)
     for _ in range(2):
         try:
             with _open(path) as db:
                 for branch, tip in tips.items():
                     _catch_up(db, repo, branch, tip)
-                return [hit for branch in tips for hit in _matches(db, repo, branch, part, exact)]
+                return answer(db)
         except (sqlite3.DatabaseError, _Stale):
             _discard(path)
         except (OSError, sqlite3.Error):
             break
-    return None
+    raise _NoIndex
 
 
 def _matches(db: sqlite3.Connection, repo: GitRepo, branch: str, part: str,

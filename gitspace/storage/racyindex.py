@@ -34,6 +34,7 @@ import hashlib
 import os
 import stat as statmod
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,19 +90,26 @@ def racy(index_path: Path) -> Racy | None:
         return None
     if index.origin is None or len(index.origin) != 4:
         return None
-    stamp = index.origin[2] // NS
     entries = size = newest = 0
     plain = True
-    for path in index.paths:
-        raw = index.raw[path]
-        fields = gitindex.stat_data(raw)
-        if fields[2] < stamp or fields[6] not in (FILE_MODE, EXEC_MODE, LINK_MODE):
-            continue  # trusted by git, or a submodule (never racy for git)
+    for path, raw, fields in _racy_entries(index):
         entries, size, newest = entries + 1, size + fields[9], max(newest, fields[2])
         plain = plain and gitindex.plain_entry(raw) and path not in index.extra_stages
     found = Racy(index.origin, entries, size, newest, plain)
     _found[str(index_path)] = found
     return found
+
+
+def _racy_entries(index: gitindex.Index) -> Iterator[tuple[bytes, bytes, tuple[int, ...]]]:
+    """(path, raw entry, stat data) of each entry git would not trust: recorded in the second
+    the index was written or later. (A submodule is never racy for git.)"""
+    assert index.origin is not None
+    stamp = index.origin[2] // NS
+    for path in index.paths:
+        raw = index.raw[path]
+        fields = gitindex.stat_data(raw)
+        if fields[2] >= stamp and fields[6] in (FILE_MODE, EXEC_MODE, LINK_MODE):
+            yield path, raw, fields
 
 
 @dataclass(frozen=True)
@@ -119,13 +127,9 @@ def settle(index_path: Path, root: Path, *, private: bool = False) -> Settled | 
         return None
     if index.origin is None or len(index.origin) != 4:
         return None
-    stamp, now = index.origin[2] // NS, _now_second()
+    now = _now_second()
     todo = []
-    for path in index.paths:
-        raw = index.raw[path]
-        fields = gitindex.stat_data(raw)
-        if fields[2] < stamp or fields[6] not in (FILE_MODE, EXEC_MODE, LINK_MODE):
-            continue
+    for path, raw, fields in _racy_entries(index):
         if fields[2] >= now or not gitindex.plain_entry(raw) or path in index.extra_stages:
             return None  # too soon, or an entry only git should rewrite
         todo.append((path, raw, fields))

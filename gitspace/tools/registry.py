@@ -125,15 +125,13 @@ class Registry:
         return self.builtins[name] if name in self.builtins else self.all(ws).get(name)
 
     def find(self, ws: Workspace, name: str) -> Tool:
-        if name in self.builtins:
-            return self.builtins[name]
-        tools = self.all(ws)
-        if name not in tools:
+        tool = self.get(ws, name)
+        if tool is None:
             raise UnknownTool(
                 f"There is no tool named {name!r}.",
-                hint="Run 'gitspace tools' to list them: " + ", ".join(sorted(tools)) + ".",
+                hint="Run 'gitspace tools' to list them: " + ", ".join(self.all(ws)) + ".",
             )
-        return tools[name]
+        return tool
 
     def run(self, ws: Workspace, name: str, args: dict[str, Any], *, tool_use_id: str | None,
             op_id: str | None) -> Result:
