@@ -1,4 +1,4 @@
-"""A small, strict subset of JSON Schema for tool arguments.
+"""A small, strict subset of JSON Schema (2020-12) for tool arguments.
 
 Invariant: a value that passes ``validate`` has exactly the shape its schema describes, and a value
 that fails is reported with one sentence that names the field (``args.view_range``) and says what
@@ -6,9 +6,19 @@ was expected and what was given, so a model can correct its call without reading
 
 Supported keywords: ``type`` (object, string, integer, number, boolean, array, null, or a list of
 them), ``properties``, ``required``, ``additionalProperties``, ``enum``, ``minimum``, ``maximum``,
-``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``items``, and the annotations
-``description``, ``title`` and ``default`` (ignored by validation). ``check_schema`` rejects every
-other keyword, so a declaration can never rely on a rule that is silently not enforced.
+``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``items``, the annotations
+``description``, ``title``, ``default`` and ``$comment`` (ignored by validation), and from JSON
+Schema 2020-12 ``$schema``, ``$defs`` and ``$ref``:
+
+- ``$schema``, at the root only, must be ``https://json-schema.org/draft/2020-12/schema``;
+- ``$defs``, at the root only, maps names to schemas;
+- ``$ref`` is ``#`` (the root: a recursive shape) or ``#/$defs/NAME`` (``~1`` and ``~0`` stand for
+  ``/`` and ``~``, as in a JSON Pointer). As in 2020-12 it applies beside its sibling keywords: a
+  value must fit the schema referred to and the rest of its own schema. References that lead only
+  to each other without describing a value (``a`` is ``b``, ``b`` is ``a``) are refused.
+
+``check_schema`` rejects every other keyword (and any reference that does not resolve), so a
+declaration can never rely on a rule that is silently not enforced.
 
 Deliberate differences from full JSON Schema: ``true``/``false`` are never integers or numbers,
 ``3.0`` is not an integer (tools index lists with these values), and NaN/Infinity are not numbers.
@@ -29,9 +39,11 @@ KEYWORDS = frozenset(
     {
         "type", "properties", "required", "additionalProperties", "enum",
         "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "items",
-        "description", "title", "default",
+        "description", "title", "default", "$comment", "$schema", "$defs", "$ref",
     }
 )  # fmt: skip
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_ROOT_ONLY = ("$schema", "$defs")
 _COUNT_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems")
 
 _NOUNS = {
@@ -53,7 +65,7 @@ def validate(
     schema: Mapping[str, Any], value: object, *, where: str = "args", example: object = None
 ) -> None:
     """Raise ``BadArguments`` naming the first field of ``value`` that does not fit ``schema``."""
-    problem = unreadable(value, where) or _first_problem(schema, value, where)
+    problem = unreadable(value, where) or _first_problem(schema, value, where, schema)
     if problem is not None:
         hint = None if example is None else f"A valid call looks like: {_dump(example)}"
         raise BadArguments(problem, hint=hint)
@@ -86,14 +98,23 @@ def unreadable(value: object, where: str) -> str | None:
     return None
 
 
-def _first_problem(schema: Mapping[str, Any], value: object, where: str) -> str | None:
+def _first_problem(schema: Mapping[str, Any], value: object, where: str,
+                   root: Mapping[str, Any]) -> str | None:
+    if "$ref" in schema:  # 2020-12: the schema referred to applies beside the siblings
+        problem = _first_problem(resolve(root, schema["$ref"]), value, where, root)
+        if problem is not None:
+            return problem
     # Type first: every other keyword's message assumes the value has the declared type.
     if "type" in schema and not _has_type(value, schema["type"]):
         return f"{where} must be {describe(schema)}, got {_value_noun(value)}."
     if "enum" in schema and not any(_json_equal(value, item) for item in schema["enum"]):
         return f"{where} must be {describe(schema)}, got {_dump(value)}."
-    for check in (_check_number, _check_string, _check_array, _check_object):
+    for check in (_check_number, _check_string):
         problem = check(schema, value, where)
+        if problem is not None:
+            return problem
+    for nested in (_check_array, _check_object):
+        problem = nested(schema, value, where, root)
         if problem is not None:
             return problem
     return None
@@ -122,7 +143,8 @@ def _check_string(schema: Mapping[str, Any], value: object, where: str) -> str |
     return None
 
 
-def _check_array(schema: Mapping[str, Any], value: object, where: str) -> str | None:
+def _check_array(schema: Mapping[str, Any], value: object, where: str,
+                 root: Mapping[str, Any]) -> str | None:
     if not isinstance(value, list):
         return None
     low, high = schema.get("minItems"), schema.get("maxItems")
@@ -131,31 +153,33 @@ def _check_array(schema: Mapping[str, Any], value: object, where: str) -> str | 
     items = schema.get("items")
     if isinstance(items, Mapping):
         for index, item in enumerate(value):
-            problem = _first_problem(items, item, f"{where}[{index}]")
+            problem = _first_problem(items, item, f"{where}[{index}]", root)
             if problem is not None:
                 return problem
     return None
 
 
-def _check_object(schema: Mapping[str, Any], value: object, where: str) -> str | None:
+def _check_object(schema: Mapping[str, Any], value: object, where: str,
+                  root: Mapping[str, Any]) -> str | None:
     if not isinstance(value, dict):
         return None
     properties: Mapping[str, Any] = schema.get("properties", {})
     for name in schema.get("required", []):
         if name not in value:
             return f"{where}.{name} is required but was not given."
-    problem = _check_unknown_keys(schema, value, where)
+    problem = _check_unknown_keys(schema, value, where, root)
     if problem is not None:
         return problem
     for name, subschema in properties.items():
         if name in value:
-            problem = _first_problem(subschema, value[name], f"{where}.{name}")
+            problem = _first_problem(subschema, value[name], f"{where}.{name}", root)
             if problem is not None:
                 return problem
     return None
 
 
-def _check_unknown_keys(schema: Mapping[str, Any], value: dict[str, Any], where: str) -> str | None:
+def _check_unknown_keys(schema: Mapping[str, Any], value: dict[str, Any], where: str,
+                        root: Mapping[str, Any]) -> str | None:
     properties: Mapping[str, Any] = schema.get("properties", {})
     extra = sorted(key for key in value if key not in properties)
     additional = schema.get("additionalProperties", True)
@@ -167,7 +191,7 @@ def _check_unknown_keys(schema: Mapping[str, Any], value: dict[str, Any], where:
         word = "field" if len(extra) == 1 else "fields"
         return f"{where} has unknown {word} {names}; the allowed fields are: {allowed}."
     for key in extra:
-        problem = _first_problem(additional, value[key], f"{where}.{key}")
+        problem = _first_problem(additional, value[key], f"{where}.{key}", root)
         if problem is not None:
             return problem
     return None
@@ -297,6 +321,17 @@ def check_schema(schema: object, *, where: str = "schema") -> list[str]:
     """Problems with ``schema`` itself, one sentence each; an empty list means it is usable."""
     if not isinstance(schema, Mapping):
         return [f"{where} must be a JSON object, got {_value_noun(schema)}."]
+    problems = _check_root(schema, where)
+    problems += _check(schema, where, schema, at_root=True)
+    if not problems:
+        problems += _ref_cycles(schema, where)
+    return problems
+
+
+def _check(schema: object, where: str, root: Mapping[str, Any], *, at_root: bool = False
+           ) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return [f"{where} must be a JSON object, got {_value_noun(schema)}."]
     problems = [
         f"{where} uses the unsupported keyword {key!r}; supported keywords are: "
         + ", ".join(sorted(KEYWORDS))
@@ -304,14 +339,79 @@ def check_schema(schema: object, *, where: str = "schema") -> list[str]:
         for key in schema
         if key not in KEYWORDS
     ]
+    problems += [f"{where} uses {key!r}, which gitspace takes only at the root of a schema."
+                 for key in _ROOT_ONLY if key in schema and not at_root]
     problems += _check_type_keyword(schema, where)
     problems += _check_bounds(schema, where)
-    problems += _check_object_keywords(schema, where)
-    problems += _check_misc_keywords(schema, where)
+    problems += _check_object_keywords(schema, where, root)
+    problems += _check_misc_keywords(schema, where, root)
     if not problems and "default" in schema:
-        problem = _first_problem(schema, schema["default"], f"{where}.default")
+        problem = _first_problem(schema, schema["default"], f"{where}.default", root)
         if problem is not None:
             problems.append(problem)
+    return problems
+
+
+def _check_root(schema: Mapping[str, Any], where: str) -> list[str]:
+    problems = []
+    if "$schema" in schema and schema["$schema"] != DIALECT:
+        problems.append(f"{where}.$schema must be {DIALECT!r} (JSON Schema 2020-12), got "
+                        f"{_dump(schema['$schema'])}.")
+    defs = schema.get("$defs", {})
+    if not isinstance(defs, Mapping):
+        return [*problems, f"{where}.$defs must be an object mapping names to schemas."]
+    for name, subschema in defs.items():
+        problems += _check(subschema, f"{where}.$defs.{name}", schema)
+    return problems
+
+
+def resolve(root: Mapping[str, Any], ref: object) -> Mapping[str, Any]:
+    """The schema ``ref`` names inside ``root`` ("#" or "#/$defs/NAME"); KeyError if none."""
+    if ref == "#":
+        return root
+    prefix = "#/$defs/"
+    if not isinstance(ref, str) or not ref.startswith(prefix) or "/" in ref[len(prefix):]:
+        raise KeyError(ref)
+    name = ref[len(prefix):].replace("~1", "/").replace("~0", "~")
+    defs = root.get("$defs")
+    target = defs.get(name) if isinstance(defs, Mapping) else None
+    if not isinstance(target, Mapping):
+        raise KeyError(ref)
+    return target
+
+
+def _check_ref(schema: Mapping[str, Any], where: str, root: Mapping[str, Any]) -> list[str]:
+    if "$ref" not in schema:
+        return []
+    try:
+        resolve(root, schema["$ref"])
+    except KeyError:
+        names = ", ".join(f"#/$defs/{n}" for n in root.get("$defs", {}) or {}) or "none"
+        return [f"{where}.$ref is {_dump(schema['$ref'])}, which names no schema: gitspace "
+                f"resolves '#' (the root) and '#/$defs/NAME' (defined here: {names})."]
+    return []
+
+
+def _ref_cycles(root: Mapping[str, Any], where: str) -> list[str]:
+    """References that lead back to themselves without describing a value at any step."""
+    problems = []
+    starts = [("#", root), *((f"#/$defs/{n}", d) for n, d in (root.get("$defs") or {}).items())]
+    reported: set[str] = set()
+    for name, start in starts:
+        if name in reported:
+            continue  # (one sentence per cycle)
+        seen = [name]
+        schema = start
+        while "$ref" in schema:
+            ref = schema["$ref"]
+            if ref in seen:
+                chain = " -> ".join([*seen, ref])
+                reported.update(seen)
+                problems.append(f"{where}: {name} refers to itself without describing a "
+                                f"value ({chain}).")
+                break
+            seen.append(ref)
+            schema = resolve(root, ref)
     return problems
 
 
@@ -346,14 +446,15 @@ def _check_bounds(schema: Mapping[str, Any], where: str) -> list[str]:
     return problems
 
 
-def _check_object_keywords(schema: Mapping[str, Any], where: str) -> list[str]:
+def _check_object_keywords(schema: Mapping[str, Any], where: str,
+                           root: Mapping[str, Any]) -> list[str]:
     problems: list[str] = []
     properties = schema.get("properties", {})
     if not isinstance(properties, Mapping):
         problems.append(f"{where}.properties must be an object mapping names to schemas.")
         properties = {}
     for name, subschema in properties.items():
-        problems += check_schema(subschema, where=f"{where}.properties.{name}")
+        problems += _check(subschema, f"{where}.properties.{name}", root)
     required = schema.get("required", [])
     if not (isinstance(required, list) and all(isinstance(n, str) for n in required)):
         problems.append(f"{where}.required must be an array of field names.")
@@ -368,19 +469,20 @@ def _check_object_keywords(schema: Mapping[str, Any], where: str) -> list[str]:
             )
     additional = schema.get("additionalProperties", True)
     if isinstance(additional, Mapping):
-        problems += check_schema(additional, where=f"{where}.additionalProperties")
+        problems += _check(additional, f"{where}.additionalProperties", root)
     elif not isinstance(additional, bool):
         problems.append(f"{where}.additionalProperties must be true, false or a schema.")
     return problems
 
 
-def _check_misc_keywords(schema: Mapping[str, Any], where: str) -> list[str]:
-    problems: list[str] = []
+def _check_misc_keywords(schema: Mapping[str, Any], where: str,
+                         root: Mapping[str, Any]) -> list[str]:
+    problems = _check_ref(schema, where, root)
     if "items" in schema:
-        problems += check_schema(schema["items"], where=f"{where}.items")
+        problems += _check(schema["items"], f"{where}.items", root)
     if "enum" in schema and not (isinstance(schema["enum"], list) and schema["enum"]):
         problems.append(f"{where}.enum must be a non-empty array of allowed values.")
-    for key in ("description", "title"):
+    for key in ("description", "title", "$comment"):
         if key in schema and not isinstance(schema[key], str):
             problems.append(f"{where}.{key} must be a string.")
     return problems
@@ -393,16 +495,37 @@ def _check_misc_keywords(schema: Mapping[str, Any], where: str) -> list[str]:
 def apply_defaults(schema: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``args`` with each absent property that declares a ``default`` filled in.
 
-    Nested objects that are present get their own defaults too. ``args`` is never modified and
-    defaults are deep-copied, so a mutable default is never shared between calls.
+    Nested objects that are present get their own defaults too, and a property given by a
+    ``$ref`` gets those of the schema referred to (its own ``default`` wins). ``args`` is never
+    modified and defaults are deep-copied, so a mutable default is never shared between calls.
     """
+    return _with_defaults(schema, args, schema)
+
+
+def _with_defaults(schema: Mapping[str, Any], args: Mapping[str, Any],
+                   root: Mapping[str, Any]) -> dict[str, Any]:
     result = dict(args)
-    properties: Mapping[str, Any] = schema.get("properties", {})
-    for name, subschema in properties.items():
+    for name, subschema in _followed(schema, root).get("properties", {}).items():
         if not isinstance(subschema, Mapping):
             continue
+        subschema = _followed(subschema, root)
         if name not in result and "default" in subschema:
             result[name] = copy.deepcopy(subschema["default"])
         elif isinstance(result.get(name), dict) and "properties" in subschema:
-            result[name] = apply_defaults(subschema, result[name])
+            result[name] = _with_defaults(subschema, result[name], root)
     return result
+
+
+def _followed(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` with what its ``$ref`` chain adds (its own keywords win); check_schema has
+    made sure the chain resolves and ends."""
+    merged = dict(schema)
+    seen: set[object] = set()
+    while "$ref" in schema and schema["$ref"] not in seen:
+        seen.add(schema["$ref"])
+        try:
+            schema = resolve(root, schema["$ref"])
+        except KeyError:
+            break
+        merged = {**schema, **merged}
+    return merged

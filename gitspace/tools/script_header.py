@@ -36,7 +36,8 @@ Rules:
 - ``example`` (required): a JSON object, a valid call; it must fit ``args``.
 - ``mutates`` (required): ``true`` or ``false``. A mutating script's file changes become one op.
 - ``args`` (required): a JSON Schema of ``"type": "object"`` in the subset ``gitspace.core.schema``
-  supports.
+  supports, JSON Schema 2020-12's ``$schema``, ``$defs`` and ``$ref`` included (clients see it as
+  written: an MCP client gets the same ``$defs``).
 - ``timeout`` (optional): seconds, more than 0 and at most 300; 10 when absent.
 - Any other key is an error.
 

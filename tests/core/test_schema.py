@@ -233,3 +233,94 @@ def test_apply_defaults() -> None:
     assert args == {"limit": 5, "opts": {}}  # not modified
     filled["tags"].append("x")
     assert apply_defaults(schema, {})["tags"] == []  # defaults are not shared between calls
+
+
+# -- JSON Schema 2020-12: $schema, $defs, $ref -----------------------------------------------
+
+ADDRESSED = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string", "minLength": 1},
+                           "country": {"type": "string", "default": "FR"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+        "node": {  # recursive: a tree of names
+            "type": "object",
+            "properties": {"name": {"type": "string"},
+                           "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+            "required": ["name"],
+        },
+        "a/b~c": {"type": "integer"},
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "home": {"$ref": "#/$defs/address", "description": "where they live",
+                 "required": ["street"]},
+        "tree": {"$ref": "#/$defs/node"},
+        "count": {"$ref": "#/$defs/a~1b~0c"},
+    },
+    "additionalProperties": False,
+}
+
+
+def test_a_2020_12_schema_with_defs_and_refs_is_usable() -> None:
+    assert check_schema(ADDRESSED) == []
+    validate(ADDRESSED, {"name": "Ada", "address": {"city": "Paris"}, "count": 3,
+                         "tree": {"name": "r", "children": [{"name": "c", "children": []}]}})
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({"address": {"street": "x"}}, "args.address.city is required but was not given."),
+        ({"address": {"city": ""}}, "args.address.city must be at least 1 character long, got 0."),
+        ({"address": {"city": "P", "zip": 1}}, "args.address has unknown field 'zip'; the allowed "
+         "fields are: street, city, country."),
+        ({"address": "Paris"}, "args.address must be an object, got a string."),
+        ({"home": {"city": "P"}}, "args.home.street is required but was not given."),  # a sibling
+        ({"tree": {"name": "r", "children": [{"children": []}]}},
+         "args.tree.children[0].name is required but was not given."),
+        ({"count": "3"}, "args.count must be an integer, got a string."),
+        ({"nickname": "x"}, "args has unknown field 'nickname'; the allowed fields are: name, "
+         "address, home, tree, count."),
+    ],
+)  # fmt: skip
+def test_a_2020_12_schema_refuses_with_the_field_named(value: dict[str, Any], problem: str) -> None:
+    assert message(ADDRESSED, value) == problem
+
+
+def test_defaults_come_through_a_ref() -> None:
+    assert apply_defaults(ADDRESSED, {"address": {"city": "P"}}) == {
+        "address": {"city": "P", "country": "FR"}}
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        ({"$schema": "http://json-schema.org/draft-07/schema#"},
+         "schema.$schema must be 'https://json-schema.org/draft/2020-12/schema' (JSON Schema "
+         '2020-12), got "http://json-schema.org/draft-07/schema#".'),
+        ({"$defs": []}, "schema.$defs must be an object mapping names to schemas."),
+        ({"properties": {"a": {"$ref": "#/$defs/missing"}}},
+         'schema.properties.a.$ref is "#/$defs/missing", which names no schema: gitspace '
+         "resolves '#' (the root) and '#/$defs/NAME' (defined here: none)."),
+        ({"$defs": {"x": {}}, "properties": {"a": {"$ref": "other.json#/x"}}},
+         'schema.properties.a.$ref is "other.json#/x", which names no schema: gitspace '
+         "resolves '#' (the root) and '#/$defs/NAME' (defined here: #/$defs/x)."),
+        ({"properties": {"a": {"$defs": {}}}},
+         "schema.properties.a uses '$defs', which gitspace takes only at the root of a schema."),
+        ({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}},
+         "schema: #/$defs/a refers to itself without describing a value "
+         "(#/$defs/a -> #/$defs/b -> #/$defs/a)."),
+        ({"$ref": "#"}, "schema: # refers to itself without describing a value (# -> #)."),
+        ({"$defs": {"a": {"type": "strin"}}}, "schema.$defs.a.type must be one of object, string, "
+         "integer, number, boolean, array, null (or a list of distinct types), got \"strin\"."),
+    ],
+)  # fmt: skip
+def test_2020_12_declaration_problems(bad: object, problem: str) -> None:
+    assert check_schema(bad) == [problem]
