@@ -14,7 +14,10 @@ Invariants:
   O_NOFOLLOW``), then renamed over the path. A failed write leaves the path as it was, no
   temporary file and no folder it created, with one exception it reports: in a durable work
   tree the folder is flushed after the rename, and when that fails the path already holds the
-  new content (the caller puts the old one back). A file's mode is 644 or 755, a link is a link.
+  new content (the caller puts the old one back). A file's mode is 644 or 755, a link is a link,
+  except under ``memories/`` (OWNER_ONLY_FOLDER), which is owner-only as Anthropic's reference
+  memory backend keeps it: files 600 or 700, and the folders made there (itself included) 700,
+  whoever writes (the memory tool, a restore, an undo, a pull) and whatever the umask.
 - Reading never follows a link either: a path beneath a link or a file is absent (as git sees
   it); a link reads as its target text; a fifo, socket or device is refused, never opened in a
   way that blocks.
@@ -43,6 +46,7 @@ from .. import faults
 from ..errors import FileRefused, PathRefused, ToolFailed
 from .gitnames import is_dotgit
 
+OWNER_ONLY_FOLDER = "memories"  # the memory tool's folder (tools/memory.py)
 FILE_MODE = 0o100644
 EXEC_MODE = 0o100755
 LINK_MODE = 0o120000
@@ -348,13 +352,16 @@ class WorkTree:
                         if st is None:
                             continue  # removed meanwhile: look again
                         raise _in_the_way_of_folder(rel, "/".join(parts[: depth + 1]), st.st_mode)
+                    owner_only = parts[0] == OWNER_ONLY_FOLDER
                     try:
-                        os.mkdir(name, 0o777, dir_fd=chain.folder)
+                        os.mkdir(name, 0o700 if owner_only else 0o777, dir_fd=chain.folder)
                     except FileExistsError:
                         continue  # made meanwhile (by a racing process): look again
                     fd = _open_folder(chain.folder, name)
                     if fd is not None and fd >= 0:
                         chain.push(name, fd, made=True)
+                        if owner_only:
+                            os.fchmod(fd, 0o700)  # (mkdir's mode is masked by the umask)
                         break
                 else:
                     raise _kept_changing(rel)
@@ -372,7 +379,8 @@ class WorkTree:
                                    or statmod.S_ISDIR(st.st_mode)):
             raise InTheWay(f"{rel} is {_kind(st.st_mode)} in the work tree, which gitspace never "
                            "replaces.", hint="Move it away, then try again.")
-        tmp = self._temporary(folder, data, mode)
+        tmp = self._temporary(folder, data, mode,
+                              owner_only=rel.split("/", 1)[0] == OWNER_ONLY_FOLDER)
         try:
             if st is not None and statmod.S_ISDIR(st.st_mode):
                 try:
@@ -402,7 +410,7 @@ class WorkTree:
                 raise
         return os.stat(name, dir_fd=folder, follow_symlinks=False)
 
-    def _temporary(self, folder: int, data: bytes, mode: int) -> str:
+    def _temporary(self, folder: int, data: bytes, mode: int, *, owner_only: bool = False) -> str:
         """A new temporary file (or link) in ``folder`` holding ``data``; its name."""
         import secrets  # here, not at the top: a harness's before hook reads files, never writes
 
@@ -420,7 +428,8 @@ class WorkTree:
                 faults.hit("file.write")
                 _write_all(fd, data)
                 faults.hit("file.chmod")
-                os.fchmod(fd, 0o755 if mode == EXEC_MODE else 0o644)
+                os.fchmod(fd, (0o700 if mode == EXEC_MODE else 0o600) if owner_only
+                          else 0o755 if mode == EXEC_MODE else 0o644)
                 if self.durable:
                     faults.hit("file.fsync")
                     os.fsync(fd)

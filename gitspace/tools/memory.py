@@ -28,10 +28,11 @@ from ..core.transaction import Outcome, Stage, Txn
 from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, PathRefused, ToolFailed
 from ..storage import ledger
+from ..storage.worktree import OWNER_ONLY_FOLDER
 from .registry import builtin, integer, obj, string
 from .text import LISTING_CAP, VIEW_CAP, decode, numbered, refuse_binary
 
-FOLDER = "memories"
+FOLDER = OWNER_ONLY_FOLDER  # files 0600, folders 0700, as the SDK's backend makes them
 MODEL_ROOT = "/memories"
 MAX_LINES = 999_999
 PATH_HINT = "Memory paths look like /memories/notes.md or /memories/projects/maze.md."

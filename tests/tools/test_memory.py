@@ -404,6 +404,32 @@ def test_undo_of_a_memory_op(notes: gitspace.Workspace) -> None:
     assert_clean(notes.root)
 
 
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o077])
+def test_memories_are_owner_only_as_the_sdk_makes_them(ws: gitspace.Workspace, umask: int) -> None:
+    def mode(rel: str) -> int:
+        return (ws.root / rel).stat().st_mode & 0o777
+
+    old = os.umask(umask)
+    try:
+        one_op(ws, command="create", path="/memories/projects/maze.md", file_text="one\n")
+        assert (mode("memories"), mode("memories/projects")) == (0o700, 0o700)
+        assert mode("memories/projects/maze.md") == 0o600
+        (ws.root / "memories" / "projects" / "maze.md").chmod(0o644)  # a person's chmod, then
+        one_op(ws, command="str_replace", path="/memories/projects/maze.md", old_str="one",
+               new_str="two")  # the SDK's rewrite makes it owner-only again
+        assert mode("memories/projects/maze.md") == 0o600
+        one_op(ws, command="rename", old_path="/memories/projects/maze.md",
+               new_path="/memories/done/maze.md")
+        assert (mode("memories/done"), mode("memories/done/maze.md")) == (0o700, 0o600)
+        ws.call("undo")  # whoever writes there: an undo puts it back owner-only too
+        assert mode("memories/projects/maze.md") == 0o600
+        assert ws.call("create", {"path": "notes/plain.md", "file_text": "x\n"}).ok
+        assert (mode("notes"), mode("notes/plain.md")) == (0o777 & ~umask, 0o644)  # elsewhere: as before
+    finally:
+        os.umask(old)
+    assert_clean(ws.root)
+
+
 # -- the SDK's reference backend says the same ---------------------------------------------------
 
 
