@@ -37,6 +37,24 @@ class Refusal(Exception):
     """The request is well-formed but cannot be answered as asked (exit 1)."""
 
 
+class Progress:
+    """How far a long step got, on gitspace's progress channel (tools/script_header.py): one
+    stderr line each time another 1/steps of ``total`` is done, so a client sees the step move
+    without being flooded. Call it with the amount done so far; it costs a multiplication."""
+
+    def __init__(self, total: int, message: str, steps: int = 20) -> None:
+        self.total, self.message, self.steps, self.last = total, message, steps, -1
+        if os.environ.get("GITSPACE_PROGRESS") != "1":
+            self.last = steps  # nobody listens (run by hand, or by a front end that shows none)
+
+    def __call__(self, done: int) -> None:
+        step = done * self.steps // self.total if self.total > 0 else self.steps
+        if step > self.last:
+            self.last = step
+            sys.stderr.write(f"gitspace:progress {done}/{max(self.total, 1)} {self.message}\n")
+            sys.stderr.flush()
+
+
 def run(main: Callable[[dict[str, Any]], str], script: str) -> NoReturn:
     """Validate the JSON arguments, call ``main``, print its text, exit with the contract's code."""
     try:

@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from _boot import cache_folder
-from _common import Refusal, UsageError, fit, human_size, open_to_read, resolve
+from _common import Progress, Refusal, UsageError, fit, human_size, open_to_read, resolve
 
 K = 256  # entries per sparse-index block: two boundary blocks are ~50 KB of reading
 FORMAT = 6  # bump when the cache layout changes; old caches are then rebuilt
@@ -205,9 +205,11 @@ def _out_of_time(budgeted: bool) -> bool:
     return budgeted and time.monotonic() - _STARTED > BUILD_BUDGET
 
 
-def _scan(f: BinaryIO, idx: dict[str, Any], stop: int, budgeted: bool = False) -> None:
+def _scan(f: BinaryIO, idx: dict[str, Any], stop: int, budgeted: bool = False,
+          report: Callable[[int], None] | None = None) -> None:
     """Index every complete line from ``idx['end']`` up to ``stop``; ``budgeted``: raise
-    OutOfTime once the budget is spent, with ``idx`` complete up to its ``end``."""
+    OutOfTime once the budget is spent, with ``idx`` complete up to its ``end``; ``report``
+    hears the byte offset reached now and then (the progress channel)."""
     off = idx["end"]
     f.seek(off)
     for n, line in enumerate(f, 1):
@@ -215,10 +217,15 @@ def _scan(f: BinaryIO, idx: dict[str, Any], stop: int, budgeted: bool = False) -
             break  # an unterminated last line is read per query, never cached
         _add(idx, line, off)
         off += len(line)
-        if n % 4096 == 0 and _out_of_time(budgeted):
-            idx["end"] = off
-            raise OutOfTime
+        if n % 4096 == 0:
+            if report is not None:
+                report(off)
+            if _out_of_time(budgeted):
+                idx["end"] = off
+                raise OutOfTime
     idx["end"] = off
+    if report is not None:
+        report(off)
 
 
 def _edges(f: BinaryIO, end: int) -> tuple[str, str]:
@@ -375,7 +382,8 @@ def _file_part(path: Path) -> Part:
         else:
             idx = old if old is not None and _grew_only(f, old, key) else _new_index()
             try:
-                _scan(f, idx, key[0], budgeted=cache is not None)
+                _scan(f, idx, key[0], budgeted=cache is not None,
+                      report=Progress(key[0], f"bytes of {path.name} indexed"))
             except OutOfTime:
                 # Kept as the summary of the file's first ``end`` bytes: the next call finds
                 # the file "grown" past it and reads on from there.
@@ -497,6 +505,7 @@ def _folder_parts(folder: Path) -> tuple[list[Part], int, Vocabulary]:
     grown: dict[str, dict[str, Any]] = {}  # name -> its summary with an unfinished last line
     done = 0  # bytes of the segments read so far: the progress a stopped call reports
     read = 0  # segments read in this call: a call stops only after making some progress
+    report = Progress(sum(key[0] for key in keys), f"bytes of {folder.name} indexed")
     for seg, key, again in zip(found, keys, stale, strict=True):
         if again:
             if read and _out_of_time(cache is not None):
@@ -511,6 +520,7 @@ def _folder_parts(folder: Path) -> tuple[list[Part], int, Vocabulary]:
             row = _row(idx)
             vocab[seg.name] = [*key, idx["tags"], idx["projects"]]
             read += 1
+            report(done + key[0])
         else:
             row = known[seg.name]
             part = Part(seg.name, seg.entry.path, key[0], row=row)

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
 
 # Lowest first. A module may import its own layer and the layers below it, never one above.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"errors", "config", "faults", "extras"}),
+    ("foundation", {"errors", "config", "faults", "extras", "progress"}),
     ("storage", {"storage"}),  # git itself: objects, refs, index, the ledger format
     ("core", {"core"}),  # the op: workspace, transaction, undo, checkpoints, branches, lookup
     ("tools", {"tools"}),  # what a tool is, every built-in tool, constraint scripts

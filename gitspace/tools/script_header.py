@@ -41,6 +41,23 @@ Rules:
 - ``timeout`` (optional): seconds, more than 0 and at most 300; 10 when absent.
 - Any other key is an error.
 
+Reporting progress (optional). While it runs, a script may tell the person watching how far it
+got, by writing lines of this form to stderr (flush after each; one line, at most 4,096 bytes)::
+
+    gitspace:progress DONE[/TOTAL] [MESSAGE]     e.g.  gitspace:progress 30000/60000 entries copied
+    gitspace:log LEVEL MESSAGE                   LEVEL: debug, info, notice, warning or error
+
+``DONE`` and ``TOTAL`` are non-negative numbers in any unit (bytes, entries), ``TOTAL`` above 0;
+report a growing ``DONE``, a few dozen times at most over a run (every 5% is plenty). gitspace
+takes these lines out of stderr as they arrive (they never appear in an error message) and hands
+them to whoever shows the call: an MCP client that sent a ``progressToken`` gets
+``notifications/progress``, and log lines arrive as log messages. Anything else on stderr, a
+malformed channel line included, stays plain stderr. Run by hand, the lines are simply printed.
+``GITSPACE_PROGRESS=1`` in the environment says that someone listens; a script may skip
+reporting without it.
+``constraints/_common.py``'s ``Progress`` writes them for the built-ins (``split_worklog``, the
+first index of a huge log).
+
 Files whose names start with ``_`` or ``.``, symlinks, folders, and files with no header are not
 scripts (they can be helpers the scripts share). A file that has a header but a broken one is an
 error. Two scripts with the same name in one folder (``peek.py`` and ``peek.sh``) are both errors.

@@ -7,11 +7,14 @@ still running, however it detached.
 How a script is run: the arguments arrive as one JSON object on stdin (with schema defaults
 filled in); the working directory is the workspace root; the environment holds only PATH, locale
 and the like (never API keys, tokens or ``GIT_*``) plus ``GITSPACE_WORKSPACE``, ``GITSPACE_TOOL``
-and ``GITSPACE_CACHE_DIR`` (a folder the script may use for caches, when there is one); a
+and ``GITSPACE_CACHE_DIR`` (a folder the script may use for caches, when there is one), and
+``GITSPACE_PROGRESS=1`` when a front end shows the call's progress (script_header.py); a
 mutating script also gets ``GITSPACE_NOW`` (Unix seconds), the time to use as "now": it is the op
 commit's time, so a replay hands the script the same moment. Stdout is the result the agent sees,
 capped; exit code 0 means success and anything else is an error whose message is the end of
-stderr. An executable file is run directly (mind its ``#!`` line); a ``.py`` file or one whose
+stderr. Lines on stderr that follow the progress channel (``gitspace:progress``, ``gitspace:log``:
+tools/script_header.py) are reported as they arrive (gitspace/progress.py) and are not part of
+that message. An executable file is run directly (mind its ``#!`` line); a ``.py`` file or one whose
 ``#!`` names python runs on gitspace's own interpreter, a non-executable ``.sh`` on ``/bin/sh``.
 
 Ending every process the script started. Killing the script's process group is not enough: a
@@ -43,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .. import config
+from .. import config, progress
 from ..core import schema
 from ..errors import ConstraintError
 from .script_header import Script, label
@@ -51,6 +54,8 @@ from .script_header import Script, label
 STREAM_CAP = 1 << 20  # bytes of stdout kept in memory; the rest is counted, not stored
 STDERR_KEEP = 64 * 1024  # bytes of stderr tail kept; only the last 2,000 characters are shown
 STDERR_TAIL = 2000
+CHANNEL = b"gitspace:"  # the start of a progress-channel line on stderr
+LINE_CAP = 4096  # bytes of one stderr line looked at for the channel; longer lines are plain text
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,8 @@ def _environment(
     contract = {"GITSPACE_WORKSPACE": str(cwd), "GITSPACE_TOOL": script.name}
     if cache_dir is not None:
         contract["GITSPACE_CACHE_DIR"] = str(cache_dir)
+    if progress.active():
+        contract["GITSPACE_PROGRESS"] = "1"  # someone shows this call's progress
     return config.child_environment({**(extra_env or {}), **contract}, ssh_agent=False)
 
 
@@ -252,15 +259,58 @@ class _Capture:
             self.dropped += excess
 
 
+class _Stderr(_Capture):
+    """The stderr tail, with the progress channel's lines reported as they arrive instead."""
+
+    def __init__(self) -> None:
+        super().__init__(STDERR_KEEP, keep_tail=True)
+        self.partial = b""
+
+    def add(self, chunk: bytes) -> None:
+        lines = (self.partial + chunk).split(b"\n")
+        self.partial = lines.pop()
+        kept = b"".join(line + b"\n" for line in lines if not _reported(line))
+        if len(self.partial) > LINE_CAP:  # no channel line is that long: plain text
+            kept, self.partial = kept + self.partial, b""
+        if kept:
+            super().add(kept)
+
+    def close(self) -> None:
+        """The script is done: an unfinished last line is plain text (or a report)."""
+        if self.partial and not _reported(self.partial):
+            super().add(self.partial)
+        self.partial = b""
+
+
+def _reported(line: bytes) -> bool:
+    """Report ``line`` if it is a progress-channel line (True), else leave it (False)."""
+    if not line.startswith(CHANNEL) or len(line) > LINE_CAP:
+        return False
+    kind, _, rest = line[len(CHANNEL):].decode("utf-8", "replace").rstrip("\r").partition(" ")
+    if kind == "progress":
+        amount, _, message = rest.strip().partition(" ")
+        done, slash, total = amount.partition("/")
+        try:
+            numbers = float(done), float(total) if slash else None
+        except ValueError:
+            return False
+        return progress.report(numbers[0], numbers[1], message.strip())
+    if kind == "log":
+        level, _, message = rest.strip().partition(" ")
+        return progress.log(level, message.strip())
+    return False
+
+
 def _communicate(
     proc: subprocess.Popen[bytes], payload: bytes, timeout: float
-) -> tuple[_Capture, _Capture, bool]:
+) -> tuple[_Capture, _Stderr, bool]:
     """Feed stdin, drain stdout and stderr, and stop the process group at the deadline."""
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    out, err = _Capture(STREAM_CAP), _Capture(STDERR_KEEP, keep_tail=True)
+    out, err = _Capture(STREAM_CAP), _Stderr()
     deadline = time.monotonic() + timeout
     try:
         _pump(proc, payload, out, err, deadline)
+        err.close()
         timed_out = not _wait(proc, deadline)
     finally:
         _stop(proc)

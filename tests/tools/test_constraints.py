@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gitspace import progress
 from gitspace.errors import BadArguments, ConstraintError
 from gitspace.tools.script_header import DeclarationError, Script, discover, parse_script, tool_definition
 from gitspace.tools.script_runner import run
@@ -462,3 +463,86 @@ def test_bad_args_message_names_the_field(folder: Path, workspace: Path) -> None
     with pytest.raises(BadArguments) as caught:
         run(script, {"path": "a", "limit": True}, cwd=workspace, cache_dir=None)
     assert caught.value.message == "args.limit must be an integer of at least 1, got a boolean."
+
+
+# ---------------------------------------------------------------------------------------------
+# the progress channel
+
+REPORTER = r'''
+if [ "$GITSPACE_PROGRESS" = 1 ]; then echo "someone listens"; else echo "nobody listens"; fi
+echo "plain before" >&2
+printf 'gitspace:progress 0/100 starting\n' >&2
+printf 'gitspace:prog' >&2; sleep 0.05; printf 'ress 50/100 half way there\n' >&2
+printf 'gitspace:progress 100/100\ngitspace:log warning 3 lines skipped\n' >&2
+printf 'gitspace:progress 7\n' >&2
+printf 'gitspace:progress lots/100 not a number\ngitspace:log loud nope\ngitspace:other x\n' >&2
+printf 'gitspace:progress 1/0 a zero total\n' >&2
+printf 'gitspace:log info the end without a newline' >&2
+exit 3
+'''
+
+
+def test_progress_lines_on_stderr_are_reported_as_they_arrive(folder: Path, workspace: Path) -> None:
+    script = shell_script(folder, "reporter", REPORTER)
+    heard: list[progress.Event] = []
+    with progress.listening(heard.append):
+        result = run(script, {"path": "a"}, cwd=workspace, cache_dir=None)
+    assert [(e.kind, e.done, e.total, e.message, e.level) for e in heard] == [
+        ("progress", 0, 100, "starting", "info"),
+        ("progress", 50, 100, "half way there", "info"),  # a line split between two writes
+        ("progress", 100, 100, "", "info"),
+        ("log", 0, None, "3 lines skipped", "warning"),
+        ("progress", 7, None, "", "info"),  # no total: a count of units done
+        ("log", 0, None, "the end without a newline", "info"),
+    ]
+    assert result.text == "someone listens\n"
+    # The channel's lines are not part of the error; malformed ones stay plain stderr.
+    assert result.message() == (
+        "reporter exited with code 3: plain before\ngitspace:progress lots/100 not a number\n"
+        "gitspace:log loud nope\ngitspace:other x\ngitspace:progress 1/0 a zero total")
+
+
+def test_without_a_listener_the_channel_costs_nothing_and_says_nobody_listens(
+        folder: Path, workspace: Path) -> None:
+    script = shell_script(folder, "reporter", REPORTER)
+    result = run(script, {"path": "a"}, cwd=workspace, cache_dir=None)
+    assert result.text == "nobody listens\n"
+    assert "half way" not in result.message() and "plain before" in result.message()
+
+
+def test_a_listener_that_fails_never_fails_the_call(folder: Path, workspace: Path) -> None:
+    def broken(event: progress.Event) -> None:
+        raise RuntimeError("the client went away")
+
+    script = shell_script(folder, "reporter", REPORTER)
+    with progress.listening(broken):
+        assert run(script, {"path": "a"}, cwd=workspace, cache_dir=None).exit_code == 3
+
+
+def test_split_worklog_and_a_first_index_report_their_progress(ws_root: Path) -> None:
+    from conftest import REPO
+
+    import gitspace
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import gen_worklog
+
+    with gitspace.init(ws_root) as ws:
+        gen_worklog.write(ws_root / "big.jsonl", entries=3_000)
+        size = (ws_root / "big.jsonl").stat().st_size
+        heard: list[progress.Event] = []
+        with progress.listening(heard.append):
+            assert ws.call("peek", {"path": "big.jsonl"}).ok  # its first index
+        indexing = [(e.done, e.total) for e in heard]
+        assert indexing[-1] == (size, size) and all(t == size for _, t in indexing)
+        assert [d for d, _ in indexing] == sorted(d for d, _ in indexing)
+        assert heard[0].message == "bytes of big.jsonl indexed"
+        heard.clear()
+        with progress.listening(heard.append):
+            assert ws.call("peek", {"path": "big.jsonl"}).ok
+        assert heard == []  # indexed already: nothing to report
+        with progress.listening(heard.append):
+            assert ws.call("split_worklog", {"path": "big.jsonl"}).ok
+        steps = [e.done for e in heard]
+        assert 10 <= len(steps) <= 21 and steps == sorted(steps) and steps[-1] == size
+        assert heard[0].message == "bytes of big.jsonl copied into segments"
