@@ -115,6 +115,10 @@ def from_os_error(error: OSError, doing: str = "gitspace") -> GitspaceError | No
                          "Nothing was half-applied.", hint=hint)
 
 
+class GitCommandError(GitspaceError):
+    """A git plumbing command failed."""
+
+
 class Unsupported(GitspaceError):
     """Something gitspace cannot work with: an old git, a SHA-256 or reftable repository, a
     missing optional extra."""

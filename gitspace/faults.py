@@ -17,7 +17,7 @@ error and leaves ref, index and files exactly as before (or, past the ref move, 
     index.store      replacing .git/index (or writing a shared index), after index.lock is taken
     file.write       writing a work-tree file's bytes (its tmp file), or a symbolic link
     file.chmod       setting a work-tree file's mode (on its tmp file)
-    file.fsync       flushing a work-tree file or folder (a durable WorkTree only)
+    file.fsync       flushing a work-tree file or folder (a durable Files only)
     file.replace     renaming a temp file over a work-tree path
     file.remove      removing a work-tree file an op deletes
     journal.write    writing the op journal (its tmp file)

@@ -31,7 +31,7 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         "    except BaseException:\n        pass\n",
         [FAULTS, "-k", "create-object.write"]),
     "ref lock": (
-        "gitspace/storage/gitrepo.py",
+        "gitspace/storage/refs.py",
         "        if not self.done:\n            self._lock.unlink(missing_ok=True)\n",
         "        pass\n",
         [FAULTS, "-k", "create-ref.update"]),
@@ -41,16 +41,16 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         "    except BaseException:\n        raise\n",
         [FAULTS, "-k", "create-index.store"]),
     "work-tree tmp file": (
-        "gitspace/storage/worktree.py",
+        "gitspace/storage/files.py",
         "                os.close(fd)\n                _unlink_quietly(folder, tmp)\n                raise\n",
         "                os.close(fd)\n                raise\n", [FAULTS, "-k", "create-file.chmod"]),
     "a durable write whose folder flush failed after its rename": (
-        "gitspace/storage/worktree.py",
+        "gitspace/storage/files.py",
         "                if changed is not None:\n                    changed.append(rel)",
         "                if changed is not None:\n                    pass",
         ["tests/test_faults.py", "-k", "failed_flush"]),
     "folders a failed write made": (
-        "gitspace/storage/worktree.py",
+        "gitspace/storage/files.py",
         "                except BaseException:\n                    chain.prune(only_made=True)\n",
         "                except BaseException:\n", [FAULTS, "-k", "create-file.replace"]),
     "journal tmp file": (

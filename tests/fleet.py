@@ -16,7 +16,7 @@ from gitserver import GitServer
 import gitspace
 from gitspace.errors import LedgerError
 from gitspace.storage import ledger
-from gitspace.storage.gitrepo import ZERO
+from gitspace.storage.refs import ZERO
 from gitspace.team.sync import sync
 
 

@@ -27,9 +27,9 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(PACKAGE))
 
 
-def test_only_gitrepo_imports_gitpython() -> None:
-    offenders = [_rel(p) for p in _modules() if "git" in _imports(p) and _rel(p) != "storage/gitrepo.py"]
-    assert not offenders, f"Only storage/gitrepo.py may import GitPython (git); found in {offenders}"
+def test_only_the_object_store_imports_gitpython() -> None:
+    offenders = [_rel(p) for p in _modules() if "git" in _imports(p) and _rel(p) != "storage/objects.py"]
+    assert not offenders, f"Only storage/objects.py may import GitPython (git); found in {offenders}"
 
 
 def test_only_front_ends_import_typer_and_rich() -> None:

@@ -323,7 +323,7 @@ def test_a_planted_gitspace_link_never_receives_session_files(ws: gitspace.Works
     a link planted there some other way still never receives session files (they are written by
     the work-tree writer too)."""
     from gitspace.agent.session import Session
-    from gitspace.storage.worktree import InTheWay
+    from gitspace.storage.files import InTheWay
 
     git(ws.root, "branch", "planted", commit(ws.root, head(ws.root),
                                              {".gitspace": Link(str(outside.path))}))

@@ -23,7 +23,7 @@ from gitspace.core import paths
 from gitspace.core.transaction import Outcome, Txn
 from gitspace.errors import FileRefused, PathRefused
 from gitspace.storage import gitindex, ledger
-from gitspace.storage.gitrepo import EXEC_MODE, FILE_MODE
+from gitspace.storage.objects import EXEC_MODE, FILE_MODE
 from gitspace.tools.files import VIEW_CAP
 
 MiB = 1 << 20

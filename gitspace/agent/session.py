@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import BadArguments, GitspaceError, NotFound
 from ..storage import ledger
-from ..storage.worktree import FILE_MODE, WorkTree
+from ..storage.files import FILE_MODE, Files
 from .model import Message
 
 FORMAT = 1
@@ -79,7 +79,7 @@ class Session:
         assert self.root is not None
         # Through the work-tree writer (never through a link a history planted at .gitspace),
         # fsynced with its folder: a saved pending op id survives a power cut.
-        tree = WorkTree(self.root, durable=True)
+        tree = Files(self.root, durable=True)
         marker = f"{FOLDER.parent.as_posix()}/.gitignore"
         if tree.stat(marker) is None:
             tree.put(marker, (b"# gitspace session transcripts: local unless you opt in\n*\n",
@@ -94,7 +94,7 @@ class Session:
         """Hold the session for one process: two resumes of one session could otherwise both find
         a pending op missing from the ledger and apply it twice."""
         assert self.root is not None
-        fd = WorkTree(self.root).open_lock_file(f"{FOLDER.as_posix()}/{self.id}.lock")
+        fd = Files(self.root).open_lock_file(f"{FOLDER.as_posix()}/{self.id}.lock")
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

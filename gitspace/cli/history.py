@@ -109,7 +109,7 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """One op or commit: its record and its diff."""
-    from ..storage.gitrepo import EMPTY_TREE
+    from ..storage.objects import EMPTY_TREE
 
     with open_workspace() as ws:
         entry = find_entry(ws, ref)

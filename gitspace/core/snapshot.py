@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from ..errors import FileRefused, PathRefused
-from ..storage.gitrepo import Entry
+from ..storage.objects import Entry
 from . import paths
 from .result import Result
 from .transaction import Host, entry_of

@@ -3,7 +3,7 @@
 Invariants:
 - Work tree, index and branch ref move together, under one lock per work tree. Order: objects
   (harmless if orphaned) → journal → compare-and-swap of the branch ref → work-tree files (each by
-  tmp-file-and-rename through ``storage.worktree``: deletions first, never through a link) →
+  tmp-file-and-rename through ``storage.files``: deletions first, never through a link) →
   index → journal removed. A failure before the ref moves changes nothing; a failure after it is
   rolled back (ref swapped back, files restored) before the error surfaces.
 - The index holds exactly the tree's entries for the paths an op touched: never a file and a
@@ -40,8 +40,9 @@ from ..errors import (
     system_hint,
 )
 from ..storage import gitindex, ledger, lockfile, racyindex
-from ..storage.gitrepo import FILE_MODE, Entry, GitRepo, Identity
-from ..storage.worktree import InTheWay, State, WorkTree, order, parts_of
+from ..storage.files import Files, InTheWay, State, order, parts_of
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import FILE_MODE, Entry, Identity
 from .paths import check_tree_paths
 from .result import UNCHANGED, Result
 
@@ -93,9 +94,9 @@ def disk_state(
     limit: int | None = None,
 ) -> State:
     """(content, git mode) of work-tree path ``rel``, None when absent, read without following
-    any link (see ``storage.worktree``). The stat kept in ``stats`` is taken before the content
+    any link (see ``storage.files``). The stat kept in ``stats`` is taken before the content
     is read; a regular file larger than ``limit`` is refused before it is read."""
-    return WorkTree(root).read(rel.rstrip("/"), limit=limit, stats=stats)  # "sub/": a folder
+    return Files(root).read(rel.rstrip("/"), limit=limit, stats=stats)  # "sub/": a folder
 
 
 class Txn:
@@ -173,7 +174,7 @@ class Transactions:
     def __init__(self, ws: Host, *, durable: bool = False) -> None:
         self.ws = ws
         self.repo: GitRepo = ws.repo
-        self.files = WorkTree(ws.root, durable=durable, private=ws.repo.private)
+        self.files = Files(ws.root, durable=durable, private=ws.repo.private)
         self.state_dir = private_folder(ws.repo.gitdir, "gitspace")
         self.journal = self.state_dir / "journal.json"
         self._split_config: bool | None | str = "unread"  # core.splitIndex, read when it matters
@@ -377,7 +378,7 @@ class Transactions:
 
     def apply(self, changes: Mapping[str, State], *, lenient: bool = False,
               done: list[str] | None = None) -> dict[str, os.stat_result]:
-        """Write ``changes`` to the work tree in ``worktree.order`` (deletions first), one
+        """Write ``changes`` to the work tree in ``files.order`` (deletions first), one
         ``put_file`` each; the stats of the files written. ``lenient`` (recovery, rollback)
         leaves a path whose way is blocked for the next snapshot instead of raising. ``done``
         gets each path written, and the path whose write failed after it changed it."""
@@ -398,7 +399,7 @@ class Transactions:
     def put_file(self, rel: str, state: State, changed: list[str] | None = None
                  ) -> os.stat_result | None:
         """Make the work-tree path hold ``state`` (None: absent), atomically, never through a
-        link (``storage.worktree``); the stat of the file written. A failure after the path
+        link (``storage.files``); the stat of the file written. A failure after the path
         changed (a durable folder's flush) adds it to ``changed`` first."""
         return self.files.put(rel, state, changed=changed)
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from ..errors import Conflict, LedgerError, NotFound, ToolFailed
 from ..storage import ledger
-from ..storage.gitrepo import Commit, Entry
+from ..storage.objects import Commit, Entry
 from . import lookup
 from .transaction import Outcome, Stage, Txn
 from .workspace import Workspace

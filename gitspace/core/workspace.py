@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 from ..errors import GitspaceError, NotAWorkspace, from_os_error
 from ..storage import ledger
-from ..storage.gitrepo import FILE_MODE, GitRepo, Identity
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import FILE_MODE, Identity
 from .result import Result
 from .snapshot import pending_changes, snapshot
 from .transaction import COMMITTER, Outcome, Stage, Transactions, Txn

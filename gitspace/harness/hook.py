@@ -7,7 +7,7 @@ Invariants:
   records what was left as an outside edit. ``gitspace record`` is a command for people and
   scripts: bad input exits 1 with a sentence, as every other command does.
 - The import path is small: this module and what ``record`` needs, never typer, rich or the CLI,
-  and GitPython only when an object must be read from a pack (see ``storage.gitrepo``).
+  and GitPython only when an object must be read from a pack (see ``storage.objects``).
 - At most ``MAX_PAYLOAD`` bytes are read; a larger payload is refused, not parsed.
 """
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..core import owner, paths
 from ..errors import FileRefused, PathRefused
 from ..storage import loose
-from ..storage.worktree import WorkTree
+from ..storage.files import Files
 from . import state
 from .events import Call, Event, Options, Outcome, PayloadRefused
 
@@ -86,7 +86,7 @@ def announce(root: Path, gitdir: Path, commondir: Path, event: Event, options: O
 
         rels = GitRepo(root, gitdir, commondir).status_paths()
     before: dict[str, list[Any]] = {}
-    files = WorkTree(root)
+    files = Files(root)
     for rel in rels:
         try:
             found = files.read(rel, limit=options.max_file_bytes)

@@ -37,7 +37,8 @@ from ..core.transaction import COMMITTER, entry_of
 from ..core.workspace import Workspace
 from ..errors import FileRefused, GitspaceError, NotAWorkspace, PathRefused
 from ..storage import ledger
-from ..storage.gitrepo import Entry, GitRepo
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Entry
 from . import state
 from .events import Call, Event, Options, Outcome, RecordingOnly
 from .prepare import announce, check_cwd, relative, running

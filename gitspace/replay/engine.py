@@ -65,7 +65,8 @@ from typing import Any
 from ..core.workspace import Workspace
 from ..errors import LedgerError, NotFound, PathRefused
 from ..storage import ledger
-from ..storage.gitrepo import Commit, GitRepo
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Commit
 from .judge import (
     Divergence,
     diverged,

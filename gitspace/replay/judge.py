@@ -16,7 +16,8 @@ from typing import Any
 from ..core.workspace import Workspace
 from ..errors import NotFound, PathRefused
 from ..storage import ledger
-from ..storage.gitrepo import EMPTY_TREE, Commit, GitRepo
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import EMPTY_TREE, Commit
 from ..tools.registry import tool_named
 from ..tools.script_header import Script
 from .scratch import Scratch

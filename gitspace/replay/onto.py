@@ -34,7 +34,8 @@ from ..core.checkpoints import PREFIX
 from ..core.workspace import Workspace
 from ..errors import LedgerError, PathRefused
 from ..storage import ledger
-from ..storage.gitrepo import Commit, Entry, GitRepo
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Commit, Entry
 from ..tools.registry import Tool, all_tools
 from .engine import BadRange, Progress, Report, branch_commits, checkpoint_tags, run
 from .judge import Divergence, diverged

@@ -44,7 +44,8 @@ from ..core.transaction import COMMITTER
 from ..core.workspace import Workspace
 from ..errors import BadArguments, ConcurrentUpdate, GitspaceError
 from ..storage import gitindex
-from ..storage.gitrepo import Commit, Entry, GitRepo
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Commit, Entry
 from ..tools.builtins import registry
 
 BRANCH = "replay"

@@ -4,7 +4,7 @@ Invariant: ``aliases(name, word)`` is true whenever NTFS or HFS+ would open ``na
 (``.git``, ``.gitmodules``, ``.gitattributes``, ``.gitspace``, ``constraints``...). These are
 ports of git's ``is_ntfs_dot_generic`` and ``is_hfs_dot_generic`` (path.c, utf8.c), a little
 stricter where that costs nothing (``git~2``, Unicode case folds). The path policy
-(core/paths.py) and the work-tree writer (worktree.py) both ask here, so there is one answer.
+(core/paths.py) and the work-tree writer (files.py) both ask here, so there is one answer.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Loose objects and finding a repository, with the standard library only (and ``faults``).
 
 Invariant: nothing here starts git or imports GitPython, so a process that needs only this (a
-harness's before hook) starts fast; ``gitrepo`` builds on it and stays the door for everything
+harness's before hook) starts fast; ``objects`` builds on it and stays the door for everything
 else. An object is written by tmp-file-and-rename, so a crash never leaves a partial one; a read
 that meets anything unusual returns None and the caller asks git.
 """

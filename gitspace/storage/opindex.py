@@ -29,7 +29,8 @@ from typing import TypeVar
 
 from ..errors import LedgerError
 from . import ledger
-from .gitrepo import Commit, GitRepo
+from .gitrepo import GitRepo
+from .objects import Commit
 
 FORMAT = "2"
 T = TypeVar("T")

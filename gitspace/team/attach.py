@@ -53,9 +53,10 @@ from pathlib import Path
 
 from ..core.owner import AGENT_MARK, is_agent_worktree, marked_agent, owns, worktrees_dir
 from ..core.transaction import COMMITTER, private_folder
-from ..errors import BadArguments, Conflict, GitspaceError, LedgerError, NotFound
+from ..errors import BadArguments, Conflict, GitCommandError, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
-from ..storage.gitrepo import GitCommandError, GitRepo, Worktree
+from ..storage.gitrepo import GitRepo
+from ..storage.worktrees import Worktree
 from . import merge_journal
 
 BRANCH_PREFIX = "agent/"

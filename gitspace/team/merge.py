@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 from ..core import branches
 from ..core.transaction import COMMITTER
-from ..errors import Conflict, GitspaceError, NotFound
-from ..storage.gitrepo import GitCommandError, GitRepo, Identity
+from ..errors import Conflict, GitCommandError, GitspaceError, NotFound
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Identity
 from . import merge_journal
 from .attach import (
     BRANCH_PREFIX,

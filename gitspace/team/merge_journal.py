@@ -15,7 +15,7 @@ Invariants:
     compares, filters included): an edit the user made since is left alone;
   * if the branch is elsewhere, someone else moved it: nothing is touched.
 - Files are put back by git (``checkout-index``, with the user's filters) or, for files the
-  merge added, removed through ``storage.worktree`` (never through a link). Nothing else of the
+  merge added, removed through ``storage.files`` (never through a link). Nothing else of the
   checkout is read or written.
 """
 
@@ -31,8 +31,10 @@ from pathlib import Path
 
 from ..core.transaction import break_stale_locks, hold_lock, private_folder
 from ..storage import lockfile
-from ..storage.gitrepo import ZERO, Entry, GitRepo
-from ..storage.worktree import WorkTree
+from ..storage.files import Files
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Entry
+from ..storage.refs import ZERO
 
 JOURNAL = "merge.json"
 INDEX_COPY = "merge-index"
@@ -120,7 +122,7 @@ def put_back(repo: GitRepo, old: str, new: str, files: list[str], index_copy: Pa
     back = b"".join(os.fsencode(p) + b"\0" for p in written if before[p] is not None)
     if back:
         repo.git("checkout-index", "-f", "-z", "--stdin", input=back)
-    tree = WorkTree(repo.root)
+    tree = Files(repo.root)
     for p in written:
         if before[p] is None:
             tree.put(p, None)
@@ -132,7 +134,7 @@ def _holding_the_merge(repo: GitRepo, before: dict[str, Entry | None],
     compares it, filters included), or the start of it (git writes a file in place: a killed git
     leaves it half written, never older than the merge), absent where it deleted or was about to
     rewrite one."""
-    tree = WorkTree(repo.root)
+    tree = Files(repo.root)
     written = [p for p, e in after.items() if e is None and tree.stat(p) is None]
     present = [p for p, e in after.items() if e is not None]
     if not present:

@@ -30,7 +30,8 @@ from ..replay.judge import Divergence
 from ..replay.onto import apply_diff
 from ..replay.scratch import open_scratch
 from ..storage import ledger
-from ..storage.gitrepo import Commit, GitRepo
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Commit
 
 THEIRS_SCANNED = 200  # remote commits looked through for the ones that changed the same paths
 

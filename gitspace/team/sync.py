@@ -41,7 +41,8 @@ from ..errors import BadArguments, ConcurrentUpdate, Conflict, GitspaceError
 from ..replay.engine import branch_commits
 from ..replay.onto import merge_base
 from ..storage import ledger
-from ..storage.gitrepo import Commit, GitRepo
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Commit
 from . import sync_state
 from .rebase import rebase, stopped
 from .remote import TAGS, RemoteUnavailable, fetch, ls_remote, push_refspecs

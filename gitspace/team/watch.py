@@ -40,7 +40,7 @@ from .. import extras
 from ..core.transaction import entry_of
 from ..errors import BadArguments, GitspaceError, PathRefused
 from ..storage import ledger
-from ..storage.worktree import TMP_NAME
+from ..storage.files import TMP_NAME
 
 if TYPE_CHECKING:
     from watchdog.events import FileSystemEvent

@@ -20,8 +20,8 @@ from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
 from ..errors import FileRefused, GitspaceError, ToolFailed
 from ..storage import ledger
-from ..storage.gitrepo import LINK_MODE
-from ..storage.worktree import WorkTree
+from ..storage.files import Files
+from ..storage.objects import LINK_MODE
 from .registry import PATH, builtin, integer, obj, string
 from .text import LISTING_CAP, VIEW_CAP, decode, numbered, refuse_binary
 
@@ -102,7 +102,7 @@ def view(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
     return Result(ok=True, text=f"{header}\n{body}", tool="view")
 
 
-def _listing(files: WorkTree, rel: str, top: list[tuple[str, os.stat_result]]) -> str:
+def _listing(files: Files, rel: str, top: list[tuple[str, os.stat_result]]) -> str:
     rows: list[str] = []
     total = 0
     for name, st in top:

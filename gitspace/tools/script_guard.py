@@ -30,8 +30,8 @@ from ..core.transaction import disk_state
 from ..core.workspace import Workspace
 from ..errors import GitspaceError, LockTimeout, PathRefused, WriteFailed
 from ..storage import ledger, racyindex
-from ..storage.gitrepo import EXEC_MODE, FILE_MODE, LINK_MODE
-from ..storage.worktree import parts_of
+from ..storage.files import parts_of
+from ..storage.objects import EXEC_MODE, FILE_MODE, LINK_MODE
 
 State = tuple[bytes, int] | None
 Print = tuple[int, int, int, int, int]  # (mode, size, mtime_ns, ctime_ns, inode)

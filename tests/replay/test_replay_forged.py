@@ -33,8 +33,8 @@ from gitspace.replay import judge
 from gitspace.replay.engine import BadRange, replay
 from gitspace.replay.onto import replay_onto
 from gitspace.storage import ledger
-from gitspace.storage.gitrepo import Commit
 from gitspace.storage.ledger import Op
+from gitspace.storage.objects import Commit
 
 OP_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 

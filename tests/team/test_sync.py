@@ -17,7 +17,7 @@ from gitspace.agent.session import Session
 from gitspace.agent.transcript import commit_transcript
 from gitspace.core import timeline as history
 from gitspace.errors import Conflict, GitspaceError
-from gitspace.storage.gitrepo import ZERO
+from gitspace.storage.refs import ZERO
 from gitspace.team import attach
 from gitspace.team import remote as sync
 

@@ -1,4 +1,4 @@
-"""storage/worktree.py: the one writer of work-tree files, on its own.
+"""storage/files.py: the one writer of work-tree files, on its own.
 
 Every case checks the rule of its docstring: nothing written through a link, nothing removed
 that the caller did not plan to replace, and a failed write changes nothing (no temporary file,
@@ -19,23 +19,23 @@ from hostile import Outside
 
 from gitspace import faults
 from gitspace.errors import FileRefused, PathRefused
-from gitspace.storage.worktree import (
+from gitspace.storage.files import (
     EXEC_MODE,
     FILE_MODE,
     LINK_MODE,
     TMP_NAME,
+    Files,
     InTheWay,
-    WorkTree,
     order,
     parts_of,
 )
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> WorkTree:
+def tree(tmp_path: Path) -> Files:
     root = tmp_path / "wt"
     root.mkdir()
-    return WorkTree(root)
+    return Files(root)
 
 
 def listing(root: Path) -> dict[str, str]:
@@ -60,7 +60,7 @@ def no_tmp_files(root: Path) -> None:
     assert not [n for _, _, names in os.walk(root) for n in names if TMP_NAME.fullmatch(n)]
 
 
-def test_writes_files_links_and_modes_making_folders(tree: WorkTree) -> None:
+def test_writes_files_links_and_modes_making_folders(tree: Files) -> None:
     root = tree.root
     st = tree.put("a/b/c.txt", (b"hello\n", FILE_MODE))
     assert st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 6
@@ -77,7 +77,7 @@ def test_writes_files_links_and_modes_making_folders(tree: WorkTree) -> None:
     no_tmp_files(root)
 
 
-def test_never_writes_through_a_link_where_a_folder_is_needed(tree: WorkTree,
+def test_never_writes_through_a_link_where_a_folder_is_needed(tree: Files,
                                                               outside: Outside) -> None:
     os.symlink(outside.path, tree.root / "lnk")
     before = listing(tree.root)
@@ -91,7 +91,7 @@ def test_never_writes_through_a_link_where_a_folder_is_needed(tree: WorkTree,
     outside.unchanged()
 
 
-def test_a_planned_deletion_clears_the_way_first(tree: WorkTree, outside: Outside) -> None:
+def test_a_planned_deletion_clears_the_way_first(tree: Files, outside: Outside) -> None:
     os.symlink(outside.path, tree.root / "lnk")
     (tree.root / "fd").write_text("a file\n")
     changes = {"lnk/file": (b"in a real folder\n", FILE_MODE), "lnk": None,
@@ -109,7 +109,7 @@ def test_a_planned_deletion_clears_the_way_first(tree: WorkTree, outside: Outsid
     assert listing(tree.root)["fd"] == "a file again\n"
 
 
-def test_a_file_where_a_folder_is_needed_is_never_removed(tree: WorkTree) -> None:
+def test_a_file_where_a_folder_is_needed_is_never_removed(tree: Files) -> None:
     (tree.root / "fd").write_text("the user's\n")
     with pytest.raises(InTheWay, match="A parent of fd/x is a file"):
         tree.put("fd/x", (b"x\n", FILE_MODE))
@@ -117,7 +117,7 @@ def test_a_file_where_a_folder_is_needed_is_never_removed(tree: WorkTree) -> Non
     no_tmp_files(tree.root)
 
 
-def test_folders_where_a_file_goes(tree: WorkTree) -> None:
+def test_folders_where_a_file_goes(tree: Files) -> None:
     (tree.root / "full").mkdir()
     (tree.root / "full" / "keep.txt").write_text("keep\n")
     with pytest.raises(InTheWay, match="full is a folder"):
@@ -132,7 +132,7 @@ def test_folders_where_a_file_goes(tree: WorkTree) -> None:
     no_tmp_files(tree.root)
 
 
-def test_a_link_at_the_path_itself_is_replaced_not_followed(tree: WorkTree,
+def test_a_link_at_the_path_itself_is_replaced_not_followed(tree: Files,
                                                             outside: Outside) -> None:
     os.symlink(outside.path / "victim.txt", tree.root / "a.txt")
     tree.put("a.txt", (b"mine\n", FILE_MODE))
@@ -144,7 +144,7 @@ def test_a_link_at_the_path_itself_is_replaced_not_followed(tree: WorkTree,
     outside.unchanged()
 
 
-def test_a_hard_link_to_an_outside_file_is_replaced_by_name(tree: WorkTree,
+def test_a_hard_link_to_an_outside_file_is_replaced_by_name(tree: Files,
                                                             outside: Outside) -> None:
     os.link(outside.path / "victim.txt", tree.root / "linked.txt")
     tree.put("linked.txt", (b"rewritten\n", FILE_MODE))
@@ -153,7 +153,7 @@ def test_a_hard_link_to_an_outside_file_is_replaced_by_name(tree: WorkTree,
     assert os.lstat(outside.path / "victim.txt").st_nlink == 1
 
 
-def test_fifos_and_sockets_are_refused_never_opened_to_block(tree: WorkTree) -> None:
+def test_fifos_and_sockets_are_refused_never_opened_to_block(tree: Files) -> None:
     os.mkfifo(tree.root / "pipe")
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(tree.root / "sock"))
@@ -175,7 +175,7 @@ def test_fifos_and_sockets_are_refused_never_opened_to_block(tree: WorkTree) -> 
         server.close()
 
 
-def test_reads_beneath_a_link_or_a_file_find_nothing(tree: WorkTree, outside: Outside) -> None:
+def test_reads_beneath_a_link_or_a_file_find_nothing(tree: Files, outside: Outside) -> None:
     os.symlink(outside.path, tree.root / "lnk")
     (tree.root / "f").write_text("f\n")
     assert tree.read("lnk/victim.txt") is None
@@ -186,7 +186,7 @@ def test_reads_beneath_a_link_or_a_file_find_nothing(tree: WorkTree, outside: Ou
     assert st is not None and stat.S_ISLNK(st.st_mode)
 
 
-def test_the_size_cap_is_checked_before_reading(tree: WorkTree) -> None:
+def test_the_size_cap_is_checked_before_reading(tree: Files) -> None:
     (tree.root / "big").write_bytes(b"x" * 101)
     stats: dict[str, os.stat_result] = {}
     with pytest.raises(FileRefused, match="101 bytes, over the 100-byte cap"):
@@ -195,7 +195,7 @@ def test_the_size_cap_is_checked_before_reading(tree: WorkTree) -> None:
     assert tree.read("big", limit=101) == (b"x" * 101, FILE_MODE)
 
 
-def test_deleting_prunes_the_folders_it_empties_up_to_the_root(tree: WorkTree) -> None:
+def test_deleting_prunes_the_folders_it_empties_up_to_the_root(tree: Files) -> None:
     tree.put("a/b/c/d.txt", (b"d\n", FILE_MODE))
     tree.put("a/keep.txt", (b"k\n", FILE_MODE))
     tree.put("a/b/c/d.txt", None)
@@ -207,7 +207,7 @@ def test_deleting_prunes_the_folders_it_empties_up_to_the_root(tree: WorkTree) -
 @pytest.mark.parametrize("rel", ["..", "../x", "a/../../x", "/abs", "a//b", "./a", ".git",
                                  ".git/config", "x/.GIT/hooks/pre-commit", ".git. /hooks/x",
                                  ".Git ", "a/\0"])
-def test_paths_that_leave_the_tree_or_enter_git_are_refused(tree: WorkTree, rel: str) -> None:
+def test_paths_that_leave_the_tree_or_enter_git_are_refused(tree: Files, rel: str) -> None:
     with pytest.raises(PathRefused, match="refused the path"):
         parts_of(rel)
     with pytest.raises(PathRefused):
@@ -223,7 +223,7 @@ def test_a_failed_write_changes_nothing(tmp_path: Path, point: str, code: int) -
     root = tmp_path / "wt"
     (root / "old").mkdir(parents=True)
     (root / "old" / "a.txt").write_text("before\n")
-    tree = WorkTree(root, durable=True)
+    tree = Files(root, durable=True)
     before = listing(root)
     for rel in ("old/a.txt", "new/deeper/b.txt"):
         with faults.inject(point, code) as armed, pytest.raises(OSError) as caught:
@@ -244,14 +244,14 @@ def test_a_folder_put_at_the_path_mid_write_is_in_the_way(tmp_path: Path) -> Non
     root = tmp_path / "wt"
     (root / "d").mkdir(parents=True)
     (root / "d" / "a.txt").write_text("before\n")
-    tree = WorkTree(root)
+    tree = Files(root)
     before = listing(root)
     with faults.inject("file.replace", errno.EISDIR), pytest.raises(InTheWay, match="folder"):
         tree.put("d/a.txt", (b"after\n", FILE_MODE))
     assert listing(root) == before
 
 
-def test_temporary_files_a_crash_left_are_removed(tree: WorkTree) -> None:
+def test_temporary_files_a_crash_left_are_removed(tree: Files) -> None:
     tree.put("d/a.txt", (b"a\n", FILE_MODE))
     (tree.root / "d" / ".gitspace-abcd1234").write_text("half\n")
     (tree.root / ".gitspace-zzzz_999").write_text("half\n")

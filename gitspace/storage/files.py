@@ -155,7 +155,7 @@ class _Chain:
         self.fds = self.fds[:1]
 
 
-class WorkTree:
+class Files:
     """Reads and writes one work tree under the rules of the module docstring."""
 
     def __init__(self, root: Path, *, durable: bool = False, private: bool = False) -> None:
