@@ -28,7 +28,7 @@ from ..core.transaction import Outcome, Stage, Txn
 from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, PathRefused, ToolFailed
 from ..storage import ledger
-from ..storage.worktree import OWNER_ONLY_FOLDER
+from ..storage.files import OWNER_ONLY_FOLDER
 from .registry import builtin, integer, obj, string
 from .text import LISTING_CAP, VIEW_CAP, decode, numbered, refuse_binary
 
