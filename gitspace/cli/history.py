@@ -226,13 +226,19 @@ def switch(name: str) -> None:
 
 def verify(
     rev: Annotated[Optional[str], typer.Argument()] = None,  # noqa: UP045
+    start: Annotated[Optional[str], typer.Option("--from", help="Only the commits this revision does not contain (those after it, when it is on the branch).")] = None,  # noqa: UP045,E501
     as_json: JsonOpt = False,
 ) -> None:
     """Re-parse every op of a branch; exit 1 if any is malformed."""
-    from ..core import timeline
+    from ..core import lookup, timeline
+    from ..errors import GitspaceError
 
     with open_workspace() as ws:
-        report = timeline.verify(ws, rev)
+        try:
+            base = lookup.resolve(ws.repo, start).commit if start else None
+        except GitspaceError as e:
+            raise typer.BadParameter(e.message, param_hint="--from") from None
+        report = timeline.verify(ws, rev, base)
         if as_json:
             emit_json({"ok": report.ok, "commits": report.commits, "ops": report.ops,
                        "foreign": report.foreign,

@@ -35,8 +35,8 @@ FIELDS: dict[str, list[str]] = {
     "sync": ["remote", "branch", "tip", "pulled", "rebased", "pushed", "dropped", "checkpoints",
              "attempts", "notes"],
     "replay": ["tip", "base", "total", "start", "reexecuted", "as_recorded", "recorded_why",
-               "unverified", "scripts", "onto", "branch", "created", "leftover", "ok", "result",
-               "checked", "divergence"],
+               "unverified", "scripts", "empty", "fetched", "onto", "branch", "created",
+               "leftover", "ok", "result", "checked", "divergence"],
 }
 OP_FIELDS = ["id", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of"]
 

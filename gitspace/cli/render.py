@@ -302,6 +302,15 @@ def _replay_body(report: Any) -> None:
     why = ", ".join(f"{n} {escape(k)}" for k, n in sorted(report.recorded_why.items()))
     out.print(f"  {report.reexecuted} re-executed, {report.as_recorded} applied as recorded"
               + (f" ({why})" if why else ""))
+    if report.fetched:
+        out.print(f"  fetched checkpoint(s) {escape(', '.join(report.fetched))} from a remote "
+                  "(no tag was created here)")
+    if report.empty:
+        out.print(f"[red]nothing re-executed[/red]: {escape(report.empty)}")
+        out.print("  Pass --allow-empty if that is expected (the range adds only outside edits, "
+                  "commands or plain commits); otherwise check --from, and that the clone holds "
+                  "the branch's whole history.")
+        return
     d = report.divergence
     if d is None:
         if report.onto:

@@ -15,6 +15,7 @@ def replay(
     onto: Annotated[Optional[str], typer.Option("--onto", help="Re-run the ops on this revision instead, into a new branch.")] = None,  # noqa: UP045,E501
     new_branch: Annotated[Optional[str], typer.Option("--branch", help="With --onto: the branch to create.")] = None,  # noqa: UP045,E501
     no_scripts: Annotated[bool, typer.Option("--no-scripts", help="Do not run the workspace's constraint scripts; count their ops as not verified.")] = False,  # noqa: E501
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Succeed even when no op was re-executed (by default that fails on a branch that has ops).")] = False,  # noqa: E501
     as_json: JsonOpt = False,
 ) -> None:
     """Re-run a branch's ops in a scratch copy; exit 1 at the first that does not rebuild its commit.
@@ -51,7 +52,8 @@ def replay(
                 if target is not None and new_branch is not None:
                     report = replay_onto(ws, tip, target, new_branch, base, progress.update)
                 else:
-                    report = run_replay(ws, tip, base, progress.update, scripts=not no_scripts)
+                    report = run_replay(ws, tip, base, progress.update, scripts=not no_scripts,
+                                        allow_empty=allow_empty)
             except BadRange as e:
                 raise typer.BadParameter(str(e), param_hint=e.option) from None
             except BadNewBranch as e:

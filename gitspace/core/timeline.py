@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
-from . import checkpoints, lookup
+from . import checkpoints, depth, lookup
 from .workspace import Workspace
 
 
@@ -86,13 +86,17 @@ class Report:
         return not self.problems
 
 
-def verify(ws: Workspace, rev: str | None = None) -> Report:
-    """Re-parse every commit of a branch; report malformed ops and broken links."""
+def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> Report:
+    """Re-parse every first-parent commit of a branch (with ``base``: those ``base`` does not
+    contain); report malformed ops and broken links. A shallow clone's cut inside what it reads
+    is refused (``depth``)."""
     report = Report()
     seen: set[str] = set()
     links: list[tuple[str, str]] = []
     target = rev or ("HEAD" if ws.repo.read_ref("HEAD") else None)  # detached (CI) too
-    for commit in ws.repo.log(target) if target else []:
+    commits = ws.repo.log(f"{base}..{target}" if base and target else target) if target else []
+    depth.require(ws.repo, (c.sha for c in commits), "verify")
+    for commit in commits:
         report.commits += 1
         try:
             op = ledger.parse_message(commit.message)
@@ -113,10 +117,27 @@ def verify(ws: Workspace, rev: str | None = None) -> Report:
             if isinstance(value, dict) and "$blob" in value and not ws.repo.has_object(
                     str(value["$blob"])):
                 report.problems.append((commit.sha, f"elided argument blob {value['$blob']} is missing"))
-    for sha, target in links:
-        if target not in seen:
-            report.problems.append((sha, f"links to op {target}, which is not on this branch"))
+    if base and target and any(t not in seen for _, t in links):
+        seen |= _op_ids_before(ws.repo, f"{target}", set(c.sha for c in commits))
+    for sha, target_op in links:
+        if target_op not in seen:
+            report.problems.append((sha, f"links to op {target_op}, which is not on this branch"))
     return report
+
+
+def _op_ids_before(repo: GitRepo, rev: str, checked: set[str]) -> set[str]:
+    """The op ids of ``rev``'s first-parent history outside ``checked`` (links may point there)."""
+    older = [c for c in repo.log(rev) if c.sha not in checked]
+    depth.require(repo, (c.sha for c in older), "verify")
+    ids = set()
+    for commit in older:
+        try:
+            op = ledger.parse_message(commit.message)
+        except LedgerError:
+            continue
+        if op is not None:
+            ids.add(op.op_id)
+    return ids
 
 
 # -- the paged query --------------------------------------------------------------------------

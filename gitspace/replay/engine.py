@@ -25,11 +25,13 @@ divergence without running anything:
 - a commit that is not an op (no trailer block) is applied as recorded;
 - an op of source ``external`` must change exactly the paths its arguments record (``count`` and
   the first 100 ``paths``); one of source ``harness`` (a tool call of another harness: Claude
-  Code's ``Write``, ``Bash``...) is never re-run, since gitspace does not have that harness's
-  tools, and must change exactly the paths its ``Gitspace-Paths`` records; one of source
+  Code's ``Write``, ``Bash``...) must change exactly the paths its ``Gitspace-Paths`` records,
+  and when it is a file edit ``harness_ops`` knows (Claude Code's Write, Edit and MultiEdit, and
+  the other harnesses' file tools) it is re-done from its recorded input with that harness's
+  rules, and counts as re-executed; a shell command is taken as recorded; one of source
   ``transcript`` only ``transcripts/<session>.json`` it names; all three must be authored as
-  gitspace authors them; ``init`` is acceptable only on a
-  commit without parents (the root commit, which is never checked);
+  gitspace authors them; ``init`` is acceptable only on a commit without parents (the root
+  commit, which is never checked);
 - a tool op is re-executed. An argument elided to ``{"$blob": sha, "bytes": n}`` is expanded from
   the object store first (the tool elides it again identically); a blob that is missing, or of
   another size, is a divergence: the op cannot be checked.
@@ -49,6 +51,11 @@ A re-executed op diverges when, re-run on the replayed state:
   result, trailers): a forged subject or an added ``Approved-by:`` line is caught.
 A malformed trailer block diverges too: nothing in it can be trusted.
 
+What a clone lacks never passes for a match: a range reaching where a shallow clone's history
+was cut is refused (``depth``); a checkpoint a restore needs is fetched from a remote, or the
+replay is refused with the fix (``reach``); and a replay that re-executed no op of a branch
+that has ops (tool or harness calls) fails (``Report.empty``) unless ``allow_empty``.
+
 Checkpoints: tags ``gitspace/*`` at commits outside ``base..tip`` are copied into the scratch
 repository as they are; a tag at a commit inside the range appears there only when the replay
 reaches that commit, pointing at the replayed commit. So a restore can use only a checkpoint that
@@ -62,11 +69,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import checkpoints, depth
 from ..core.workspace import Workspace
 from ..errors import LedgerError, NotFound, PathRefused
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Commit
+from ..tools import builtins
+from . import harness_ops, reach
 from .judge import (
     Divergence,
     diverged,
@@ -106,6 +116,8 @@ class Report:
     unverified: int = 0
     scripts: bool = True
     divergence: Divergence | None = None
+    empty: str | None = None  # why a replay that re-executed nothing fails (see ``replay``)
+    fetched: list[str] = field(default_factory=list)  # checkpoints fetched from a remote
     onto: str | None = None
     branch: str | None = None
     created: str | None = None
@@ -113,7 +125,7 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return self.divergence is None
+        return self.divergence is None and self.empty is None
 
     @property
     def checked(self) -> int:
@@ -122,7 +134,7 @@ class Report:
     @property
     def result(self) -> str:
         if self.onto is None:
-            return "match" if self.ok else "diverged"
+            return "diverged" if self.divergence else "empty" if self.empty else "match"
         return "created" if self.ok else "stopped"
 
     def record(self, why: str) -> None:
@@ -138,29 +150,69 @@ class Report:
 
 
 def replay(ws: Workspace, tip: str, base: str | None = None,
-           progress: Progress | None = None, *, scripts: bool = True) -> Report:
+           progress: Progress | None = None, *, scripts: bool = True,
+           allow_empty: bool = False) -> Report:
     """Re-run the ops of ``base..tip`` (commits) and compare each with the recorded commit;
-    ``scripts=False`` leaves workspace scripts unrun (see the module docstring)."""
+    ``scripts=False`` leaves workspace scripts unrun (see the module docstring). A replay that
+    re-executed no op of a branch that has some fails (``Report.empty``) unless ``allow_empty``."""
     commits, start = branch_commits(ws.repo, tip, base)
     report = Report(tip, base, len(commits) + (base is None), start=start, scripts=scripts)
     if base is None:
         report.record("root commit")
+    now, later = checkpoint_tags(ws.repo, commits)
+    found = reach.missing_checkpoints(ws.repo, restored_checkpoints(ws, commits), now, later)
+    report.fetched = sorted(ref.removeprefix(checkpoints.PREFIX) for ref in found)
     with open_scratch(ws.repo, start, ws.max_file_bytes, ops=len(commits)) as sc:
-        now, later = checkpoint_tags(ws.repo, commits)
+        for ref, obj in found.items():
+            peeled = ws.repo.git("rev-parse", f"{obj}^{{commit}}").decode().strip()
+            if peeled in later or peeled in {c.sha for c in commits}:
+                later.setdefault(peeled, []).append(ref)
+            else:
+                now[ref] = obj
         sc.set_tags(now)
         run(sc, commits, report, later, _take_recorded_tree, compare=True, progress=progress)
     report.leftover = None if sc.leftover is None else str(sc.leftover)
+    if report.ok and not report.reexecuted and not allow_empty and has_ops(ws.repo, tip):
+        report.empty = (f"it re-executed no op: the {len(commits)} commit(s) after "
+                        f"{start[:12]} hold no op it could re-run ({report.as_recorded} applied "
+                        "as recorded), though the branch has ops.")
     return report
+
+
+def has_ops(repo: GitRepo, tip: str) -> bool:
+    """Does ``tip``'s history hold an op replay can re-run (a tool call, a harness call)?"""
+    return bool(repo.log(tip, limit=1, first_parent=False,
+                         grep=r"^Gitspace-Source: (tool|harness)$"))
+
+
+def restored_checkpoints(ws: Workspace, commits: list[Commit]) -> set[str]:
+    """The checkpoints the ops of ``commits`` restore (their tags must exist to replay them)."""
+    restoring = builtins.restoring()
+    names = set()
+    for commit in commits:
+        try:
+            op = ledger.parse_message(commit.message)
+        except LedgerError:
+            continue  # the replay stops there, before any restore after it
+        key = restoring.get(op.tool) if op is not None and op.source == "tool" else None
+        name = op.args.get(key) if op is not None and key is not None else None
+        if isinstance(name, str):
+            names.add(name)
+    return names
 
 
 def branch_commits(repo: GitRepo, tip: str, base: str | None) -> tuple[list[Commit], str]:
     """The first-parent commits of ``tip`` that ``base`` does not contain, oldest first, and the
     commit they start from: the first parent of the oldest (``base`` itself when it is on the
-    branch), or the root commit when there is no ``base``."""
+    branch), or the root commit when there is no ``base``. A shallow clone's cut among them is
+    refused (``depth.ShallowHistory``): the replay would start from what happened to be fetched.
+    ``base`` itself may be one: only its tree is read."""
     if base is None:
         commits = repo.log(tip)[::-1]
+        depth.require(repo, (c.sha for c in commits), "replay")
         return commits[1:], commits[0].sha
     commits = repo.log(f"{base}..{tip}")[::-1]
+    depth.require(repo, (c.sha for c in commits), "replay")
     if not commits and base != tip:
         raise BadRange(f"{base[:12]} already contains every commit of {tip[:12]}, so there are no "
                        "ops after it to replay.",
@@ -228,6 +280,16 @@ def _replay_one(sc: Scratch, commit: Commit, report: Report,
     verdict = judge(sc.repo, commit, op)
     if verdict.wrong is not None:
         return diverged(sc, commit, op, verdict.wrong, verdict.against)
+    if verdict.because is not None and op is not None and op.source == "harness" and compare:
+        checked = harness_ops.recheck(sc, commit, op)
+        if checked.divergence is not None:
+            return checked.divergence
+        problem = apply_recorded(sc, commit, op)
+        if problem is None and checked.because is None:
+            report.reexecuted += 1
+        elif problem is None and checked.because is not None:
+            report.record(checked.because)
+        return problem
     if verdict.because is not None:
         problem = apply_recorded(sc, commit, op)
         if problem is None:

@@ -51,8 +51,9 @@ format 2 reads format 1 unchanged.
 
 - ``Gitspace-Format``: ``2``.
 - ``Gitspace-Source``: also ``harness``: a tool call the harness ran with its own tool, recorded
-  from its hooks. It is never re-run (gitspace does not have the harness's tools); replay takes
-  its tree as recorded after checking that it changes exactly the paths ``Gitspace-Paths`` names.
+  from its hooks. Replay checks that it changes exactly the paths ``Gitspace-Paths`` names; a
+  file edit it knows (Claude Code's ``Write``, ``Edit``...) it re-does from the args, and takes
+  any other (a shell command) as recorded.
 - ``Gitspace-Tool``: for source ``harness``, the harness's own tool name as it gives it
   (``Write``, ``Bash``, ``apply_patch``...): ``[A-Za-z][A-Za-z0-9_.-]*``, at most 64 characters.
   For every other source the format 1 rule holds.

@@ -151,10 +151,13 @@ def test_no_scripts_reports_script_ops_as_not_verified(tmp_path: Path, tmpdir_: 
         (target / "constraints" / "tick.py").write_text(TICK.replace("time.sleep(0.4)", ""))
         assert ws.snapshot().ok
         call_ok(ws, "tick", {})
-    out = gs(target, "--no-scripts", tmpdir=tmpdir_)
+    # The only op is a script op, left unrun: nothing was re-executed, which fails unless asked.
+    empty = gs(target, "--no-scripts", tmpdir=tmpdir_)
+    assert empty.returncode == 1 and "nothing re-executed" in empty.stdout, empty.stdout
+    out = gs(target, "--no-scripts", "--allow-empty", tmpdir=tmpdir_)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1 script op(s) not verified (scripts disabled)" in out.stdout
-    data = json.loads(gs(target, "--no-scripts", "--json", tmpdir=tmpdir_).stdout)
+    data = json.loads(gs(target, "--no-scripts", "--allow-empty", "--json", tmpdir=tmpdir_).stdout)
     assert data["ok"] and data["unverified"] == 1 and data["scripts"] is False
     assert "not verified" not in gs(target, tmpdir=tmpdir_).stdout
 

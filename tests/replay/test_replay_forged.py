@@ -469,8 +469,8 @@ def test_the_report_counts_commits_taken_as_recorded_by_why_and_says_it_all_as_j
     assert report.as_json() == {
         "tip": two, "base": None, "total": 4, "start": root, "reexecuted": 1, "as_recorded": 3,
         "recorded_why": {"root commit": 1, "not an op": 2}, "unverified": 0, "scripts": True,
-        "onto": None, "branch": None, "created": None, "leftover": None, "ok": True,
-        "result": "match", "checked": 4, "divergence": None}
+        "empty": None, "fetched": [], "onto": None, "branch": None, "created": None,
+        "leftover": None, "ok": True, "result": "match", "checked": 4, "divergence": None}
 
 
 # -- the rest of the judge's reports ------------------------------------------------------------
