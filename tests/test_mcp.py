@@ -138,8 +138,11 @@ def test_calls_are_ops_of_the_client_and_errors_are_tool_errors(ws_root: Path, m
         assert missing.is_error and "did not appear verbatim" in text(missing)
         bad = await client.call_tool("create", {"path": "notes/b.md"})
         assert bad.is_error and "file_text" in text(bad)
-        unknown = await client.call_tool("teleport", {})
-        assert unknown.is_error and "no tool named 'teleport'" in text(unknown)
+        with pytest.raises(MCPError) as unknown:  # the spec's protocol error (docs/mcp.md: why)
+            await client.call_tool("teleport", {})
+        assert unknown.value.error.code == -32602
+        assert "no tool named 'teleport'" in unknown.value.error.message
+        assert "List the tools again" in unknown.value.error.message
         escape = await client.call_tool("create", {"path": "../out.md", "file_text": "x"})
         assert escape.is_error and "refused" in text(escape)
         again = await client.call_tool("append", {"path": "notes/a.md", "text": "two\n"})
@@ -237,7 +240,9 @@ def test_resources_log_checkpoints_and_files(ws_root: Path) -> None:
         uris = [str(r.uri) for r in (await client.list_resources()).resources]
         assert uris == ["gitspace://log", "gitspace://checkpoints"]
         templates = (await client.list_resource_templates()).resource_templates
-        assert [t.uri_template for t in templates] == ["gitspace://file/{path}"]
+        assert [t.uri_template for t in templates] == [
+            "gitspace://file/{path}", "gitspace://op/{op}", "gitspace://op/{op}/file/{path}",
+            "gitspace://checkpoint/{name}", "gitspace://branch/{name}"]
         assert "No checkpoints yet" in await read(client, "gitspace://checkpoints")
         created = await client.call_tool("create", {"path": "notes/a b.md", "file_text": "hi\n"})
         assert not created.is_error and created.meta
@@ -307,7 +312,12 @@ def test_stdio_stdout_carries_only_protocol_messages(ws_root: Path, tmp_path: Pa
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
         proc.stdin.flush()
-        return json.loads(proc.stdout.readline()) if "id" in message else None
+        while "id" in message:  # notifications (the op's log message) may come first
+            reply = json.loads(proc.stdout.readline())
+            if "id" in reply:
+                return dict(reply)
+            assert reply["method"].startswith("notifications/"), reply
+        return None
 
     try:
         init = send({"id": 1, "method": "initialize", "params": {
