@@ -1,7 +1,8 @@
 # Two entry points for a fresh machine: `make demo` and `make test`.
 # Each builds .venv from pyproject.toml when it is missing or older than pyproject.toml.
 # `make test` also installs the real Claude Code CLI from npm into .cache/claude-code (git-ignored),
-# which the harness tests drive against a local fake Messages API; they fail without it.
+# which the harness tests drive against a local fake Messages API; they fail without it. It also
+# installs the MCP conformance suite, with the Node 22 it needs, into .cache/conformance.
 # `make install` puts `gitspace` on PATH the way pipx or `uv tool` would: a virtualenv of its
 # own (PREFIX/share/gitspace/venv, a regular install with every extra) and a link to its
 # launcher in PREFIX/bin. PREFIX is ~/.local unless given; `make uninstall` removes both.
