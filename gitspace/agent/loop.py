@@ -290,7 +290,8 @@ def add_user_message(session: Session, message: str) -> None:
     if last is not None and last["role"] == "user":  # keep user/assistant turns alternating
         content = last["content"]
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        last["content"] = [*blocks, {"type": "text", "text": message}]
+        # A new message object, never an edit of the saved one (the session log diffs by identity).
+        session.messages[-1] = {**last, "content": [*blocks, {"type": "text", "text": message}]}
     else:
         session.messages.append({"role": "user", "content": message})
     session.save()

@@ -1,11 +1,44 @@
-"""A run's durable state: the conversation and where the loop stands, in one JSON file.
+"""A run's durable state: the conversation and where the loop stands, in one append-only log.
 
-Invariants: the file is replaced atomically (temp file, fsync, rename, through the work-tree
-writer: never through a link), so a crash leaves the previous step or the next, never half of
-one. It lives under ``.gitspace/sessions/`` in the workspace, which ignores itself, so
-transcripts are never committed unless a person opts in (``commit_transcript``). Before a
-mutating tool runs, its op id is in ``pending`` on disk: that is what lets a resumed run find the
-op in the ledger instead of running it twice.
+This docstring is the format contract of a session file (format 2).
+
+``.gitspace/sessions/<id>.jsonl`` holds UTF-8 JSON Lines. The first line is a snapshot::
+
+    {"format": 2, "state": {FIELD: VALUE, ...}, "messages": [MESSAGE, ...]}
+
+``state`` holds every field of ``Session`` but ``messages`` (id, task, agent, client, scripted,
+next, status, steps, pending, client_state, stats, created, updated, ...). Each later line is what
+one save changed, applied in order::
+
+    {"keep": K, "add": [MESSAGE, ...], "set": {FIELD: VALUE, ...}}
+
+- ``keep`` (absent: all of them): only the first K messages of the conversation stay (compaction
+  folded the rest, or a message was replaced); ``add``: messages appended after those;
+- ``set``: each field whose value changed, whole (``stats`` as one object).
+
+Invariants:
+- A save appends one line and flushes it (fdatasync), so it costs what the step changed, not the
+  whole history. A crash leaves the previous save or the next, never half of one: a last line
+  that lacks its newline or does not parse is a save cut off, which readers ignore and the next
+  save replaces by writing a new snapshot.
+- When the lines after the snapshot outgrow ``REWRITE`` times its size (and ``MIN_REWRITE``
+  bytes), the save writes a new snapshot instead, replacing the file atomically (temp file,
+  fsync, rename): the file stays within a few times the live conversation, and each rewrite's
+  cost is spread over the steps that grew the log.
+- Messages are values: the loop appends them, or replaces the list (compaction) or one message
+  (a new user message), but never edits a saved message in place; a save finds what changed by
+  identity.
+- A field added to ``Session`` with a default needs no new format: older files lack it and read
+  with the default. A reader refuses a field it does not know (the file is from a newer gitspace).
+- Every write goes through the work-tree writer (never through a link a history planted at
+  ``.gitspace``). The folder ``.gitspace/`` ignores itself, so transcripts are never committed
+  unless a person opts in (``commit_transcript``). Before a mutating tool runs, its op id is in
+  ``pending`` on disk: that is what lets a resumed run find the op in the ledger instead of
+  running it twice.
+
+Format 1 (read, never written): ``<id>.json``, one JSON object ``{"format": 1, FIELD: VALUE, ...,
+"messages": [...]}``. A format-1 session saved again becomes a format-2 file, and its ``.json``
+is removed.
 """
 
 from __future__ import annotations
@@ -16,17 +49,20 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ..errors import BadArguments, GitspaceError, NotFound
 from ..storage import ledger
-from ..storage.files import FILE_MODE, Files
+from ..storage.files import FILE_MODE, LINK_MODE, Files
 from .model import Message
 
-FORMAT = 1
+FORMAT = 2
 FOLDER = Path(".gitspace") / "sessions"
+SUFFIX, OLD_SUFFIX = ".jsonl", ".json"
+REWRITE = 2  # lines after the snapshot may grow to this many times its size...
+MIN_REWRITE = 1 << 20  # ...and at least this many bytes, before a save writes a new snapshot
 
 # What the loop does next: call the model, or run the tools of the last assistant message.
 CALL, TOOLS = "call", "tools"
@@ -41,6 +77,17 @@ class Stats:
     compactions: int = 0
     recovered: int = 0  # tool calls whose result came back from the ledger after a restart
     failed_calls: int = 0  # tool calls answered with an error
+
+
+@dataclass
+class _Disk:
+    """What the file holds now, for the next save to write only the difference."""
+
+    messages: list[Message]  # the saved conversation (the same message objects)
+    state: dict[str, str]  # field -> its JSON text as saved
+    snapshot: int  # bytes of the snapshot line
+    size: int  # bytes of the whole file
+    torn: bool = False  # the last line was cut off: the next save writes a snapshot
 
 
 @dataclass
@@ -60,6 +107,8 @@ class Session:
     created: float = field(default_factory=time.time)
     updated: float = 0.0
     root: Path | None = field(default=None, repr=False, compare=False)
+    _disk: _Disk | None = field(default=None, init=False, repr=False, compare=False)
+    _old_file: bool = field(default=False, init=False, repr=False, compare=False)
 
     @classmethod
     def new(cls, root: Path, task: str, *, agent: str | None, client: str, scripted: bool) -> Session:
@@ -72,22 +121,48 @@ class Session:
     @property
     def path(self) -> Path:
         assert self.root is not None
-        return self.root / FOLDER / f"{self.id}.json"
+        return self.root / FOLDER / f"{self.id}{SUFFIX}"
 
     def save(self) -> None:
+        """Write what changed since the last save (the first save writes a snapshot)."""
         self.updated = time.time()
         assert self.root is not None
-        # Through the work-tree writer (never through a link a history planted at .gitspace),
-        # fsynced with its folder: a saved pending op id survives a power cut.
+        # Durable: a saved pending op id survives a power cut.
         tree = Files(self.root, durable=True)
+        state = {name: _dumps(value) for name, value in self._state().items()}
+        disk = self._disk
+        if disk is None or disk.torn:
+            self._snapshot(tree, state)
+            return
+        keep = _shared_prefix(disk.messages, self.messages)
+        record: dict[str, Any] = {} if keep == len(disk.messages) else {"keep": keep}
+        if keep < len(self.messages):
+            record["add"] = self.messages[keep:]
+        changed = {k: v for k, v in state.items() if disk.state.get(k) != v}
+        line = _record_line(record, changed)
+        if disk.size + len(line) - disk.snapshot > max(MIN_REWRITE, REWRITE * disk.snapshot):
+            self._snapshot(tree, state)
+            return
+        disk.size = tree.append(_rel(self.id), line)
+        disk.messages = list(self.messages)
+        disk.state.update(changed)
+
+    def _state(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name in _STATE}
+
+    def _snapshot(self, tree: Files, state: dict[str, str]) -> None:
         marker = f"{FOLDER.parent.as_posix()}/.gitignore"
         if tree.stat(marker) is None:
             tree.put(marker, (b"# gitspace session transcripts: local unless you opt in\n*\n",
                               FILE_MODE))
-        data = {k: v for k, v in asdict(self).items() if k != "root"}
-        data["format"] = FORMAT
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-        tree.put(f"{FOLDER.as_posix()}/{self.id}.json", (text.encode("utf-8"), FILE_MODE))
+        fields_text = ",".join(f"{json.dumps(k)}:{v}" for k, v in state.items())
+        line = (f'{{"format":{FORMAT},"state":{{{fields_text}}},"messages":'
+                f'{_dumps(self.messages)}}}\n').encode()
+        tree.put(_rel(self.id), (line, FILE_MODE))
+        self._disk = _Disk(list(self.messages), state, len(line), len(line))
+        if self._old_file:  # the format-1 file this session was read from is replaced now
+            tree.put(f"{FOLDER.as_posix()}/{self.id}{OLD_SUFFIX}", None)
+            self._old_file = False
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
@@ -108,30 +183,131 @@ class Session:
     @classmethod
     def load(cls, root: Path, session_id: str) -> Session:
         ledger.check_token("session id", session_id)
-        path = root / FOLDER / f"{session_id}.json"
-        if not path.exists():
-            known = sorted(p.stem for p in (root / FOLDER).glob("*.json"))
-            raise NotFound(f"There is no saved session {session_id} in {root}.",
-                           hint="Saved sessions: " + (", ".join(known[-5:]) or "none") + ".")
+        tree = Files(root)
+        for suffix, reader in ((SUFFIX, _read_log), (OLD_SUFFIX, _read_old)):
+            rel = f"{FOLDER.as_posix()}/{session_id}{suffix}"
+            found = tree.read(rel)
+            if found is None:
+                continue
+            path = root / rel
+            if found[1] == LINK_MODE:
+                raise BadArguments(f"The session file {path} is a symbolic link; gitspace never "
+                                   "reads a session through one.", hint="Move it away.")
+            try:
+                return reader(root, found[0], path)
+            except (ValueError, TypeError, AttributeError, KeyError) as e:
+                raise BadArguments(f"The session file {path} is damaged ({e}).",
+                                   hint="Start a new run; the ops it made are all in the git "
+                                        "log.") from None
+        known = ids(root)
+        raise NotFound(f"There is no saved session {session_id} in {root}.",
+                       hint="Saved sessions: " + (", ".join(known[-5:]) or "none") + ".")
+
+
+# The fields a file holds: every dataclass field but the conversation and what is in memory only.
+_STATE = tuple(f.name for f in fields(Session) if f.name not in ("messages", "root")
+               and not f.name.startswith("_"))
+
+
+def _rel(session_id: str) -> str:
+    return f"{FOLDER.as_posix()}/{session_id}{SUFFIX}"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _plain(value: Any) -> Any:
+    return asdict(value) if isinstance(value, Stats) else value
+
+
+def _record_line(record: dict[str, Any], changed: dict[str, str]) -> bytes:
+    parts = [f"{json.dumps(k)}:{_dumps(v)}" for k, v in record.items()]
+    if changed:
+        parts.append('"set":{' + ",".join(f"{json.dumps(k)}:{v}" for k, v in changed.items()) + "}")
+    return ("{" + ",".join(parts) + "}\n").encode("utf-8")
+
+
+def _shared_prefix(saved: list[Message], now: list[Message]) -> int:
+    """How many leading messages are the very objects saved (compaction shares the goal)."""
+    n = 0
+    for a, b in zip(saved, now, strict=False):
+        if a is not b:
+            break
+        n += 1
+    return n
+
+
+def _build(root: Path, state: dict[str, Any], messages: list[Message]) -> Session:
+    unknown = sorted(set(state) - set(_STATE))
+    if unknown:
+        raise BadArguments(f"The session file has field(s) {', '.join(unknown)} this version of "
+                           "gitspace does not know.",
+                           hint="Resume it with the newer gitspace that wrote it.")
+    data = dict(state)
+    stats = Stats(**data.pop("stats", {}))
+    return Session(**data, messages=messages, stats=stats, root=root)
+
+
+def _read_log(root: Path, data: bytes, path: Path) -> Session:
+    lines = data.split(b"\n")
+    torn = lines.pop() != b""  # the text after the last newline: a save cut off, if any
+    head = json.loads(lines[0]) if lines else None
+    if not isinstance(head, dict) or head.get("format") != FORMAT:
+        if isinstance(head, dict) and isinstance(head.get("format"), int):
+            raise _other_version(path)
+        raise ValueError("its first line is not a format-2 snapshot")
+    state: dict[str, Any] = head["state"]
+    messages: list[Message] = head["messages"]
+    for number, line in enumerate(lines[1:], start=2):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.pop("format", None) != FORMAT:
-                raise BadArguments(f"{path} was written by another version of gitspace.",
-                                   hint="Resume it with that version, or start a new run.")
-            stats = Stats(**data.pop("stats", {}))
-            return cls(**data, stats=stats, root=root)
-        except (ValueError, TypeError, AttributeError) as e:
-            raise BadArguments(f"The session file {path} is damaged ({e}).",
-                               hint="Start a new run; the ops it made are all in the git log.") from None
+            record = json.loads(line)
+        except ValueError:
+            if number < len(lines):
+                raise ValueError(f"line {number} is not JSON") from None
+            torn = True  # the last line, whole but unreadable: cut off by a power cut
+            break
+        del messages[record.get("keep", len(messages)):]
+        messages.extend(record.get("add", []))
+        state.update(record.get("set", {}))
+    session = _build(root, state, messages)
+    texts = {k: _dumps(v) for k, v in session._state().items()}
+    session._disk = _Disk(list(messages), texts, len(lines[0]) + 1, len(data), torn)
+    return session
+
+
+def _read_old(root: Path, data: bytes, path: Path) -> Session:
+    state = json.loads(data)
+    if state.pop("format", None) != 1:
+        raise _other_version(path)
+    messages = state.pop("messages", [])
+    session = _build(root, state, messages)
+    session._old_file = True
+    return session
+
+
+def _other_version(path: Path) -> BadArguments:
+    return BadArguments(f"{path} was written by another version of gitspace.",
+                        hint="Resume it with that version, or start a new run.")
+
+
+def ids(root: Path) -> list[str]:
+    """The ids of the saved sessions, sorted (a session of either format counted once)."""
+    folder = root / FOLDER
+    return sorted({p.stem for suffix in (SUFFIX, OLD_SUFFIX) for p in folder.glob(f"*{suffix}")})
+
+
+def exists(root: Path, session_id: str) -> bool:
+    return session_id in ids(root)
 
 
 def find(root: Path, text: str) -> Session:
     """The saved session ``text`` names: its id, or a unique start or end of it (as lists show
     them). Ambiguity is an error listing the candidates."""
-    ids = sorted(p.stem for p in (root / FOLDER).glob("*.json"))
-    if text in ids:
+    known = ids(root)
+    if text in known:
         return Session.load(root, text)
-    hits = [i for i in ids if text and (i.startswith(text) or i.endswith(text))]
+    hits = [i for i in known if text and (i.startswith(text) or i.endswith(text))]
     if len(hits) == 1:
         return Session.load(root, hits[0])
     if hits:
@@ -157,10 +333,10 @@ def listing(root: Path) -> list[Session]:
     """Every saved session; a damaged file is listed with status "damaged" rather than hiding
     the others."""
     out = []
-    for path in sorted((root / FOLDER).glob("*.json")):
+    for session_id in ids(root):
         try:
-            out.append(Session.load(root, path.stem))
-        except BadArguments:
-            out.append(Session(path.stem, "(the session file is damaged)", None, "?", False,
+            out.append(Session.load(root, session_id))
+        except GitspaceError:  # damaged, from a newer version, a link, a fifo...
+            out.append(Session(session_id, "(the session file is damaged)", None, "?", False,
                                status="damaged", root=root))
     return out

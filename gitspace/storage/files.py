@@ -458,6 +458,34 @@ class Files:
             finally:
                 chain.close()
 
+    def append(self, rel: str, data: bytes) -> int:
+        """Add ``data`` at the end of the regular file ``rel`` (never through a link; flushed in
+        a durable work tree) and return the file's size after it. For gitspace's own logs, not
+        for files an op builds: an absent file raises FileNotFoundError (whoever appends made
+        it whole first, with ``put``), a link or special file InTheWay."""
+        parts = parts_of(rel)
+        with self._folder_of(parts) as folder:
+            if folder is None:
+                raise FileNotFoundError(rel)
+            try:
+                fd = os.open(parts[-1], os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK
+                             | os.O_CLOEXEC, dir_fd=folder)
+            except OSError as e:
+                st = _lstat_at(folder, parts[-1])
+                if st is None or e.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                    raise
+                raise _not_appendable(rel, st.st_mode) from None
+            try:
+                st = os.fstat(fd)
+                if not statmod.S_ISREG(st.st_mode):
+                    raise _not_appendable(rel, st.st_mode)
+                _write_all(fd, data)
+                if self.durable:
+                    os.fdatasync(fd)
+                return os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+
     def remove_tmp_files(self, rels: Iterable[str]) -> None:
         """Delete the temporary files a crashed write left in the folders of ``rels``."""
         for parts in {tuple(parts_of(rel)[:-1]) for rel in rels}:
@@ -500,6 +528,11 @@ def _unlink_quietly(folder: int, name: str) -> None:
 def _kept_changing(rel: str) -> ToolFailed:
     return ToolFailed(f"A folder of {rel} kept changing while gitspace wrote it.",
                       hint="Stop the process changing it, then try again.")
+
+
+def _not_appendable(rel: str, mode: int) -> InTheWay:
+    return InTheWay(f"{rel} is {_kind(mode)}, not a regular file: gitspace never appends to one.",
+                    hint="Move it away, then try again.")
 
 
 def _special(rel: str, mode: int) -> FileRefused:

@@ -1,6 +1,6 @@
 """The sessions list and one session's conversation, each tool call linked to the op it became.
 
-A conversation comes from a saved session (``.gitspace/sessions/<id>.json``, local to the
+A conversation comes from a saved session (``.gitspace/sessions/<id>.jsonl``, local to the
 checkout) or from a committed transcript (``transcripts/<id>.json`` on the current branch). Tool
 calls and ops are joined by tool-use id, both ways: a call's "op" link opens the op, and the op
 page links back to the call's anchor here. A compaction summary is shown where it sits, with the
@@ -71,7 +71,7 @@ def index(ctx: Context) -> Html:
 
 def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
     """The conversation, or one whose ``problem`` says why it cannot be read."""
-    if origin != "commit" and (ctx.root / sessions.FOLDER / f"{session_id}.json").exists():
+    if origin != "commit" and sessions.exists(ctx.root, session_id):
         try:
             s = sessions.Session.load(ctx.root, session_id)
         except GitspaceError as e:

@@ -19,6 +19,7 @@ from conftest import SAMPLE, assert_clean, files, git, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
 
 import gitspace
+from gitspace.agent import session as sessions
 from gitspace.agent.clients import AnthropicClient
 from gitspace.agent.loop import Loop
 from gitspace.agent.policies.maze import MazePolicy
@@ -55,8 +56,8 @@ def run_child(root: Path, kind: str, arg: str, kill_after: int,
 
 
 def only_session(root: Path) -> Session:
-    [path] = (root / ".gitspace" / "sessions").glob("*.json")
-    return Session.load(root, path.stem)
+    [session_id] = sessions.ids(root)
+    return Session.load(root, session_id)
 
 
 def test_an_op_committed_before_the_crash_is_not_applied_again(ws_root: Path,
