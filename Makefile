@@ -24,7 +24,7 @@ CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/.installed
 PREFIX ?= $(HOME)/.local
 TOOL_VENV := $(PREFIX)/share/gitspace/venv
 
-.PHONY: demo test lint bench mutation clean claude-code conformance install uninstall
+.PHONY: demo test lint bench mutation clean claude-code conformance install uninstall debian-packages
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,10 +58,20 @@ conformance: $(CONFORMANCE_STAMP)
 demo: $(STAMP)
 	$(BIN)/gitspace demo
 
+# Debian packages the tests drive: lighttpd is the smart-HTTP git host (tests/gitserver.py).
+# Installed when missing if we are root; otherwise one sentence says how, and the tests run.
+DEB_PACKAGES := /usr/sbin/lighttpd:lighttpd
+debian-packages:
+	@for need in $(DEB_PACKAGES); do path=$${need%%:*}; pkg=$${need#*:}; [ -x $$path ] && continue; \
+	  if [ "$$(id -u)" -eq 0 ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg \
+	    >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install \
+	    -y -qq $$pkg >/dev/null; }; \
+	  else echo "The tests need Debian's $$pkg ($$path); install it with 'sudo apt-get install $$pkg' (its tests fail without it)."; fi; done
+
 # Two test processes (pytest-xdist): the suite is mostly waiting on git and subprocesses, and CI
 # has two cores. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
-test: $(STAMP) $(CLAUDE_STAMP) $(CONFORMANCE_STAMP)
+test: $(STAMP) $(CLAUDE_STAMP) $(CONFORMANCE_STAMP) debian-packages
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)

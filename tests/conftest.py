@@ -302,7 +302,7 @@ def write_script(folder: Path, name: str, mutates: bool, body: str) -> None:
 from browser import browser, page, screenshot  # noqa: E402,F401  (one Chromium per session)
 from claude_code import claude_code  # noqa: E402,F401  (the real Claude Code CLI fixture)
 from fake_anthropic import fake_api  # noqa: E402,F401  (the fake Messages API fixture)
-from gitserver import git_server  # noqa: E402,F401  (a real git server on 127.0.0.1)
+from gitserver import any_server, git_server, http_server  # noqa: E402,F401  (real git servers on 127.0.0.1)
 from hostile import outside  # noqa: E402,F401  (the folder the hostile corpus aims at)
 
 

@@ -27,6 +27,7 @@ def seed(tmp_path: Path, server: GitServer, name: str = "fleet") -> gitspace.Wor
     call_ok(ws, "create", {"path": "shared/board.md", "file_text": BOARD})
     call_ok(ws, "create", {"path": "shared/log.md", "file_text": "log\n"})
     git(ws.root, "remote", "add", "origin", url)
+    server.authorize(ws.root)
     sync(ws)
     return ws
 
@@ -35,8 +36,15 @@ def machine(tmp_path: Path, server: GitServer, n: int, name: str = "fleet",
             agent: str | None = None) -> gitspace.Workspace:
     """Another machine: a clone of the remote, with an agent of its own."""
     target = tmp_path / f"m{n}"
-    git(tmp_path, "clone", "-q", server.url(name), str(target))
+    clone(server, server.url(name), target)
     return gitspace.open(target, agent=agent or f"agent-{n}")
+
+
+def clone(server: GitServer, url: str, target: Path) -> Path:
+    """``git clone`` from ``server``; the clone keeps the server's credential helper."""
+    git(target.parent, *server.client_config(), "clone", "-q", url, str(target))
+    server.authorize(target)
+    return target
 
 
 def remote_ops(server: GitServer, name: str = "fleet") -> list[ledger.Op]:

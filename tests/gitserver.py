@@ -1,31 +1,37 @@
-"""A real git server for the tests: ``git daemon`` with receive-pack on 127.0.0.1, a free port.
+"""Real git servers for the tests, on 127.0.0.1 at a free port: ``git daemon`` with receive-pack,
+and a smart-HTTP host (git's own ``git http-backend`` behind Debian's lighttpd) with basic
+authentication and a protected branch.
 
-Why ``git daemon`` and not Smart HTTP: both speak git's real wire protocol and run the real
-``receive-pack`` on the server, so atomic pushes (the ``atomic`` capability), the server's own
-compare-and-swap of each ref under its lock, and the rejection of a push that lost a race are the
-ones any git host gives. ``git daemon`` ships inside Debian's ``git`` package, which the suite
-needs anyway, so nothing else has to be installed (Smart HTTP needs a web server package and a
-CGI setup around ``git http-backend``), and it is one process that stops and starts in
-milliseconds, which the outage tests do mid-run. What it does not exercise is HTTP itself
-(authentication, proxies); gitspace only ever talks to git through ``git fetch``/``git push``,
-so that layer is git's, not ours.
+Both speak git's real wire protocol and run the real ``receive-pack`` on the server, so atomic
+pushes (the ``atomic`` capability), the server's own compare-and-swap of each ref under its
+lock, and the rejection of a push that lost a race are the ones any git host gives.
 
-Invariants:
-- The server runs in its own session (process group): ``stop`` ends the daemon and every
-  per-connection child it forked (``upload-pack``, ``receive-pack``), and waits until none is
-  left, so a stopped server leaves no process behind and a test can check that.
-- ``restart`` listens on the same port again (``--reuseaddr``): clones keep their remote URL.
-- The daemon reads no system config and, as global config, only ``global_config`` (empty unless
-  a test writes server-side settings there, such as a hostile ``uploadpack.packObjectsHook``).
-- Repositories are created permissive, like a default git host (a forced push would be
-  accepted), so the tests prove gitspace never forces from the server's own reflog
-  (``core.logAllRefUpdates=always``), not from a server that refuses to be forced.
-  ``receive.fsckObjects`` is on, as on public hosts: a pushed object that fails fsck is refused.
+- ``GitServer`` (``git daemon``) ships inside Debian's ``git`` package and is one process that
+  stops and starts in milliseconds. Its repositories are created permissive, like a default git
+  host (a forced push would be accepted), so the tests prove gitspace never forces from the
+  server's own reflog (``core.logAllRefUpdates=always``), not from a server that refuses it.
+- ``HttpGitServer`` is what teams use (GitHub, GitLab, Gitea speak the same smart HTTP): every
+  request needs basic authentication (user ``fleet``, a password made per server), push goes
+  through HTTP POSTs to a CGI, and a ``pre-receive`` hook refuses a non-fast-forward push to, or
+  the deletion of, the repository's branch, as a protected branch does. Clients get the password
+  from a git credential helper (``credential.helper=store --file=...`` in the clone's own
+  config, the file mode 600): never from the command line, the URL or the environment.
+  ``make test`` installs lighttpd when it is missing; without it the fixture fails saying so.
+
+Invariants (both):
+- The server runs in its own session (process group): ``stop`` ends it and every child it
+  started (``upload-pack``, ``receive-pack``, CGI processes), and waits until none is left, so a
+  stopped server leaves no process behind and a test can check that.
+- ``restart`` listens on the same port again: clones keep their remote URL.
+- Server-side git reads no system config and, as global config, only ``global_config`` (empty
+  unless a test writes server-side settings there, such as a hostile
+  ``uploadpack.packObjectsHook``). ``receive.fsckObjects`` is on, as on public hosts.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -37,6 +43,9 @@ import pytest
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
+LIGHTTPD = "/usr/sbin/lighttpd"
+HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
+USER = "fleet"
 
 
 def _free_port() -> int:
@@ -72,6 +81,8 @@ def _live_members(pgid: int) -> list[int]:
 class GitServer:
     """``git daemon --enable=receive-pack`` serving the bare repositories under ``root``."""
 
+    kind = "daemon"
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self.repos = root / "repos"
@@ -80,7 +91,7 @@ class GitServer:
         self.global_config.touch()
         self.port: int | None = None
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = root / "daemon.log"
+        self.log = root / "server.log"
 
     # -- repositories ------------------------------------------------------------------------
 
@@ -118,7 +129,16 @@ class GitServer:
         out = self.git(name, "for-each-ref", "--format=%(refname) %(objectname)")
         return dict(line.split(" ", 1) for line in out.splitlines())
 
-    # -- the daemon --------------------------------------------------------------------------
+    # -- clients -----------------------------------------------------------------------------
+
+    def client_config(self) -> list[str]:
+        """``git -c`` settings a client needs before it has a config of its own (none here)."""
+        return []
+
+    def authorize(self, clone: Path) -> None:
+        """Give a clone what it needs to talk to this server (nothing: git daemon is open)."""
+
+    # -- the process -------------------------------------------------------------------------
 
     @property
     def running(self) -> bool:
@@ -136,19 +156,21 @@ class GitServer:
                 self.port = port
                 return
             if time.monotonic() > deadline:
-                raise AssertionError(f"git daemon could not listen on 127.0.0.1:{port}: "
+                raise AssertionError(f"{self.kind} could not listen on 127.0.0.1:{port}: "
                                      f"{self.log.read_text(errors='replace')[-2000:]}")
             time.sleep(0.05)
 
+    def command(self, port: int) -> list[str]:
+        return ["git", "daemon", "--listen=127.0.0.1", f"--port={port}", "--reuseaddr",
+                f"--base-path={self.repos}", "--export-all", "--enable=receive-pack",
+                "--informative-errors", "--init-timeout=10", "--timeout=60",
+                "--max-connections=64", str(self.repos)]
+
     def _launch(self, port: int) -> bool:
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                ["git", "daemon", "--listen=127.0.0.1", f"--port={port}", "--reuseaddr",
-                 f"--base-path={self.repos}", "--export-all", "--enable=receive-pack",
-                 "--informative-errors", "--init-timeout=10", "--timeout=60",
-                 "--max-connections=64", str(self.repos)],
-                env=self.env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True)
+            self.proc = subprocess.Popen(self.command(port), env=self.env(),
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         start_new_session=True)
         while self.proc.poll() is None:
             if _accepts(port):
                 return True
@@ -157,7 +179,7 @@ class GitServer:
         return False
 
     def stop(self) -> None:
-        """End the daemon and every connection it serves; return once no process is left."""
+        """End the server and every connection it serves; return once no process is left."""
         if self.proc is None:
             return
         pgid = self.proc.pid
@@ -178,22 +200,132 @@ class GitServer:
         self.proc.wait(timeout=STOP_TIMEOUT)
         left = _live_members(pgid)
         self.proc = None
-        assert not left, f"git daemon left processes behind: {left}"
+        assert not left, f"{self.kind} left processes behind: {left}"
 
     def restart(self) -> None:
         self.stop()
         self.start()
 
-    def leftover_processes(self, pgid: int) -> list[int]:
-        return _live_members(pgid)
+
+PROTECT = """#!/bin/sh
+# A protected branch, as a host has: {ref} only moves forward and is never deleted.
+zero=0000000000000000000000000000000000000000
+while read -r old new ref; do
+    [ "$ref" = "{ref}" ] || continue
+    if [ "$new" = "$zero" ]; then
+        echo "{ref} is a protected branch: it cannot be deleted." >&2
+        exit 1
+    fi
+    if [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then
+        echo "{ref} is a protected branch: a non-fast-forward push is refused." >&2
+        exit 1
+    fi
+done
+"""
+
+CONFIG = """server.modules = ("mod_alias", "mod_auth", "mod_authn_file", "mod_cgi", "mod_setenv")
+server.bind = "127.0.0.1"
+server.port = {port}
+server.document-root = "{root}/www"
+server.errorlog = "{root}/server.log"
+server.pid-file = ""
+alias.url = ("/git/" => "{backend}/")
+$HTTP["url"] =~ "^/git/" {{
+    cgi.assign = ("" => "")
+    setenv.set-environment = (
+        "GIT_PROJECT_ROOT" => "{repos}", "GIT_HTTP_EXPORT_ALL" => "1",
+        "GIT_CONFIG_NOSYSTEM" => "1", "GIT_CONFIG_GLOBAL" => "{global_config}",
+        "HOME" => "{root}", "PATH" => "/usr/bin:/bin")
+    auth.backend = "plain"
+    auth.backend.plain.userfile = "{root}/users"
+    auth.require = ("" => ("method" => "basic", "realm" => "git", "require" => "valid-user"))
+}}
+"""
 
 
-@pytest.fixture
-def git_server(tmp_path: Path) -> Iterator[GitServer]:
-    """A running git server for one test, stopped (with every child) when the test ends."""
-    server = GitServer(tmp_path / "server")
+class HttpGitServer(GitServer):
+    """``git http-backend`` behind lighttpd: basic authentication, a protected branch."""
+
+    kind = "http"
+
+    def __init__(self, root: Path) -> None:
+        if not Path(LIGHTTPD).exists():
+            raise AssertionError(f"{LIGHTTPD} is missing: the smart-HTTP test host needs Debian's "
+                                 "lighttpd. 'make test' installs it (as root); or run "
+                                 "'apt-get install lighttpd'.")
+        super().__init__(root)
+        (root / "www").mkdir(exist_ok=True)
+        self.password = secrets.token_urlsafe(12)
+        (root / "users").write_text(f"{USER}:{self.password}\n")
+        self.credentials = root / "credentials"  # git-credential-store's file, mode 600
+
+    def create(self, name: str, branch: str = "main") -> str:
+        url = super().create(name, branch)
+        hook = self.path(name) / "hooks" / "pre-receive"
+        hook.write_text(PROTECT.format(ref=f"refs/heads/{branch}"))
+        hook.chmod(0o755)
+        return url
+
+    def url(self, name: str) -> str:
+        assert self.port is not None, "start the server first"
+        return f"http://127.0.0.1:{self.port}/git/{name}.git"
+
+    def credential_file(self, password: str | None = None, name: str = "credentials") -> Path:
+        """A git-credential-store file holding ``USER`` and ``password`` (the right one unless
+        given) for this server."""
+        assert self.port is not None, "start the server first"
+        path = self.root / name
+        path.touch(mode=0o600)
+        path.write_text(f"http://{USER}:{password or self.password}@127.0.0.1%3a{self.port}\n")
+        return path
+
+    def client_config(self, password: str | None = None) -> list[str]:
+        return ["-c", f"credential.helper=store --file={self.credential_file(password)}"]
+
+    def authorize(self, clone: Path, password: str | None = None,
+                  name: str = "credentials") -> None:
+        store = self.credential_file(password, name)
+        subprocess.run(["git", "config", "credential.helper", f"store --file={store}"],
+                       cwd=clone, check=True, capture_output=True)
+
+    def command(self, port: int) -> list[str]:
+        conf = self.root / "lighttpd.conf"
+        conf.write_text(CONFIG.format(port=port, root=self.root, repos=self.repos,
+                                      backend=HTTP_BACKEND, global_config=self.global_config))
+        return [LIGHTTPD, "-D", "-f", str(conf)]
+
+
+SERVERS = {"daemon": GitServer, "http": HttpGitServer}
+
+
+def serving(kind: str, root: Path) -> Iterator[GitServer]:
+    server = SERVERS[kind](root)
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def git_server(tmp_path: Path) -> Iterator[GitServer]:
+    """A running ``git daemon`` for one test, stopped (with every child) when the test ends."""
+    yield from serving("daemon", tmp_path / "server")
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[HttpGitServer]:
+    """A running smart-HTTP host for one test, stopped (with every child) when it ends."""
+    server = HttpGitServer(tmp_path / "server")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def any_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GitServer]:
+    """Each of the two servers in turn."""
+    yield from serving(request.param, tmp_path / "server")
+

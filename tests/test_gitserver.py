@@ -1,4 +1,5 @@
-"""The test git server is a real one: wire protocol, atomic pushes, ref races, outages, cleanup."""
+"""The test git servers are real ones: wire protocol, atomic pushes, ref races, outages, cleanup;
+the smart-HTTP host's authentication and protected branch."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 from conftest import git, git_run
-from gitserver import GitServer, _live_members
+from fleet import clone
+from gitserver import GitServer, HttpGitServer, _live_members
 
 
 def _clone(url: str, target: Path) -> Path:
@@ -109,3 +111,65 @@ def test_a_pushed_object_that_fails_fsck_is_refused(tmp_path: Path, git_server: 
     proc = git_run(a, "push", "origin", f"{bad}:refs/heads/main")
     assert proc.returncode != 0
     assert "refs/heads/main" not in git_server.refs("r")
+
+
+# -- the smart-HTTP host --------------------------------------------------------------------
+
+
+def test_http_needs_the_password_from_a_credential_helper(tmp_path: Path,
+                                                          http_server: HttpGitServer) -> None:
+    url = http_server.create("r")
+    assert url.startswith("http://127.0.0.1:") and http_server.password not in url
+    anonymous = git_run(tmp_path, "clone", "-q", url, str(tmp_path / "anon"))
+    assert anonymous.returncode != 0
+    assert "Authentication failed" in anonymous.stderr.decode() or \
+        "could not read Username" in anonymous.stderr.decode()
+    wrong = git_run(tmp_path, *http_server.client_config("not-the-password"), "clone", "-q", url,
+                    str(tmp_path / "wrong"))
+    assert wrong.returncode != 0 and "Authentication failed" in wrong.stderr.decode()
+    a = clone(http_server, url, tmp_path / "a")
+    tip = _commit(a, "one")
+    git(a, "push", "-q", "origin", "main")  # the clone's own config names the helper
+    assert http_server.refs("r") == {"refs/heads/main": tip}
+    assert http_server.password not in git(a, "config", "--list")
+
+
+def test_http_protects_the_branch_from_forced_pushes_and_deletion(
+        tmp_path: Path, http_server: HttpGitServer) -> None:
+    url = http_server.create("r")
+    a = clone(http_server, url, tmp_path / "a")
+    _commit(a, "one")
+    git(a, "push", "-q", "origin", "main")
+    tip = _commit(a, "two")
+    git(a, "push", "-q", "origin", "main")
+    git(a, "reset", "-q", "--hard", "HEAD~1")
+    _commit(a, "rewritten")
+    forced = git_run(a, "push", "--force", "origin", "main")
+    assert forced.returncode != 0
+    assert "protected branch: a non-fast-forward push is refused" in forced.stderr.decode()
+    deleted = git_run(a, "push", "origin", ":main")
+    assert deleted.returncode != 0 and "cannot be deleted" in deleted.stderr.decode()
+    git(a, "push", "-q", "origin", "HEAD:refs/heads/topic")  # other branches are not protected
+    git(a, "push", "-q", "--force", "origin", "HEAD~1:refs/heads/topic")
+    assert http_server.refs("r")["refs/heads/main"] == tip
+
+
+def test_http_stops_every_process_and_restarts_on_the_same_url(
+        tmp_path: Path, http_server: HttpGitServer) -> None:
+    url = http_server.create("r")
+    a = clone(http_server, url, tmp_path / "a")
+    _commit(a, "one")
+    git(a, "push", "-q", "origin", "main")
+    hung = socket.create_connection(("127.0.0.1", http_server.port or 0))
+    assert http_server.proc is not None
+    pgid = http_server.proc.pid
+    http_server.stop()
+    hung.close()
+    assert not _live_members(pgid)
+    failed = git_run(a, "fetch", "origin")
+    assert failed.returncode != 0 and "127.0.0.1" in failed.stderr.decode()
+    http_server.start()
+    assert http_server.url("r") == url
+    _commit(a, "two")
+    git(a, "push", "-q", "origin", "main")
+    assert http_server.git("r", "fsck", "--strict", "--no-progress") == ""
