@@ -1,15 +1,20 @@
-"""One member of a test fleet, run as its own process: COUNT ops on a clone, a sync after each.
+"""One member of a test fleet, run as its own process: an agent making COUNT ops on a clone,
+with ``sync --watch``'s rounds (``gitspace.team.sync_watch.Watch``) run between them.
 
     python fleet_agent.py CLONE AGENT INDEX COUNT GO_FILE [THINK]
 
-It waits for GO_FILE to exist (so every member starts at once), then, THINK seconds apart
-(default 0: as fast as it can, the worst case for races; an agent waiting for its model is
-seconds apart), for each op prints one JSON
-line: {"op": id, "sync": "ok" | "offline" | "busy", "attempts": n, "made": t, "done": t} where
-``made`` is the wall-clock time the op was committed here and ``done`` the time its sync
-returned (benchmarks/sync.py reads those two). A sync that cannot reach the
-server or keeps losing races is not a failure: the op stays queued and the next sync takes it.
-Any other error ends the process with a traceback (the test fails on a non-zero exit).
+It waits for GO_FILE to exist (so every member starts at once). Then, for each op: THINK
+seconds pass (default 0; an agent waiting for its model is seconds apart), during which the
+watch runs every round that falls due (as ``sync --watch`` beside the agent would); the op is
+made through ``ws.call``; and one round runs at once (the worst case for races: a sync after
+every op). After the last op it keeps running due rounds until no op is queued (or DRAIN
+seconds pass). It prints one JSON line per op, {"op": id, "made": t}, and one per round,
+{"round": kind, "done": t, "pushes": n, "pushed": n, "attempts": n} with the watch's kinds
+("synced", "current", "waiting", "lost", "offline"): an op has reached the server at the end
+of the first round after it that pushed (a round pushes every op made before it).
+benchmarks/sync.py reads these lines. A round that cannot reach the server or loses its race is
+not a failure: the ops stay queued. Any other error ends the process with a traceback (the
+test fails on a non-zero exit).
 
 The ops touch shared files on purpose: every member appends to ``shared/log.md`` and edits its
 own line of ``shared/board.md``. A rebase by text conflicts on both (same end of file, adjacent
@@ -21,14 +26,16 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gitspace
-from gitspace.team.remote import RemoteUnavailable
-from gitspace.team.sync import SyncBusy, sync
+from gitspace.team.sync_watch import POLL, Event, Watch
 
 BOARD = "".join(f"slot-{i}: v0\n" for i in range(8))
+EVERY = 5.0  # seconds between the watch's syncs that only bring other clones' ops
+DRAIN = 120.0  # seconds after the last op that the member waits for its queue to go out
 
 
 def op_for(index: int, k: int) -> tuple[str, dict[str, Any]]:
@@ -43,24 +50,38 @@ def op_for(index: int, k: int) -> tuple[str, dict[str, Any]]:
 
 def main(root: str, agent: str, index: str, count: str, go: str, think: str = "0") -> None:
     ws = gitspace.open(root, agent=agent)
+    watch = Watch(ws, "origin", every=EVERY)
     while not Path(go).exists():
         time.sleep(0.005)
     for k in range(int(count)):
-        time.sleep(float(think))
+        rounds_until(watch, time.monotonic() + float(think), lambda: False)
         tool, args = op_for(int(index), k)
         result = ws.call(tool, args)
         if not result.ok:
             raise SystemExit(f"{tool} {args} failed: {result.text}")
-        line: dict[str, Any] = {"op": result.op, "made": time.time()}
-        try:
-            line.update(sync="ok", attempts=sync(ws).attempts)
-        except RemoteUnavailable as e:
-            line.update(sync="offline", why=e.message)
-        except SyncBusy:
-            line.update(sync="busy")
-        line["done"] = time.time()
-        print(json.dumps(line), flush=True)
+        emit({"op": result.op, "made": time.time()})
+        report(watch.step())
+    rounds_until(watch, time.monotonic() + DRAIN, lambda: watch.queued(ws.branch()) == 0)
     ws.close()
+
+
+def rounds_until(watch: Watch, deadline: float, done: Callable[[], bool]) -> None:
+    """Run the watch's due rounds until ``done()`` or ``deadline``."""
+    while not done() and time.monotonic() < deadline:
+        if watch.due():
+            report(watch.step())
+        else:
+            time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))
+
+
+def report(event: Event) -> None:
+    done = event.synced
+    emit({"round": event.kind, "done": time.time(), "pushes": event.pushes,
+          "pushed": done.pushed if done else 0, "attempts": done.attempts if done else 0})
+
+
+def emit(line: dict[str, Any]) -> None:
+    print(json.dumps(line), flush=True)
 
 
 if __name__ == "__main__":

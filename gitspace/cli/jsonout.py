@@ -33,7 +33,7 @@ FIELDS: dict[str, list[str]] = {
     "hooks": ["harness", "scope", "path", "installed", "partial", "command"],
     "turns": ["turn", "session", "checkpoint", "commit", "time", "message"],
     "sync": ["remote", "branch", "tip", "pulled", "rebased", "pushed", "dropped", "checkpoints",
-             "attempts", "notes"],
+             "attempts", "notes", "pushes", "waiting"],
     "replay": ["tip", "base", "total", "start", "reexecuted", "as_recorded", "recorded_why",
                "unverified", "scripts", "empty", "fetched", "onto", "branch", "created",
                "leftover", "ok", "result", "checked", "divergence"],

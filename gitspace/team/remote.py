@@ -47,6 +47,28 @@ class RemoteUnavailable(GitspaceError):
     """The remote could not be read or written (down, unreachable, refusing the connection)."""
 
 
+class AccessDenied(GitspaceError):
+    """The remote refused this clone's credentials, or its right to push: retrying cannot help
+    (and retrying a wrong password can lock the account)."""
+
+
+_DENIED = ("Authentication failed", "could not read Username", "could not read Password",
+           "returned error: 401", "returned error: 403", "Permission denied (publickey")
+
+
+def unreachable(remote: str, text: str, unavailable: RemoteUnavailable) -> GitspaceError:
+    """``unavailable``, unless git's ``text`` says the remote refused this clone's access."""
+    if not any(sign in text for sign in _DENIED):
+        return unavailable
+    return AccessDenied(
+        f"{remote} refused this clone's credentials: {text.strip()} Nothing was changed here; "
+        "any ops not pushed yet stay on this branch.",
+        hint="Fix what your git credential helper gives for this host ('git config --get-all "
+             "credential.helper' names it; 'git credential reject' forgets a stored password), "
+             "then sync again. gitspace never takes a password from its command line or its "
+             "environment.")
+
+
 @dataclass
 class SyncReport:
     remote: str
@@ -72,10 +94,10 @@ def ls_remote(repo: GitRepo, remote: str) -> dict[str, str]:
     """The remote's branches and checkpoints ``{ref: object}``."""
     proc = repo.run_git("ls-remote", "--refs", remote)
     if proc.returncode != 0:
-        raise RemoteUnavailable(
-            f"Could not read remote {remote}: {proc.stderr.decode(errors='replace').strip()}",
-            hint="Check the name with 'git remote -v', or pass a path or URL.",
-        )
+        text = proc.stderr.decode(errors="replace").strip()
+        raise unreachable(remote, text, RemoteUnavailable(
+            f"Could not read remote {remote}: {text}",
+            hint="Check the name with 'git remote -v', or pass a path or URL."))
     refs = {}
     for line in proc.stdout.decode(errors="surrogateescape").splitlines():
         sha, _, ref = line.partition("\t")
@@ -255,10 +277,10 @@ def fetch(repo: GitRepo, remote: str, wanted: dict[str, str]) -> None:
                         "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
                         "--refmap=", remote, *missing)
     if proc.returncode != 0:
-        raise RemoteUnavailable(
-            f"Could not fetch from {remote}: {proc.stderr.decode(errors='replace').strip()} "
-            "Nothing was changed here.",
-            hint="Check the remote ('git remote -v') and your access to it, then pull again.")
+        text = proc.stderr.decode(errors="replace").strip()
+        raise unreachable(remote, text, RemoteUnavailable(
+            f"Could not fetch from {remote}: {text} Nothing was changed here.",
+            hint="Check the remote ('git remote -v') and your access to it, then pull again."))
     if any(not repo.has_object(wanted[ref]) for ref in missing):
         raise RemoteUnavailable(f"{remote} changed while pulling. Nothing was changed here.",
                             hint="Run 'gitspace pull' again.")

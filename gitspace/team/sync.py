@@ -11,10 +11,16 @@ equal, keeping every op of both:
 3. move the branch, its files and its index to the result as one journaled step, with the
    checkpoints at the moved ops, the remote's new checkpoints and the remote-tracking ref
    (``sync_state``). A branch that only has to catch up is fast-forwarded the same way;
-4. push the branch and its checkpoints in one atomic push of explicit ``sha:ref`` refspecs.
-   A push that lost a race to another clone starts again at 1, at most ``attempts`` times, after
-   a growing, jittered pause; then ``SyncBusy`` (the ops stay here, rebased, and the next sync
-   pushes them).
+4. push the branch and its checkpoints in one atomic push of explicit ``sha:ref`` refspecs:
+   every op this clone has not pushed yet, in one push (a batch).
+
+Turns (``sync_pace``): a push that lost its race to another clone starts again at 1 after a
+short jitter, at most ``attempts`` times; then ``SyncBusy`` (the ops stay here, rebased, and the
+next sync pushes them). A clone whose last push landed yields before pushing again, until the
+remote has been quiet for a while, so that the clones that lost get their turn; ``wait=False``
+returns at once instead (``Synced.waiting``), its ops queued for a later sync, which is how
+``sync --watch`` batches the ops made meanwhile. The turn is decided right after reading the
+remote's refs, before anything is fetched or re-run.
 
 Never: ``--force`` or a ``+`` refspec; a change to any commit the remote has (only this clone's
 unpushed commits are re-made, and only here); a sync onto a remote branch that no longer
@@ -45,18 +51,21 @@ from ..storage.gitrepo import GitRepo
 from ..storage.objects import Commit
 from . import sync_state
 from .rebase import rebase, stopped
-from .remote import TAGS, RemoteUnavailable, fetch, ls_remote, push_refspecs
+from .remote import TAGS, RemoteUnavailable, fetch, ls_remote, push_refspecs, unreachable
+from .sync_pace import Pace, Random
 
-ATTEMPTS = 10
-BACKOFF = 0.02  # seconds before the second attempt; doubles each time, jittered by ±50%
-BACKOFF_CAP = 0.5
+ATTEMPTS = 10  # rounds of one sync that may fail (a push lost, an op landed here meanwhile)
 _RACE = ("fetch first", "non-fast-forward", "stale info", "failed to update ref", "cannot lock",
          "failed to lock", "atomic push failed", "atomic transaction failed")
 Step = Callable[[str], None]
 
 
 class SyncBusy(GitspaceError):
-    """Every push of a sync lost its race to other clones."""
+    """Every push of a sync lost its race to other clones. ``pushes``: how many it sent;
+    ``retry_in``: the pause its clone's turns ask for before the next try."""
+
+    pushes: int = 0
+    retry_in: float = 0.0
 
 
 @dataclass
@@ -71,8 +80,10 @@ class Synced:
     pushed: int = 0  # commits that reached the remote
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (op id, commit) left out
     checkpoints: list[str] = field(default_factory=list)  # moved with their ops, or pushed
-    attempts: int = 1
+    attempts: int = 1  # rounds that went on past reading the remote's refs
     notes: list[str] = field(default_factory=list)
+    pushes: int = 0  # pushes sent, lost ones included
+    waiting: float = 0.0  # wait=False: seconds until this clone's turn; its ops are queued here
 
     @property
     def changed(self) -> bool:
@@ -80,8 +91,9 @@ class Synced:
 
 
 def sync(ws: Workspace, remote: str = "origin", *, drop: tuple[str, ...] = (),
-         attempts: int = ATTEMPTS, on_step: Step | None = None,
-         pause: Callable[[float], None] = time.sleep) -> Synced:
+         attempts: int = ATTEMPTS, wait: bool = True, on_step: Step | None = None,
+         pause: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time,
+         rng: Random = random) -> Synced:
     """Sync this checkout's branch with ``remote``'s (see the module docstring)."""
     ws.require_owned("sync its branch")
     check_remote_name(ws.repo, remote)
@@ -95,19 +107,77 @@ def sync(ws: Workspace, remote: str = "origin", *, drop: tuple[str, ...] = (),
         with ws.transactions.lock():
             ws.transactions.recover_locked()
             notes = sync_state.finish(ws)
-        for attempt in range(1, attempts + 1):
-            done = _attempt(ws, remote, branch, set(drop), attempt == 1, on_step or _quiet)
-            if isinstance(done, Synced):
-                done.attempts = attempt
-                done.notes[:0] = notes
-                return done
-            if done == "raced" and attempt < attempts:
-                delay = min(BACKOFF_CAP, BACKOFF * 2 ** (attempt - 1))
-                pause(delay * random.uniform(0.5, 1.5))
-    raise SyncBusy(
-        f"{remote} kept moving: {attempts} pushes of {branch} lost their race to other clones. "
-        "Your ops are safe here, already re-run on the remote's newest ops.",
+        pace = sync_state.load_pace(ws, remote, branch)
+        turns = _Turns(pace, attempts, wait, pause, clock, rng)
+        try:
+            done = _rounds(ws, remote, branch, set(drop), turns, on_step or _quiet)
+        finally:
+            sync_state.save_pace(ws, remote, branch, pace)
+        done.notes[:0] = notes
+        return done
+
+
+@dataclass
+class _Turns:
+    """One sync's retry state: its clone's ``Pace`` and what it may spend."""
+
+    pace: Pace
+    attempts: int
+    wait: bool
+    pause: Callable[[float], None]
+    clock: Callable[[], float]
+    rng: Random
+    pushes: int = 0
+    failed: int = 0  # rounds that lost a race or met an op landing here
+    checked: bool = False  # a round got past the --drop check (and may have dropped)
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # by a round that moved
+
+
+@dataclass
+class _Again:
+    """A round that did not finish the sync: ``why`` is "raced" (its push lost), "moved" (an op
+    landed here meanwhile) or "wait" (not this clone's turn for ``delay`` seconds)."""
+
+    why: str
+    delay: float = 0.0
+
+
+def _rounds(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Turns,
+            on_step: Step) -> Synced:
+    while True:
+        started = turns.clock()
+        done = _attempt(ws, remote, branch, drop, turns, on_step)
+        took = turns.clock() - started
+        if isinstance(done, Synced):
+            if done.pushes:
+                turns.pace.won(done.tip, turns.clock(), took, turns.rng)
+            done.attempts, done.pushes = turns.failed + 1, turns.pushes
+            done.dropped = turns.dropped
+            return done
+        if done.why == "wait":
+            if not turns.wait:
+                return Synced(remote, branch, ws.repo.read_ref(f"refs/heads/{branch}") or "",
+                              attempts=turns.failed, pushes=turns.pushes, waiting=done.delay)
+            on_step("wait")
+            turns.pause(done.delay)
+            continue
+        turns.checked = True
+        turns.failed += 1
+        if done.why == "raced":
+            turns.pace.lost_round(turns.clock(), took)
+        if turns.failed >= turns.attempts:
+            raise _busy(remote, branch, turns)
+        if done.why == "raced":
+            turns.pause(turns.pace.retry_pause(turns.rng))
+
+
+def _busy(remote: str, branch: str, turns: _Turns) -> SyncBusy:
+    busy = SyncBusy(
+        f"{remote} kept moving: {turns.failed} round(s) of this sync of {branch} lost their race "
+        "to other clones. Your ops are safe here, already re-run on the remote's newest ops.",
         hint=f"Run 'gitspace sync {remote}' again (or keep 'gitspace sync --watch' running).")
+    busy.pushes, busy.retry_in = turns.pushes, turns.pace.retry_pause(turns.rng)
+    return busy
 
 
 def _quiet(step: str) -> None:
@@ -124,14 +194,19 @@ def check_remote_name(repo: GitRepo, remote: str) -> None:
             hint="'git remote -v' lists them; add one with 'git remote add origin URL'.")
 
 
-def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], first: bool,
-             on_step: Step) -> Synced | str:
-    """One fetch-rebase-move-push round: a report, "raced" (push lost) or "moved" (an op
-    landed here meanwhile)."""
+def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Turns,
+             on_step: Step) -> Synced | _Again:
+    """One fetch-rebase-move-push round: a report, or why another round is needed."""
     repo = ws.repo
     ref, tracking = f"refs/heads/{branch}", sync_state.tracking_ref(remote, branch)
     theirs = ls_remote(repo, remote)
     their_tip = theirs.get(ref)
+    now = turns.clock()
+    turns.pace.observe(their_tip, now)
+    delay = turns.pace.turn(now)
+    if delay > 0 and _unpushed(repo, ref, tracking):
+        return _Again("wait", delay)
+    first = not turns.checked
     remote_tags = {r: sha for r, sha in theirs.items() if r.startswith(TAGS)}
     on_step("fetch")
     fetch(repo, remote, {**remote_tags, **({ref: their_tip} if their_tip else {})})
@@ -164,17 +239,19 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], first: boo
     report.checkpoints = [r[len(TAGS):] for r in tag_moves]
     if new != local or moves:
         on_step("move")
-        moved = _move(ws, branch, local, new, moves, report)
-        if moved is not None:
-            return moved
+        if _move(ws, branch, local, new, moves, report) is not None:
+            return _Again("moved")
+        turns.dropped += report.dropped
     report.tip = new
     refspecs = _refspecs(repo, new, ref, their_tip, remote_tags)
     if not refspecs:
         return report
     on_step("push")
+    turns.pushes += 1
     proc = push_refspecs(repo, remote, refspecs)
     if proc.returncode != 0:
-        return _push_failed(remote, proc.stdout, proc.stderr)
+        return _Again(_push_failed(remote, proc.stdout, proc.stderr))
+    report.pushes = 1
     report.pushed = _count(repo, their_tip, new) if their_tip else _count(repo, None, new)
     if their_tip is not None and f"*\t{new}:{ref}\t" in proc.stdout.decode(errors="replace"):
         report.notes.append(f"{remote} deleted {branch} while this sync ran; the push created it "
@@ -184,6 +261,14 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], first: boo
     report.notes += sync_state.move(ws, sync_state.Move(branch, new, new, [
         (tracking, repo.read_ref(tracking), new)]))
     return report
+
+
+def _unpushed(repo: GitRepo, ref: str, tracking: str) -> bool:
+    """Whether the branch has commits the remote did not have at the last sync."""
+    local, seen = repo.read_ref(ref), repo.read_ref(tracking)
+    if local is None or local == seen:
+        return False
+    return seen is None or not repo.is_ancestor(local, seen)
 
 
 def _check_not_rewritten(repo: GitRepo, remote: str, branch: str, seen: str | None,
@@ -329,9 +414,9 @@ def _push_failed(remote: str, stdout: bytes, stderr: bytes) -> str:
                 if line.startswith("!")]
     text = (stdout + stderr).decode(errors="replace").strip()
     if not rejected:
-        raise RemoteUnavailable(
+        raise unreachable(remote, text, RemoteUnavailable(
             f"Could not push to {remote}: {text} Your ops are safe here and go out with the "
-            "next sync.", hint="Check the remote ('git remote -v') and your access to it.")
+            "next sync.", hint="Check the remote ('git remote -v') and your access to it."))
     if all(any(reason in line for reason in _RACE) for line in rejected):
         return "raced"
     raise Conflict(f"{remote} refused the push (nothing was forced, nothing is lost here):\n"

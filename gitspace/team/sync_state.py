@@ -14,6 +14,9 @@ Invariants:
 - A rebase's scratch repository lives in ``.git/gitspace/sync-scratch/``, not in the temp
   folder: a sync killed mid-rebase cannot remove it, and the next sync (holding the lock, so no
   rebase of this checkout is running) clears what it left.
+- ``sync-pace.json`` holds each remote branch's ``sync_pace.Pace`` (whose turn it is to push),
+  written by rename under the sync lock; a missing or malformed one starts afresh, which only
+  makes the clone's next push an owed one.
 - ``refs/remotes/REMOTE/BRANCH`` is the remote's tip as the last sync saw it (git's ordinary
   remote-tracking ref, so ``git log origin/main`` shows it). A remote whose branch no longer
   contains it has been rewritten, and sync refuses to build on it.
@@ -33,8 +36,10 @@ from ..core.transaction import COMMITTER, break_stale_locks, private_folder
 from ..core.workspace import Workspace
 from ..errors import GitspaceError, LockTimeout
 from ..storage import lockfile
+from .sync_pace import Pace
 
 JOURNAL = "sync-journal.json"
+PACE = "sync-pace.json"
 SCRATCH = "sync-scratch"
 LOCK = "sync-lock"  # an flock, never removed: not named *.lock, which means a stale git lock
 
@@ -128,3 +133,26 @@ def clear_scratch(ws: Workspace) -> None:
     """Remove what a killed sync's rebase left (call with the sync lock held)."""
     for entry in scratch_folder(ws).iterdir():
         shutil.rmtree(entry, ignore_errors=True)
+
+
+def load_pace(ws: Workspace, remote: str, branch: str) -> Pace:
+    """This clone's turns on ``remote``'s ``branch`` as the last sync left them."""
+    return Pace.from_json(_paces(ws).get(f"{remote}/{branch}"))
+
+
+def save_pace(ws: Workspace, remote: str, branch: str, pace: Pace) -> None:
+    """Keep ``pace`` for the next sync (call with the sync lock held)."""
+    paces = _paces(ws)
+    paces[f"{remote}/{branch}"] = pace.as_json()
+    path = ws.transactions.state_dir / PACE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(paces))
+    os.replace(tmp, path)
+
+
+def _paces(ws: Workspace) -> dict[str, object]:
+    try:
+        found = json.loads((ws.transactions.state_dir / PACE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}

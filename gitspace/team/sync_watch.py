@@ -3,13 +3,19 @@
 Invariants:
 - It syncs after every op (it sees the branch ref move; it polls the ref, which costs one small
   read, and never scans the work tree) and every ``every`` seconds (to bring other clones' ops).
-- Offline is a normal state, not a failure: when the remote cannot be reached, or keeps winning
-  races, the ops stay queued on the local branch (they are commits, so nothing is held in
-  memory) and the next attempt comes after a pause that grows up to ``every``; when the server is
-  back they go out with the first sync that reaches it.
+- One sync round at a time (``Watch.step``): never a retry loop that holds up the ops made
+  meanwhile. Ops made while a round runs, or while it is not this clone's turn to push
+  (``sync_pace``), queue on the branch and go out together in the next push: a batch.
+- Turns: a round that lost its race is tried again after a short jitter; one that found it is
+  not this clone's turn is tried again when the turn is due; the remote is not read in between.
+- Offline is a normal state, not a failure: when the remote cannot be reached the ops stay
+  queued on the local branch (they are commits, so nothing is held in memory) and the next
+  attempt comes after a pause that grows up to ``every``; when the server is back they go out
+  with the first sync that reaches it.
 - A refusal that needs a decision (an op that no longer applies, a rewritten remote, a
-  checkpoint clash) ends the watch with that error: retrying could not change it.
-- It stops when ``stop`` is set, between syncs: a sync is never cut short by it.
+  checkpoint clash, credentials the host refuses) ends the watch with that error: retrying
+  could not change it (and retrying a wrong password can lock an account on a real host).
+- It stops when ``stop`` is set, between rounds: a round is never cut short by it.
 """
 
 from __future__ import annotations
@@ -26,44 +32,81 @@ from .sync import SyncBusy, Synced, sync
 
 POLL = 0.05  # seconds between looks at the branch ref
 FIRST_RETRY = 0.2  # seconds before the first retry when offline; doubles up to ``every``
+REPORTED = ("synced", "offline")  # what ``watch`` passes on (a turn waited or lost is routine)
 
 
 @dataclass
 class Event:
-    """One thing the watch reports: a sync that changed something, or a retry to come."""
+    """What one round did: "synced" (it changed something), "current" (nothing to do),
+    "waiting" (not this clone's turn yet), "lost" (its push lost a race) or "offline"."""
 
-    kind: str  # "synced" | "offline"
+    kind: str
     text: str
     synced: Synced | None = None
     queued: int = 0  # ops waiting here for the remote
+    pushes: int = 0  # pushes this round sent
+
+
+class Watch:
+    """The watch's state between rounds: when the next one is due, and why."""
+
+    def __init__(self, ws: Workspace, remote: str, every: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.ws, self.remote, self.every, self.clock = ws, remote, every, clock
+        self.last: str | None = None  # the branch tip the last round started from
+        self.at = 0.0  # when the next round is due even if no op lands here
+        self.retry = FIRST_RETRY
+        self.offline = False
+        self.turn_at = 0.0  # when a waited-for turn comes (a round before it only reads refs)
+
+    def due(self) -> bool:
+        """Whether a round should run now: an op landed here since the last round (unless
+        offline or waiting for a turn), or the time it was given has come."""
+        branch = self.ws.branch()
+        tip = self.ws.repo.read_ref(f"refs/heads/{branch}")
+        now = self.clock()
+        return (tip != self.last and not self.offline and now >= self.turn_at) or now >= self.at
+
+    def step(self) -> Event:
+        """One sync round now, whatever ``due`` says."""
+        ws, now = self.ws, self.clock()
+        branch = ws.branch()
+        self.last = ws.repo.read_ref(f"refs/heads/{branch}")
+        try:
+            done = sync(ws, self.remote, attempts=1, wait=False)
+        except SyncBusy as e:
+            self._next(now + e.retry_in)
+            return Event("lost", e.message, queued=self.queued(branch), pushes=e.pushes)
+        except RemoteUnavailable as e:
+            queued = self.queued(branch)
+            self.offline, self.at = True, now + self.retry
+            text = f"{e.message} {queued} op(s) queued here; next try in {self.retry:.1f} s."
+            self.retry = min(self.every, self.retry * 2)
+            return Event("offline", text, queued=queued)
+        self.offline, self.retry = False, FIRST_RETRY
+        if done.waiting:
+            self._next(now + done.waiting)
+            return Event("waiting", f"Not this clone's turn for {done.waiting:.2f} s.", done,
+                         queued=self.queued(branch), pushes=done.pushes)
+        self.last, self.at, self.turn_at = done.tip, now + self.every, 0.0
+        return Event("synced" if done.changed else "current", "", done, pushes=done.pushes)
+
+    def _next(self, when: float) -> None:
+        self.turn_at = self.at = when
+
+    def queued(self, branch: str) -> int:
+        return queued_ops(self.ws, self.remote, branch)
 
 
 def watch(ws: Workspace, remote: str, *, every: float, stop: threading.Event,
           on_event: Callable[[Event], None]) -> None:
     """Sync ``ws``'s branch with ``remote`` until ``stop`` is set (see the module docstring)."""
-    last: str | None = None  # the branch tip the last sync attempt started from
-    due = 0.0
-    retry = FIRST_RETRY
-    offline = False
+    state = Watch(ws, remote, every)
     while not stop.is_set():
-        branch = ws.branch()
-        tip = ws.repo.read_ref(f"refs/heads/{branch}")
-        now = time.monotonic()
-        if (tip != last and not offline) or now >= due:
-            last = tip
-            try:
-                done = sync(ws, remote)
-            except (RemoteUnavailable, SyncBusy) as e:
-                queued = queued_ops(ws, remote, branch)
-                on_event(Event("offline", f"{e.message} {queued} op(s) queued here; next try in "
-                                          f"{retry:.1f} s.", queued=queued))
-                offline, due = True, now + retry
-                retry = min(every, retry * 2)
-            else:
-                offline, retry = False, FIRST_RETRY
-                last, due = done.tip, now + every
-                if done.changed:
-                    on_event(Event("synced", "", done))
+        if state.due():
+            event = state.step()
+            if event.kind in REPORTED:
+                on_event(event)
         stop.wait(POLL)
 
 

@@ -1,0 +1,151 @@
+"""Whose turn it is to push: fairness for a fleet on one branch, with nothing but pushes and
+fetches (a git host offers no lock and no queue).
+
+A round is one landing on the remote branch: of the clones whose pushes race, the server lets
+exactly one through. Left alone, the clone that just won wins again (its next push is a fast
+forward, while the losers still fetch and re-run their ops), and one clone can lose round after
+round. Three rules, each decided by one clone from what it has seen itself:
+
+- **A loser is owed a turn.** A clone whose last push lost (or that has not pushed yet) tries
+  again at once, after a jitter of at most a quarter of its own round, never a growing backoff:
+  backoff that grows with the rounds lost is what starves the loser.
+- **A winner yields.** A clone whose last push landed pushes again only once the remote has
+  stayed unchanged for the *quiet time*: it saw the same tip at two reads at least ``QUIET``
+  of its own rounds apart (its own push counts as the first read). Losers that are still trying
+  keep moving the tip, so the winner waits until every clone that was owed a turn has had it.
+- **Until a clone has seen contention** (lost a round, or seen another clone's push land, in the
+  last ``MEMORY`` rounds) the quiet time is only a courtesy drawn once per win, up to one round:
+  a clone alone is not slowed, and a loser it cannot see still gets gaps to land in.
+- Yielding is bounded: ``CAP`` rounds after its win a clone may push whatever it sees (hosts
+  where someone pushes without these rules, such as a person's plain ``git push``, cannot make
+  it wait forever).
+
+Why that bounds the rounds a clone loses (docs/fleet.md has the argument in full): let clone Z
+be owed a turn and keep trying, each try (jitter included) taking at most half the quiet time.
+Any other clone W that wins a round while Z waits may push again only after two reads of the
+same tip a quiet time apart. Inside such a stretch a whole try of Z fits, and nothing else
+lands in it, so Z lands, and the tip moves: the stretch cannot exist until Z has landed. So
+each other clone wins at most once while Z waits, and Z loses at most N-1 rounds in a fleet of
+N clones (after its winners have seen contention; before that the courtesy gaps make a landing
+likely, not certain).
+
+``round_s`` is this clone's own measure of a round (from reading the remote's refs to its push
+answered), a moving average: the rules scale with the host (tens of milliseconds to a local
+``git daemon``, a second to a busy host). Times are wall-clock seconds, so separate
+``gitspace sync`` processes of one checkout share them (``sync_state`` keeps a ``Pace`` per
+remote branch).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+ROUND = 0.15  # seconds: the first guess at a round, before one is measured
+ROUND_MIN, ROUND_MAX = 0.01, 10.0
+WEIGHT = 0.25  # of a new round in the moving average
+QUIET = 3.0  # rounds the remote must stay unchanged before a winner pushes again
+JITTER = 0.25  # at most this share of a round before a loser tries again
+MEMORY = 40.0  # rounds after the last sign of contention that a clone still yields in full
+CAP = 24.0  # rounds after its win that a clone yields at most
+SOON = 0.001  # seconds: a turn this close is now
+
+
+class Random(Protocol):
+    """Where jitter comes from: the ``random`` module, or a seeded ``random.Random``."""
+
+    def uniform(self, a: float, b: float) -> float: ...
+
+
+@dataclass
+class Pace:
+    """What one clone knows about its turns on one remote branch."""
+
+    round_s: float = ROUND
+    owed: bool = True  # its last push lost, or it has not pushed: it may push at once
+    lost: int = 0  # rounds lost in a row
+    won_at: float | None = None  # when its last push landed
+    won_tip: str | None = None  # the tip that push made
+    courtesy: float = 0.0  # seconds it yields after that win while it has seen no contention
+    contended_at: float | None = None  # when it last lost, or saw another clone's push land
+    seen_tip: str | None = None  # the remote's tip at its last read...
+    seen_since: float | None = None  # ...and the first time it saw that tip (or won_at)
+
+    def observe(self, tip: str | None, now: float) -> None:
+        """Note the remote's tip as read at ``now``."""
+        if tip == self.seen_tip and self.seen_since is not None:
+            return
+        if tip == self.won_tip and self.won_at is not None:
+            self.seen_since = self.won_at
+        else:
+            self.seen_since = now
+            if self.seen_tip is not None or self.won_at is not None:
+                self.contended_at = now  # someone else's push landed
+        self.seen_tip = tip
+
+    def turn(self, now: float) -> float:
+        """Seconds until this clone may push (0: now), given the remote as last observed."""
+        if self.owed or self.won_at is None:
+            return 0.0
+        since_win = now - self.won_at
+        if not 0 <= since_win < CAP * self.round_s:  # (a clock set back counts as long ago)
+            return 0.0
+        if self.contended(now):
+            quiet = max(0.0, now - (self.seen_since if self.seen_since is not None else now))
+            wait = QUIET * self.round_s - quiet
+        else:
+            wait = self.courtesy - since_win
+        wait = min(wait, CAP * self.round_s - since_win)
+        return wait if wait >= SOON else 0.0  # a float's dust is not worth a pause
+
+    def contended(self, now: float) -> bool:
+        return self.contended_at is not None and now - self.contended_at < MEMORY * self.round_s
+
+    def won(self, tip: str, now: float, took: float, rng: Random) -> None:
+        """This clone's push landed at ``now`` after a round of ``took`` seconds."""
+        self.measure(took)
+        self.owed, self.lost = False, 0
+        self.won_at, self.won_tip = now, tip
+        self.seen_tip, self.seen_since = tip, now
+        self.courtesy = rng.uniform(0.0, self.round_s)
+
+    def lost_round(self, now: float, took: float) -> None:
+        """This clone's push lost its race (another clone's landed first)."""
+        self.measure(took)
+        self.owed = True
+        self.lost += 1
+        self.contended_at = now
+
+    def retry_pause(self, rng: Random) -> float:
+        """The jitter before a loser tries again."""
+        return rng.uniform(0.0, JITTER * self.round_s)
+
+    def measure(self, took: float) -> None:
+        took = min(ROUND_MAX, max(ROUND_MIN, took))
+        self.round_s = (1 - WEIGHT) * self.round_s + WEIGHT * took
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> Pace:
+        """A ``Pace`` from what ``as_json`` wrote; anything malformed starts afresh."""
+        if not isinstance(data, dict):
+            return cls()
+        pace = cls()
+        for name, kinds in _KINDS.items():
+            value = data.get(name, getattr(pace, name))
+            if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds) or (
+                    isinstance(value, float) and not math.isfinite(value)):
+                return cls()
+            setattr(pace, name, value)
+        pace.round_s = min(ROUND_MAX, max(ROUND_MIN, float(pace.round_s)))
+        return pace
+
+
+_TIME = (int, float, type(None))
+_KINDS: dict[str, tuple[type, ...]] = {
+    "round_s": (int, float), "owed": (bool,), "lost": (int,), "won_at": _TIME,
+    "won_tip": (str, type(None)), "courtesy": (int, float), "contended_at": _TIME,
+    "seen_tip": (str, type(None)), "seen_since": _TIME}

@@ -1,0 +1,367 @@
+"""Sync's retry loop and turns, pinned down: races staged between real clones of a real git
+server (tests/gitserver.py), at chosen steps of a sync, with a clock and a pause the test owns,
+so every pause a sync takes, and why, is checked exactly.
+
+The rules (gitspace/team/sync_pace.py): a loser tries again after a jitter of at most a quarter
+of its round, never a growing backoff; a winner pushes again only once the remote has been quiet
+for ``QUIET`` rounds (or, before it has seen contention, after a courtesy of up to one round);
+nothing waits more than ``CAP`` rounds after its win.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import assert_clean, call_ok, git, state
+from fleet import assert_never_forced, machine, remote_ops, seed
+from gitserver import GitServer
+
+import gitspace
+from gitspace.errors import BadArguments
+from gitspace.team import sync_pace, sync_state
+from gitspace.team.sync import SyncBusy, Synced, sync
+from gitspace.team.sync_pace import CAP, JITTER, QUIET, ROUND, Pace
+from gitspace.team.sync_watch import Watch
+
+T0 = time.time() + 3600  # later than the real clock of the seed's sync: its win is long past
+
+
+class Clock:
+    """Wall time for a sync that only moves when the sync pauses (every pause recorded)."""
+
+    def __init__(self) -> None:
+        self.now = T0
+        self.pauses: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def pause(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+class Fixed:
+    """Jitter that always draws the same fraction of its range."""
+
+    def __init__(self, fraction: float) -> None:
+        self.fraction = fraction
+
+    def uniform(self, a: float, b: float) -> float:
+        return a + (b - a) * self.fraction
+
+
+def timed_sync(ws: gitspace.Workspace, clock: Clock, **kwargs: object) -> Synced:
+    return sync(ws, clock=clock, pause=clock.pause, rng=Fixed(0.5), **kwargs)  # type: ignore[arg-type]
+
+
+def push_first(rival: gitspace.Workspace, at: str = "push") -> Callable[[str], None]:
+    """An ``on_step`` that makes ``rival`` land an op of its own when the sync reaches ``at``
+    (once): the sync's push then loses its race."""
+    fired = []
+
+    def step(name: str) -> None:
+        if name == at and not fired:
+            fired.append(name)
+            call_ok(rival, "append", {"path": "shared/log.md", "text": f"rival {len(fired)}\n"})
+            sync(rival)
+
+    return step
+
+
+def pace_of(ws: gitspace.Workspace) -> Pace:
+    return sync_state.load_pace(ws, "origin", "main")
+
+
+def test_a_lost_race_is_tried_again_after_a_jitter_not_a_backoff(
+        tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    mine = call_ok(a, "append", {"path": "shared/log.md", "text": "mine\n"})
+    clock = Clock()
+    before = pace_of(a)
+    done = timed_sync(a, clock, on_step=push_first(b))
+    assert (done.attempts, done.pushes, done.pushed, done.pulled) == (2, 2, 1, 1)
+    assert done.waiting == 0 and not done.dropped
+    before.measure(0.0)  # the losing round, measured by a clock that did not move
+    assert clock.pauses == [pytest.approx(0.5 * JITTER * before.round_s)]
+    pace = pace_of(a)
+    assert (pace.owed, pace.lost, pace.won_tip, pace.won_at) == (False, 0, done.tip, clock.now)
+    assert pace.contended_at == clock.now  # it lost, then read the winner's tip: contention
+    assert pace.courtesy == pytest.approx(0.5 * pace.round_s)
+    assert [op.op_id for op in remote_ops(git_server)][-1] == mine.op
+    assert_clean(a.root)
+
+
+def test_every_round_lost_gives_up_with_the_ops_kept_and_no_pause_after_the_last(
+        tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    mine = call_ok(a, "append", {"path": "shared/log.md", "text": "mine\n"})
+    clock = Clock()
+
+    def rival_always(name: str) -> None:
+        if name == "push":
+            call_ok(b, "append", {"path": "shared/log.md", "text": "rival\n"})
+            sync(b)
+
+    with pytest.raises(SyncBusy) as busy:
+        timed_sync(a, clock, attempts=3, on_step=rival_always)
+    assert busy.value.pushes == 3
+    assert "3 round(s)" in busy.value.message and "Your ops are safe here" in busy.value.message
+    assert len(clock.pauses) == 2  # between the rounds, not after the last
+    pace = pace_of(a)
+    assert pace.owed and pace.lost == 3
+    assert busy.value.retry_in == pytest.approx(0.5 * JITTER * pace.round_s)
+    assert mine.op not in [op.op_id for op in remote_ops(git_server)]
+    done = timed_sync(a, clock)  # owed a turn: it pushes at once
+    assert done.pushed == 1 and clock.pauses[2:] == []
+    assert mine.op in [op.op_id for op in remote_ops(git_server)]
+
+
+def test_an_op_landing_here_meanwhile_is_a_round_again_without_a_pause(
+        tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    call_ok(b, "append", {"path": "shared/log.md", "text": "theirs\n"})
+    sync(b)
+    call_ok(a, "append", {"path": "shared/log.md", "text": "mine\n"})
+    other = gitspace.open(a.root, agent="agent-0b")
+    landed = []
+
+    def op_here(name: str) -> None:
+        if name == "move" and not landed:
+            landed.append(call_ok(other, "append", {"path": "shared/log.md", "text": "late\n"}))
+
+    clock = Clock()
+    done = timed_sync(a, clock, on_step=op_here)
+    assert clock.pauses == [] and (done.attempts, done.pushes) == (2, 1)
+    assert done.pushed == 2  # the late op went in the same push
+    assert [op.op_id for op in remote_ops(git_server)][-1] == landed[0].op
+    call_ok(b, "append", {"path": "shared/log.md", "text": "theirs again\n"})
+    sync(b)
+    call_ok(a, "append", {"path": "shared/log.md", "text": "mine again\n"})
+    landed.clear()
+    sync_state.save_pace(a, "origin", "main", Pace())  # owed a turn, so it does not wait
+    with pytest.raises(SyncBusy) as busy:  # with one round allowed, the move is that round
+        timed_sync(a, clock, attempts=1, on_step=op_here)
+    assert busy.value.pushes == 0 and clock.pauses == []
+    other.close()
+
+
+def test_a_dropped_op_stays_dropped_when_the_push_that_left_it_out_lost(
+        tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    call_ok(b, "append", {"path": "shared/log.md", "text": "theirs\n"})
+    sync(b)
+    gone = call_ok(a, "append", {"path": "shared/log.md", "text": "dropped\n"})
+    kept = call_ok(a, "append", {"path": "shared/log.md", "text": "kept\n"})
+    clock = Clock()
+    done = timed_sync(a, clock, drop=(gone.op,), on_step=push_first(b))
+    assert done.attempts == 2 and done.dropped == [(gone.op, gone.commit)]
+    on_remote = [op.op_id for op in remote_ops(git_server)]
+    assert kept.op in on_remote and gone.op not in on_remote
+    with pytest.raises(BadArguments):  # the first round still checks what it was given
+        timed_sync(a, clock, drop=(gone.op,))
+
+
+def test_a_winner_yields_until_the_remote_has_been_quiet(tmp_path: Path,
+                                                        git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    clock = Clock()
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
+    timed_sync(a, clock, on_step=push_first(b))  # lost once, then won: contention seen
+    won = pace_of(a)
+    clock.now += 0.001
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
+    tips = git_server.refs("fleet")
+    before = state(a.root)
+    waiting = timed_sync(a, clock, wait=False)
+    assert waiting.waiting == pytest.approx(QUIET * won.round_s - 0.001)
+    assert (waiting.pushes, waiting.pushed, waiting.attempts) == (0, 0, 0)
+    assert git_server.refs("fleet") == tips and state(a.root) == before
+    assert len(clock.pauses) == 1  # the jitter after the lost round, none since
+    # Another clone lands meanwhile: the quiet time starts again from when a sees it.
+    clock.now += 0.002
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b2\n"})
+    sync(b)
+    again = timed_sync(a, clock, wait=False)
+    assert again.waiting == pytest.approx(QUIET * won.round_s)
+    pauses = len(clock.pauses)
+    done = timed_sync(a, clock)  # wait=True: it pauses out the quiet time, then pushes
+    assert clock.pauses[pauses:] == [pytest.approx(QUIET * won.round_s)]
+    assert (done.pushed, done.pulled, done.attempts) == (1, 1, 1)
+    assert_clean(a.root)
+
+
+def test_a_winner_that_saw_no_contention_yields_only_its_courtesy(
+        tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    clock = Clock()
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
+    assert timed_sync(a, clock).pushed == 1
+    pace = pace_of(a)
+    assert pace.contended_at is None and pace.courtesy == pytest.approx(0.5 * pace.round_s)
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
+    assert timed_sync(a, clock, wait=False).waiting == pytest.approx(pace.courtesy)
+    clock.now += pace.courtesy
+    assert timed_sync(a, clock, wait=False).pushed == 1
+    assert clock.pauses == []
+
+
+def test_nothing_to_push_never_waits_for_a_turn(tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    clock = Clock()
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
+    timed_sync(a, clock, on_step=push_first(b))
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"})
+    sync(b)
+    pauses = list(clock.pauses)
+    done = timed_sync(a, clock, wait=False)  # a catches up; it has nothing of its own to push
+    assert (done.waiting, done.pulled, done.pushes) == (0, 1, 0) and clock.pauses == pauses
+
+
+# -- the rules themselves, with times chosen by the test -------------------------------------
+
+
+def test_pace_rules_at_their_edges() -> None:
+    rng = Fixed(1.0)
+    pace = Pace()
+    assert pace.turn(T0) == 0  # never pushed: owed
+    pace.observe("t1", T0)
+    assert pace.contended_at is None and pace.seen_since == T0
+    pace.won("t2", T0 + 1, 0.2, rng)
+    assert pace.round_s == pytest.approx(0.75 * ROUND + 0.25 * 0.2)
+    r = pace.round_s
+    assert pace.courtesy == pytest.approx(r) and not pace.owed
+    assert pace.turn(T0 + 1) == pytest.approx(r)  # alone: the courtesy, from the win
+    assert pace.turn(T0 + 1 + r) == 0
+    pace.observe("t2", T0 + 1.01)  # its own push: quiet since the win, no contention
+    assert pace.seen_since == T0 + 1 and pace.contended_at is None
+    pace.observe("t3", T0 + 1.02)  # another clone's push: contention
+    assert pace.contended_at == T0 + 1.02 and pace.seen_since == T0 + 1.02
+    assert pace.turn(T0 + 1.02) == pytest.approx(QUIET * r)
+    assert pace.turn(T0 + 1.02 + QUIET * r) == 0
+    pace.observe("t3", T0 + 1.5)  # the same tip again: still quiet since it was first seen
+    assert pace.seen_since == T0 + 1.02
+    # Yielding ends CAP rounds after the win, whatever the remote does.
+    end = T0 + 1 + CAP * r
+    pace.observe("t4", end - 0.02)
+    assert pace.turn(end - 0.01) == pytest.approx(0.01, abs=1e-6)
+    assert pace.turn(end) == 0
+    assert pace.turn(T0 + 0.5) == 0  # a clock set back: the win counts as long ago
+    # Contention is remembered for MEMORY rounds, then the courtesy applies again.
+    assert pace.contended(end - 0.02 + sync_pace.MEMORY * r - 0.001)
+    assert not pace.contended(end - 0.02 + sync_pace.MEMORY * r)
+    pace.lost_round(T0 + 2, 0.3)
+    assert pace.owed and pace.lost == 1 and pace.turn(T0 + 2) == 0
+    assert pace.retry_pause(Fixed(1.0)) == pytest.approx(JITTER * pace.round_s)
+    assert pace.retry_pause(Fixed(0.0)) == 0
+    pace.lost_round(T0 + 3, 100.0)
+    assert pace.lost == 2 and pace.round_s <= sync_pace.ROUND_MAX
+    pace.measure(0.0)
+    assert pace.round_s >= sync_pace.ROUND_MIN
+
+
+def test_a_malformed_pace_file_starts_afresh(tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    path = a.transactions.state_dir / sync_state.PACE
+    good = Pace(owed=False, lost=2, won_at=T0, won_tip="x" * 40)
+    assert Pace.from_json(good.as_json()) == good
+    for bad in ([], {"origin/main": {"won_at": "soon"}}, {"origin/main": {"owed": 1}},
+                {"origin/main": {"lost": True}}, {"origin/main": {"round_s": float("nan")}},
+                {"origin/main": []}):
+        path.write_text(json.dumps(bad))
+        assert pace_of(a) == Pace()
+    path.write_text("{not json")
+    assert pace_of(a) == Pace()
+    call_ok(a, "append", {"path": "shared/log.md", "text": "still syncs\n"})
+    assert sync(a).pushed == 1
+    assert pace_of(a).won_tip == a.tip()
+
+
+# -- the watch's rounds ----------------------------------------------------------------------
+
+
+def test_the_watch_runs_one_round_at_a_time_and_knows_when_the_next_is_due(
+        tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    now = [0.0]
+    watch = Watch(a, "origin", every=5.0, clock=lambda: now[0])
+    assert watch.due()  # nothing run yet
+    assert watch.step().kind == "current" and not watch.due()
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
+    assert watch.due()  # an op landed here
+    first = watch.step()
+    assert first.kind == "synced" and first.pushes == 1 and first.synced is not None
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"})
+    sync(b)
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
+    waiting = watch.step()  # a won last and has now seen b land: not its turn
+    assert waiting.kind == "waiting" and waiting.queued == 1 and waiting.pushes == 0
+    assert waiting.synced is not None and not watch.due()
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a3\n"})
+    assert not watch.due()  # ops made while waiting queue up for the turn
+    now[0] += waiting.synced.waiting
+    assert watch.due()
+    watch_pace = pace_of(a)
+    assert watch_pace.won_tip != a.tip()
+    # The turn's round, forced with a real clock long after the win: one push carries both ops.
+    a_pace = pace_of(a)
+    a_pace.won_at = (a_pace.won_at or 0) - CAP * a_pace.round_s
+    sync_state.save_pace(a, "origin", "main", a_pace)
+    turn = watch.step()
+    assert turn.kind == "synced" and turn.synced is not None and turn.synced.pushed == 2
+    assert turn.pushes == 1 and watch.queued("main") == 0
+    now[0] += 5.0
+    assert watch.due()  # every `every` seconds, to bring other clones' ops
+
+
+def rival_lands_inside_the_next_push(tmp_path: Path, server: GitServer,
+                                     rival: gitspace.Workspace) -> None:
+    """Another clone's op lands on the server's branch while the next push to it is being
+    received (after that push read the branch, before it moves it): that push loses its race.
+    The rival's op waits on a branch of its own; the server's hook moves the branch to it."""
+    call_ok(rival, "append", {"path": "shared/log.md", "text": "rival\n"})
+    git(rival.root, "push", "-q", "origin", "HEAD:refs/heads/rival")
+    bare = server.path("fleet")
+    hook = bare / "hooks" / "pre-receive"
+    mark = tmp_path / "rival-pending"
+    mark.touch()
+    hook.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        f"if [ -e '{mark}' ]; then rm '{mark}'\n"
+        "  env -u GIT_QUARANTINE_PATH -u GIT_OBJECT_DIRECTORY -u GIT_ALTERNATE_OBJECT_DIRECTORIES "
+        "git update-ref refs/heads/main refs/heads/rival\nfi\n")
+    hook.chmod(0o755)
+
+
+def test_the_watch_tries_a_lost_round_again_after_its_jitter(
+        tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    now = [0.0]
+    watch = Watch(a, "origin", every=5.0, clock=lambda: now[0])
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
+    rival_lands_inside_the_next_push(tmp_path, git_server, b)
+    lost = watch.step()
+    assert lost.kind == "lost" and lost.pushes == 1 and lost.queued == 1
+    assert "lost their race" in lost.text
+    assert not watch.due()
+    pace = pace_of(a)
+    assert pace.owed and pace.lost == 1
+    now[0] += JITTER * pace.round_s
+    assert watch.due()
+    turn = watch.step()
+    assert turn.kind == "synced" and turn.synced is not None
+    assert (turn.synced.pulled, turn.synced.pushed) == (1, 1) and watch.queued("main") == 0
+    assert_never_forced(git_server)
