@@ -1,33 +1,34 @@
-"""Benchmark: a fleet on one branch. Ops per second reaching the remote with 1, 2 and 4 clones,
-and the time from an op to its arrival on the server, against plain ``git push`` in the same run.
+"""Benchmark: a fleet on one branch. With 1, 2, 4 and 8 clones, over ``git daemon`` and over the
+smart-HTTP host (git http-backend behind lighttpd, basic auth, a protected branch), in one run:
+ops per second reaching the remote against plain ``git push``, the time from an op to its
+arrival on the server (median and p99), and pushes per op.
 
-The server is the test suite's real one (``git daemon --enable=receive-pack`` on 127.0.0.1,
-tests/gitserver.py). Each clone is its own process running tests/fleet_agent.py: OPS ops through
-``ws.call`` (create, append to a shared log, str_replace of its own line of a shared board), and
-after each one ``gitspace.team.sync.sync``, the library call behind ``gitspace sync`` and
-``sync --watch``. An op has arrived when a sync that started after it returned successfully
-(a sync pushes every op the clone has); an op whose syncs all lost their races arrives with the
-clone's next successful sync, and those still queued at the end go out in a final sync each
-(counted, and timed from when the op was made).
+The servers are the test suite's (tests/gitserver.py) on 127.0.0.1. Each clone is its own
+process running tests/fleet_agent.py: OPS ops through ``ws.call`` (create, append to a shared
+log, str_replace of its own line of a shared board), with the rounds of ``sync --watch``
+(``gitspace.team.sync_watch.Watch``, the code behind ``gitspace sync --watch``) between them: one
+round right after each op, and, while the agent "thinks" between ops, every round that falls
+due. An op has arrived at the end of the first round after it that pushed (a round pushes every
+op its clone has not pushed yet: a batch). After its last op a clone keeps running its rounds
+until nothing is queued; an op still queued after that goes out in a final sync, counted as
+late.
 
 Baselines, same server, same run:
 - ``git push`` latency: a plain clone commits one small change and pushes it, alone, ``OPS``
   times; the median is what one op costs to publish when nothing is in the way.
 - ``git push`` rate: the same loop's commits per second.
 
-Two rounds: clones making ops back to back (the worst case: every sync races every other), and
-clones ``--think`` seconds apart (an agent waits for its model between ops). Printed: per round
-and fleet size, ops/s reaching the remote (ops that arrived / seconds from start until
-the last one arrived), the ratio to the plain-push rate, and median and p99 op-to-server latency
-with their ratio to the plain-push median. No asserts: the machines are shared and noisy.
-
-Note on the numbers: over ``git://`` to git daemon on loopback, git's protocol v2 (what git uses
-by default to fetch and list refs) waits ~40 ms per connection for delayed TCP ACKs, and a sync
-makes two or three connections (list refs, fetch when the remote moved, push) where a plain push
-makes one. A real host's round trip dominates both in the same way.
+Two rounds per server: clones making ops back to back (the next op as soon as the round after
+the last one returned: every round races every other clone's), and ``--think`` seconds apart
+(an agent waits for its model between ops). Printed per server, round and fleet size: ops/s
+reaching the remote (ops / seconds from start until the last one arrived) and its ratio to one
+clone's and to the plain-push rate; op-to-server median and p99; pushes per op (lost ones
+included) and ops per push that landed; the machine's load average while it ran. No asserts:
+the machines are shared and noisy, and every clone here shares their cores.
 
     .venv/bin/python benchmarks/sync.py              # 25 ops per clone
     .venv/bin/python benchmarks/sync.py --ops 10     # quicker
+    .venv/bin/python benchmarks/sync.py --servers daemon --clones 1 4
     .venv/bin/python benchmarks/sync.py --json
 """
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -42,6 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -61,66 +64,75 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
 
 
-def plain_push(server: object, work: Path, count: int) -> dict[str, float]:
+def clone(server: Any, url: str, target: Path) -> Path:
+    git(target.parent, *server.client_config(), "clone", "-q", url, str(target))
+    server.authorize(target)
+    return target
+
+
+def plain_push(server: Any, work: Path, count: int) -> dict[str, float]:
     """Commit one small change and ``git push`` it, ``count`` times, alone on a fresh repo."""
-    url = server.create("plain")  # type: ignore[attr-defined]
-    clone = work / "plain"
-    git(work, "clone", "-q", url, str(clone))
+    url = server.create("plain")
+    repo = clone(server, url, work / f"plain-{server.kind}")
     for key, value in (("user.name", "bench"), ("user.email", "bench@example.com")):
-        git(clone, "config", key, value)
+        git(repo, "config", key, value)
     times = []
     started = time.perf_counter()
     for n in range(count):
-        (clone / "log.md").write_text(f"line {n}\n")
-        git(clone, "add", "log.md")
-        git(clone, "commit", "-q", "-m", f"change {n}")
+        (repo / "log.md").write_text(f"line {n}\n")
+        git(repo, "add", "log.md")
+        git(repo, "commit", "-q", "-m", f"change {n}")
         t = time.perf_counter()
-        git(clone, "push", "-q", "origin", "HEAD:refs/heads/main")
+        git(repo, "push", "-q", "origin", "HEAD:refs/heads/main")
         times.append(time.perf_counter() - t)
     elapsed = time.perf_counter() - started
     return {"median_s": statistics.median(times), "p99_s": p99(times), "per_s": count / elapsed}
 
 
-def fleet(server: object, work: Path, clones: int, count: int, think: float) -> dict[str, float]:
+def fleet(server: Any, work: Path, clones: int, count: int, think: float) -> dict[str, Any]:
     import gitspace
     from gitspace.team.sync import sync
 
     name = f"fleet{clones}-{think:g}"
-    url = server.create(name)  # type: ignore[attr-defined]
-    first = gitspace.init(work / name / "seed", agent="seed")
+    url = server.create(name)
+    first = gitspace.init(work / server.kind / name / "seed", agent="seed")
     first.call("create", {"path": "shared/board.md",
                           "file_text": "".join(f"slot-{i}: v0\n" for i in range(8))})
     first.call("create", {"path": "shared/log.md", "file_text": "log\n"})
     git(first.root, "remote", "add", "origin", url)
+    server.authorize(first.root)
     sync(first)
     first.close()
-    roots = []
-    for n in range(1, clones + 1):
-        roots.append(work / name / f"m{n}")
-        git(work, "clone", "-q", url, str(roots[-1]))
-    go = work / name / "go"
+    roots = [clone(server, url, work / server.kind / name / f"m{n}")
+             for n in range(1, clones + 1)]
+    go = work / server.kind / name / "go"
     members = [subprocess.Popen([sys.executable, str(AGENT), str(root), f"agent-{n}", str(n),
                                  str(count), str(go), str(think)], stdout=subprocess.PIPE,
                                 text=True)
                for n, root in enumerate(roots, 1)]
-    time.sleep(0.5)  # every member has imported gitspace and waits for go
+    time.sleep(0.5 + 0.1 * clones)  # every member has imported gitspace and waits for go
+    load = os.getloadavg()[0]
     start = time.time()
     go.touch()
     latencies: list[float] = []
     last_arrival = start
-    late = 0
+    late = pushes = landed = 0
     for member, root in zip(members, roots, strict=True):
         out, _ = member.communicate()
         if member.returncode != 0:
             raise SystemExit(f"a fleet member failed in {root}")
         pending: list[float] = []
         for line in map(json.loads, out.splitlines()):
-            pending.append(line["made"])
-            if line["sync"] == "ok":
+            if "op" in line:
+                pending.append(line["made"])
+                continue
+            pushes += line["pushes"]
+            if line["pushed"]:
+                landed += 1
                 latencies += [line["done"] - made for made in pending]
                 last_arrival = max(last_arrival, line["done"])
                 pending = []
-        if pending:  # still queued: the final sync takes them
+        if pending:  # still queued after the member's drain: a final sync takes them
             with gitspace.open(root) as ws:
                 sync(ws)
             now = time.time()
@@ -128,9 +140,11 @@ def fleet(server: object, work: Path, clones: int, count: int, think: float) -> 
             last_arrival = max(last_arrival, now)
             late += len(pending)
     arrived = len(latencies)
-    return {"clones": clones, "think_s": think, "ops": arrived, "per_s": arrived / (last_arrival - start),
-            "median_s": statistics.median(latencies), "p99_s": p99(latencies),
-            "late_ops": late}
+    return {"server": server.kind, "clones": clones, "think_s": think, "ops": arrived,
+            "per_s": arrived / (last_arrival - start), "median_s": statistics.median(latencies),
+            "p99_s": p99(latencies), "pushes_per_op": pushes / arrived,
+            "ops_per_landed_push": arrived / max(1, landed), "late_ops": late,
+            "load": round(max(load, os.getloadavg()[0]), 1)}
 
 
 def main() -> None:
@@ -138,43 +152,54 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=25, help="ops per clone (default 25)")
     parser.add_argument("--think", type=float, default=0.5,
                         help="seconds between one clone's ops in the second round (default 0.5)")
+    parser.add_argument("--clones", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--servers", nargs="+", default=["daemon", "http"],
+                        choices=["daemon", "http"])
     parser.add_argument("--json", action="store_true")
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gitspace-bench-sync-"))
+    bases: dict[str, dict[str, float]] = {}
+    rows: list[dict[str, Any]] = []
     try:
         hermetic(work, GITSPACE_PACK_THRESHOLD="0")
-        from gitserver import GitServer
+        from gitserver import SERVERS
 
-        server = GitServer(work / "server")
-        server.start()
-        try:
-            log("baseline: plain git push of one commit")
-            base = plain_push(server, work, options.ops)
-            rows = []
-            for think in (0.0, options.think):
-                for clones in (1, 2, 4):
-                    log(f"fleet of {clones}: {options.ops} ops each {think:g} s apart, a sync "
-                        "after every op")
-                    rows.append(fleet(server, work, clones, options.ops, think))
-        finally:
-            server.stop()
+        for kind in options.servers:
+            server = SERVERS[kind](work / f"server-{kind}")
+            server.start()
+            (work / kind).mkdir()
+            try:
+                log(f"{kind}: baseline, plain git push of one commit")
+                bases[kind] = plain_push(server, work, options.ops)
+                for think in (0.0, options.think):
+                    for clones in options.clones:
+                        log(f"{kind}: fleet of {clones}, {options.ops} ops each {think:g} s "
+                            "apart, sync --watch rounds between them")
+                        rows.append(fleet(server, work, clones, options.ops, think))
+            finally:
+                server.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for row in rows:
+        base = bases[row["server"]]
+        one = next(r for r in rows if r["server"] == row["server"]
+                   and r["think_s"] == row["think_s"] and r["clones"] == min(options.clones))
         row["rate_ratio"] = row["per_s"] / base["per_s"]
+        row["vs_one_clone"] = row["per_s"] / one["per_s"]
         row["latency_ratio"] = row["median_s"] / base["median_s"]
     if options.json:
-        print(json.dumps({"git_push": base, "fleet": rows}, indent=2))
+        print(json.dumps({"git_push": bases, "fleet": rows}, indent=2))
         return
-    print(f"git push alone: {base['per_s']:.1f} commits/s, push median "
-          f"{base['median_s'] * 1000:.0f} ms, p99 {base['p99_s'] * 1000:.0f} ms")
-    for row in rows:
-        print(f"{row['clones']} clone(s), ops {row['think_s']:g} s apart: {row['per_s']:.1f} ops/s "
-              "reach the remote "
-              f"({row['rate_ratio']:.2f}x git push's rate); op to server median "
-              f"{row['median_s'] * 1000:.0f} ms ({row['latency_ratio']:.1f}x a push), p99 "
-              f"{row['p99_s'] * 1000:.0f} ms; {row['late_ops']} op(s) went out only in the "
-              "final sync")
+    for kind, base in bases.items():
+        print(f"{kind}: git push alone {base['per_s']:.1f} commits/s, push median "
+              f"{base['median_s'] * 1000:.0f} ms, p99 {base['p99_s'] * 1000:.0f} ms")
+        for row in (r for r in rows if r["server"] == kind):
+            print(f"  {row['clones']} clone(s), ops {row['think_s']:g} s apart: "
+                  f"{row['per_s']:.1f} ops/s reach the remote ({row['vs_one_clone']:.2f}x one "
+                  f"clone, {row['rate_ratio']:.2f}x git push's rate); op to server median "
+                  f"{row['median_s'] * 1000:.0f} ms, p99 {row['p99_s'] * 1000:.0f} ms; "
+                  f"{row['pushes_per_op']:.2f} pushes per op, {row['ops_per_landed_push']:.1f} "
+                  f"ops per landed push; {row['late_ops']} late; load {row['load']}")
 
 
 if __name__ == "__main__":
