@@ -75,8 +75,8 @@ test: $(STAMP) $(CLAUDE_STAMP) $(CONFORMANCE_STAMP) debian-packages
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check gitspace tests benchmarks mutation
-	$(BIN)/mypy gitspace mutation/run.py
+	$(BIN)/ruff check gitspace tests benchmarks mutation ci
+	$(BIN)/mypy gitspace mutation/run.py ci/gitspace_ci.py
 
 # Mutation testing of the core modules (not part of `make test`: it takes hours of CPU).
 # `make mutation MODULES="paths undo" JOBS=2` runs some; docs/testing.md says what it reports.
