@@ -134,6 +134,12 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         call_ok(ws, "branch", {"name": "forged"})
         call_ok(ws, "create", {"path": "c.md", "file_text": "c\n"})
         call_ok(ws, "switch", {"name": "main"})
+        call_ok(ws, "create", {"path": "main.md", "file_text": "main moved on\n"})
+        call_ok(ws, "switch", {"name": "agent"})
+        call_ok(ws, "branch", {"name": "merger"})
+        git(root, "merge", "-q", "--no-edit", "main")  # the branch takes its base in
+        call_ok(ws, "str_replace", {"path": "agent.md", "old_str": "done", "new_str": "DONE"})
+        call_ok(ws, "switch", {"name": "main"})
     lie = head(root, "forged")
     git(root, "switch", "-q", "forged")
     (root / "c.md").write_text("c, and a line no tool wrote\n")
@@ -141,9 +147,10 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     git(root, "switch", "-q", "main")
     bare = where / "remote.git"
     git(where, "init", "-q", "--bare", "--initial-branch=main", str(bare))
-    git(root, "push", "-q", str(bare), "main", "agent", "forged", "refs/tags/gitspace/start")
+    git(root, "push", "-q", str(bare), "main", "agent", "forged", "merger",
+        "refs/tags/gitspace/start")
     pulls = {}
-    for number, branch in enumerate(("agent", "forged"), 1):
+    for number, branch in enumerate(("agent", "forged", "merger"), 1):
         tree = git(root, "merge-tree", "--write-tree", "main", branch).split()[0]
         merge = git(root, "commit-tree", tree, "-p", "main", "-p", branch, "-m",
                     f"Merge {branch} into main").strip()
@@ -214,6 +221,16 @@ def test_a_pull_request_is_verified_and_replayed_and_summarised(
     assert json.loads((report / "verify.json").read_text())["ops"] == 2
 
 
+def test_a_pull_request_that_merged_its_base_replays_only_its_own_ops(
+        action: Path, tool_cache: Path, remote: dict[str, Any], tmp_path: Path) -> None:
+    merge, event, ref = pull_request(remote, "merger")
+    ws = checkout(remote, tmp_path / "checkout", ref, merge)
+    run = act(action, tool_cache, ws, tmp_path, "pull_request", event, base_ref="main")
+    assert run.code == 0, run.log
+    assert run.outputs["reexecuted"] == "3" and run.outputs["ops-checked"] == "3"
+    assert "(1 merge commit)" in run.summary
+
+
 def test_a_push_from_a_shallow_checkout_is_deepened_tagged_and_checked(
         action: Path, tool_cache: Path, remote: dict[str, Any], tmp_path: Path) -> None:
     tip = head(remote["root"], "main")
@@ -222,7 +239,7 @@ def test_a_push_from_a_shallow_checkout_is_deepened_tagged_and_checked(
     event = {"before": remote["before"], "after": tip, "repository": {"default_branch": "main"}}
     run = act(action, tool_cache, ws, tmp_path, "push", event)
     assert run.code == 0, run.log
-    assert run.outputs["result"] == "match" and run.outputs["ops-checked"] == "2"
+    assert run.outputs["result"] == "match" and run.outputs["ops-checked"] == "3"
     assert "fetched the rest of its history from origin" in run.summary
     assert git(ws, "rev-parse", "--is-shallow-repository").strip() == "false"
     # The push restores checkpoint 'start': the action fetched the checkpoint tags for it.

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, call_ok, git, head
+from conftest import call_ok, git, head
 
 import gitspace
 
@@ -193,68 +193,3 @@ def test_an_interrupted_replay_leaves_nothing_behind(tmp_path: Path, tmpdir_: Pa
     assert len(git(target, "worktree", "list").splitlines()) == 1
 
 
-# -- the CI workflow -------------------------------------------------------------------------
-
-WORKFLOW = REPO / ".github" / "workflows" / "gitspace-replay.yml"
-
-
-def workflow_step(name: str) -> str:
-    """The shell script of the workflow step called ``name`` (its ``run: |`` block)."""
-    lines = WORKFLOW.read_text().splitlines()
-    at = lines.index(f"      - name: {name}")
-    run = next(i for i in range(at, len(lines)) if lines[i].strip() == "run: |")
-    indent = len(lines[run + 1]) - len(lines[run + 1].lstrip())
-    body = []
-    for line in lines[run + 1:]:
-        if line.strip() and len(line) - len(line.lstrip()) < indent:
-            break
-        body.append(line[indent:])
-    return "\n".join(body) + "\n"
-
-
-def run_step(name: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-eo", "pipefail", "-c", workflow_step(name)], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=120)
-
-
-def test_the_workflow_replays_a_branch_that_merged_its_base(tmp_path: Path, tmpdir_: Path) -> None:
-    origin = tmp_path / "origin"
-    with gitspace.init(origin, agent="ci-bot") as ws:
-        call_ok(ws, "create", {"path": "notes.md", "file_text": "one\n"})
-        call_ok(ws, "branch", {"name": "agent/bot"})
-        call_ok(ws, "create", {"path": "agent.md", "file_text": "mine\n"})
-        call_ok(ws, "switch", {"name": "main"})
-        call_ok(ws, "create", {"path": "main.md", "file_text": "theirs\n"})
-        call_ok(ws, "switch", {"name": "agent/bot"})
-        git(origin, "merge", "-q", "--no-edit", "main")  # the agent's branch takes main in
-        call_ok(ws, "str_replace", {"path": "agent.md", "old_str": "mine", "new_str": "MINE"})
-    clone = tmp_path / "clone"
-    git(tmp_path, "clone", "-q", "--branch", "agent/bot", str(origin), str(clone))
-    shims = tmp_path / "bin"
-    shims.mkdir()
-    for name, command in (("gitspace", f"{sys.executable} -m gitspace"), ("python", sys.executable)):
-        (shims / name).write_text(f'#!/bin/sh\nexec {command} "$@"\n')
-        (shims / name).chmod(0o755)
-    env = {**_env(tmpdir_), "PATH": f"{shims}:{os.environ['PATH']}", "BASE_BRANCH": "main",
-           "GITHUB_ENV": str(tmp_path / "github.env"),
-           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
-    found = run_step("Find where the branch's ops start", clone, env)
-    assert found.returncode == 0, found.stderr
-    start = dict(line.split("=", 1) for line in (tmp_path / "github.env").read_text().split())
-    assert start["REPLAY_FROM"] == head(clone, "HEAD~3")  # the fork: agent.md is its first op
-    env.update(start)
-
-    ok = run_step("gitspace replay", clone, env)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    summary = (tmp_path / "summary.md").read_text()
-    assert "### gitspace replay: match" in summary and "(1 merge commit)" in summary
-    assert "2 re-executed" in ok.stdout
-
-    (clone / "agent.md").write_text("MINE\nand a line nobody ran\n")
-    git(clone, "commit", "-qam", git(clone, "log", "-1", "--format=%B"))  # the op, repeated
-    bad = run_step("gitspace replay", clone, env)
-    assert bad.returncode == 1
-    assert "### gitspace replay: diverged" in bad.stdout and "Diverged at commit" in bad.stdout
-    assert "re-running it failed" in bad.stdout and "+++ recorded/agent.md" in bad.stdout
-    assert json.loads((clone / "replay.json").read_text())["divergence"]["tool"] == "str_replace"
-    assert os.listdir(tmpdir_) == []
