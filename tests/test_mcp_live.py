@@ -12,7 +12,6 @@ import http.client
 import json
 import subprocess
 import sys
-import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -39,6 +38,10 @@ from gitspace.mcp_server import build_server
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import gen_worklog  # noqa: E402
+
+# resources/subscribe and logging/setLevel are the 2025 protocol's; the SDK warns that 2026 drops
+# them, and 2025 clients (Claude Code, the conformance suite) are what these tests play.
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
 WAIT = 30  # seconds a notification may take on a loaded machine before the test gives up
 
@@ -80,10 +83,8 @@ async def text_of(client: Client, uri: str) -> str:
     return contents.text
 
 
-def quietly_subscribe(client: Client, uri: str) -> Awaitable[Any]:
-    with warnings.catch_warnings():  # (resources/subscribe is the 2025 protocol's, deprecated
-        warnings.simplefilter("ignore")  # by the SDK for 2026 clients: it is what we test here)
-        return client.subscribe_resource(uri)
+def quietly_subscribe(client: Client, uri: str, *, unsubscribe: bool = False) -> Awaitable[Any]:
+    return (client.unsubscribe_resource if unsubscribe else client.subscribe_resource)(uri)
 
 
 # -- subscriptions hear an op made by the CLI --------------------------------------------------
@@ -393,3 +394,48 @@ def test_post_streams_open_with_a_priming_event_and_retry(ws_root: Path, tmp_pat
                  for line in events[0].splitlines())
     assert first["id"] and first["retry"] == "2000" and first.get("data", "") == ""
     assert '"id":2' in events[1].replace(" ", "")  # then the answer, on the same stream
+
+
+# -- what a hostile client or script cannot do --------------------------------------------------
+
+
+def test_a_script_flooding_progress_cannot_flood_the_client(ws_root: Path) -> None:
+    gitspace.init(ws_root).close()
+    folder = ws_root / "constraints"
+    folder.mkdir()
+    (folder / "chatty.py").write_text(
+        "# ---gitspace---\n# name: chatty\n# description: Reports far too often.\n"
+        '# example: {}\n# mutates: false\n# args: {"type": "object"}\n# ---\n'
+        "import sys\nfor n in range(20_000):\n"
+        "    sys.stderr.write(f'gitspace:progress {n % 5000}/5000 again\\n')\n"
+        "sys.stderr.flush()\nprint('done')\n")
+    steps: list[float] = []
+
+    async def progressed(done: float, total: float | None, message: str | None) -> None:
+        steps.append(done)
+
+    async def body(client: Client) -> None:
+        result = await client.call_tool("chatty", {}, progress_callback=progressed)
+        assert not result.is_error and result.content[0].text == "done\n"  # type: ignore[union-attr]
+
+    run(build_server(ws_root), body)
+    assert 0 < len(steps) <= 1000 and steps == sorted(set(steps))  # bounded, and always rising
+
+
+def test_subscriptions_per_connection_are_bounded(ws_root: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitspace.mcp_server import live
+
+    gitspace.init(ws_root).close()
+    monkeypatch.setattr(live, "MAX_SUBSCRIPTIONS", 3)
+
+    async def body(client: Client) -> None:
+        for name in ("a", "b", "c", "a"):  # (the same one twice counts once)
+            await quietly_subscribe(client, f"gitspace://file/{name}.md")
+        with pytest.raises(MCPError) as caught:
+            await quietly_subscribe(client, "gitspace://file/d.md")
+        assert "at most 3 resources" in caught.value.error.message
+        await quietly_subscribe(client, "gitspace://file/a.md", unsubscribe=True)
+        await quietly_subscribe(client, "gitspace://file/d.md")
+
+    run(build_server(ws_root), body)

@@ -41,6 +41,7 @@ LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "e
 DEFAULT_LEVEL = "info"
 OPS_SHOWN = 20  # ops of one change logged one by one; the rest are counted
 DIFF_CAP = 10_000  # changed paths looked at; past it every file subscription fires
+MAX_SUBSCRIPTIONS = 1000  # URIs one connection (or one listen stream) may subscribe to
 
 log = logging.getLogger("gitspace.mcp")
 
@@ -136,9 +137,10 @@ class Hub:
                                           self.base / "constraints"))
         return head, ref, stats
 
-    def _racy(self, sig: tuple[Any, ...]) -> bool:
+    @staticmethod
+    def _racy(stats: tuple[Any, ...]) -> bool:
         now = time.time_ns()
-        return any(s is not None and now - s[1] < RACY * 1e9 for s in sig[2])
+        return any(s is not None and now - s[1] < RACY * 1e9 for s in stats)
 
     async def watch(self) -> None:
         """Poll until cancelled, announcing each change once."""
@@ -146,8 +148,9 @@ class Hub:
 
         while True:
             sig = self.signature()
-            if sig != self._last or self._racy(sig):
-                scripts_may_differ = self._last is None or sig[2][2] != self._last[2][2]
+            if sig != self._last or self._racy(sig[2]):
+                scripts_may_differ = (self._last is None or sig[2][2] != self._last[2][2]
+                                      or self._racy(sig[2][2:]))
                 self._last = sig
                 try:
                     await self.refresh(scripts_may_differ)

@@ -217,6 +217,8 @@ def server_for(base: Path, *, default_agent: str | None, max_file_bytes: int) ->
             raise MCPError(code=types.INVALID_PARAMS, message=problem, data={"uri": uri})
         peer = hub.peer(ctx)
         if peer is not None:
+            if uri not in peer.uris and len(peer.uris) >= live.MAX_SUBSCRIPTIONS:
+                raise MCPError(code=types.INVALID_PARAMS, message=too_many(), data={"uri": uri})
             peer.uris.add(uri)
         if not served(uri):
             await _log(ctx, hub, "warning", f"gitspace serves no resource {texts.short(uri, 200)!r}:"
@@ -234,6 +236,8 @@ def server_for(base: Path, *, default_agent: str | None, max_file_bytes: int) ->
 
     async def listen(ctx: Any, params: types.SubscriptionsListenRequestParams) -> Any:
         uris = list(params.notifications.resource_subscriptions or ())
+        if len(set(uris)) > live.MAX_SUBSCRIPTIONS:
+            raise MCPError(code=types.INVALID_PARAMS, message=too_many())
         for uri in uris:
             problem = subscription_problem(uri)
             if problem is not None:
@@ -320,6 +324,12 @@ def server_for(base: Path, *, default_agent: str | None, max_file_bytes: int) ->
     # and gitspace serves 2025 clients, which use it.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     return server
+
+
+def too_many() -> str:
+    return (f"A connection may subscribe to at most {live.MAX_SUBSCRIPTIONS:,} resources. "
+            "Subscribe to a folder (gitspace://file/notes) or to gitspace://log instead of "
+            "to each file.")
 
 
 def unknown_tool(message: str) -> str:

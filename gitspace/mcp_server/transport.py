@@ -32,15 +32,7 @@ async def stdio(server: Server[Any]) -> None:
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):
-        await server.run(_Answering(read, write), write, server.create_initialization_options(
-            _notification_options()))
-
-
-def _notification_options() -> Any:
-    from mcp.server.lowlevel import NotificationOptions
-
-    # Tools come and go with the workspace's scripts; the resource list and prompts are fixed.
-    return NotificationOptions(tools_changed=True)
+        await server.run(_Answering(read, write), write, server.create_initialization_options())
 
 
 class _Answering:
