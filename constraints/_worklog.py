@@ -96,6 +96,7 @@ def _budget() -> float:
 
 BUILD_BUDGET = _budget()
 _STARTED = time.monotonic()
+PAGED = 20_000  # entries a window read page by page (range's skip) may hold
 MAX_LINES = 200  # with fit()'s 60-character floor this keeps any listing under OUTPUT_BUDGET
 
 
@@ -762,6 +763,28 @@ def window_listing(log: Worklog, start: int, end: int, limit: int, label: str,
     header = (f"{count} entr{'y' if count == 1 else 'ies'} in {label.lower()}, "
               f"{fmt_bound(start)} <= ts {bounds} (times UTC):")
     return listing(header, entries, malformed, "\n".join(notes))
+
+
+def page_listing(log: Worklog, start: int, end: int, skip: int, limit: int) -> str:
+    """Entries skip+1 to skip+limit of the window start <= ts < end, in log order: a window too
+    dense for a narrower time window, read by entry count. The window may hold at most PAGED
+    entries (each page reads them all)."""
+    count, entries, malformed = log.select(start, end, PAGED)
+    label = f"The slice ({fmt_bound(start)} to {fmt_bound(end)})"
+    if count > PAGED:
+        raise too_many(label, count, PAGED, "Narrow the time window first: skip pages through "
+                       f"a window of at most {PAGED:,} entries.")
+    page = entries[skip:skip + limit]
+    notes = [] if log.ordered else [scan_note(log)]
+    if page:
+        header = (f"Entries {skip + 1} to {skip + len(page)} of {count} in the slice, "
+                  f"{fmt_bound(start)} <= ts < {fmt_bound(end)} (times UTC, in log order):")
+    else:
+        header = (f"0 of {count} entries in the slice after skip {skip}, {fmt_bound(start)} <= ts "
+                  f"< {fmt_bound(end)}.")
+    if skip + len(page) < count:
+        notes.append(f"{count - skip - len(page)} more: skip {skip + len(page)} next.")
+    return listing(header, page, malformed, "\n".join(notes))
 
 
 def describe_span(us: int) -> str:

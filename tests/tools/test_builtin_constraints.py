@@ -256,6 +256,50 @@ def test_range_refusal_states_the_count_and_a_window_that_fits(ws: Env) -> None:
                             "limit": 200}).returncode == 1
 
 
+def test_a_window_no_narrower_minute_fits_is_read_by_entry_count_exactly_once(ws: Env) -> None:
+    burst = [entry("2024-05-06T09:30:00+00:00", f"alert {i}", ["incident"]) for i in range(230)]
+    ws.write_log([entry("2024-05-06T09:00:00+00:00", "before"), *burst,
+                  entry("2024-05-06T09:31:00+00:00", "after")], "journal/burst.jsonl")
+    window = {"path": "journal/burst.jsonl", "start": "2024-05-06T09:30", "end": "2024-05-06T09:31"}
+    r = ws.run("range", window)
+    assert r.returncode == 1 and "holds 230 entries" in r.stderr
+    assert "No narrower window of whole minutes" in r.stderr and "skip 0, then 100, 200" in r.stderr
+    assert "e.g. start" not in r.stderr  # no time window to suggest: it would be the same one
+    texts, skip = [], 0
+    while True:
+        out = ws.ok("range", {**window, "skip": skip})
+        head = re.match(r"Entries (\d+) to (\d+) of 230 in the slice, 2024-05-06T09:30 <= ts < "
+                        r"2024-05-06T09:31 ", out)
+        assert head and int(head.group(1)) == skip + 1, out
+        texts += re.findall(r"\] (alert \d+)$", out, re.M)
+        skip = int(head.group(2))
+        if skip == 230:
+            assert "more: skip" not in out
+            break
+        assert f"{230 - skip} more: skip {skip} next." in out
+    assert texts == [f"alert {i}" for i in range(230)]  # every entry once, in log order
+    past = ws.ok("range", {**window, "skip": 230})
+    assert past.startswith("0 of 230 entries in the slice after skip 230")
+    wide = ws.run("range", {"path": LOG, "start": "2020-01-01", "end": "2030-01-01", "skip": 0})
+    assert wide.returncode == 0  # the sample's 2,048 entries are within a pageable window
+
+
+def test_peek_without_a_path_lists_the_workspaces_worklogs_largest_first(ws: Env) -> None:
+    ws.write_log([entry("2024-05-06T09:00:00+00:00")] * 2, "notes/small.jsonl")
+    ws.write_log(['{"not": "an entry"}'], "data/other.jsonl")
+    segment = ws.root / "logs" / "team" / "0000" / "000001.jsonl"
+    segment.parent.mkdir(parents=True)
+    segment.write_text(entry("2024-05-06T09:00:00+00:00") + "\n")
+    (ws.root / ".hidden").mkdir()
+    (ws.root / ".hidden" / "x.jsonl").write_text(entry("2024-05-06T09:00:00+00:00") + "\n")
+    (ws.root / "linked.jsonl").symlink_to(ws.root / LOG)
+    out = ws.ok("peek", {})
+    listed = re.findall(r"^- (\S+): (.*)$", out, re.M)
+    assert [p for p, _ in listed] == [LOG, "notes/small.jsonl", "logs/team"]
+    assert listed[2][1].startswith("segmented log folder") and "JSON Lines file" in listed[0][1]
+    assert "Call peek again with one of them as path" in out
+
+
 @pytest.mark.parametrize("args", [
     {"start": "2024-01-01", "end": "2024-01-02", "limit": 201},
     {"start": "2024-01-01", "end": "2024-01-02", "limit": 0},
