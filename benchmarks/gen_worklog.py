@@ -11,6 +11,7 @@ one-week slice of a huge log is as small as a one-week slice of the sample.
 
     python benchmarks/gen_worklog.py --out sample_workspace/journal/worklog.jsonl
     python benchmarks/gen_worklog.py --entries 1000000 --out /tmp/big.jsonl
+    python benchmarks/gen_worklog.py --entries 100000 --per-day 137 --out /tmp/dense.jsonl
 """
 
 from __future__ import annotations
@@ -112,9 +113,17 @@ def _entry(rng: random.Random, when: datetime, projects: list[str]) -> dict:
     return entry
 
 
-def generate(entries: int | None = None, years: int = 2, seed: int = SEED) -> Iterator[dict]:
-    """Worklog entries in time order: ``years`` years of them, or exactly ``entries`` if given."""
+NATURAL_PER_DAY = 2_048 / 730.5  # the sample's density: entries per calendar day
+
+
+def generate(entries: int | None = None, years: int = 2, seed: int = SEED,
+             per_day: float | None = None) -> Iterator[dict]:
+    """Worklog entries in time order: ``years`` years of them, or exactly ``entries`` if given.
+
+    ``per_day`` makes a denser log (137 entries a day puts 100,000 entries in two years): each
+    worked day holds that many times more entries than the sample's, at whole seconds."""
     rng = random.Random(seed)
+    scale = per_day / NATURAL_PER_DAY if per_day else None
     calendar = _Calendar(rng)
     last = START + timedelta(days=round(365.25 * years))
     produced = 0
@@ -125,11 +134,15 @@ def generate(entries: int | None = None, years: int = 2, seed: int = SEED) -> It
             count = 0
         else:
             count = 1 if weekend else rng.choice([2, 3, 4, 4, 4, 5, 5, 6])
-        minutes = sorted(rng.sample(range(8 * 60, 18 * 60 + 30), count))
+        if scale is None:
+            seconds = [m * 60 for m in sorted(rng.sample(range(8 * 60, 18 * 60 + 30), count))]
+        else:
+            count = int(count * scale + rng.random())
+            seconds = sorted(rng.sample(range(8 * 3600, 18 * 3600 + 1800), count))
         projects = calendar.active(day)
-        for minute in minutes:
-            when = datetime(day.year, day.month, day.day, minute // 60, minute % 60,
-                            tzinfo=UTC)
+        for second in seconds:
+            when = datetime(day.year, day.month, day.day, second // 3600, second // 60 % 60,
+                            second % 60, tzinfo=UTC)
             yield _entry(rng, when, projects)
             produced += 1
             if produced == entries:
@@ -137,11 +150,12 @@ def generate(entries: int | None = None, years: int = 2, seed: int = SEED) -> It
         day += timedelta(days=1)
 
 
-def write(path: Path, entries: int | None = None, years: int = 2, seed: int = SEED) -> int:
+def write(path: Path, entries: int | None = None, years: int = 2, seed: int = SEED,
+          per_day: float | None = None) -> int:
     """Write a worklog to ``path`` (one JSON object per line); return how many entries."""
     n = 0
     with open(path, "w", encoding="utf-8") as out:
-        for entry in generate(entries, years, seed):
+        for entry in generate(entries, years, seed, per_day):
             out.write(json.dumps(entry, separators=(", ", ": ")) + "\n")
             n += 1
     return n
@@ -152,9 +166,11 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=None, help="exact count (default: by years)")
     parser.add_argument("--years", type=int, default=2)
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--per-day", type=float, default=None,
+                        help="entries per calendar day (default: the sample's, about 2.8)")
     parser.add_argument("--out", type=Path, required=True)
     ns = parser.parse_args()
-    n = write(ns.out, ns.entries, ns.years, ns.seed)
+    n = write(ns.out, ns.entries, ns.years, ns.seed, ns.per_day)
     print(f"wrote {n:,} entries to {ns.out}")
 
 
