@@ -22,6 +22,7 @@ from ..errors import GitspaceError
 from . import runner
 from .loop import Loop, Options, Outcome
 from .model import ModelClient
+from .policies.journal_tree import FOLDER, LEAF
 
 
 def _sample() -> Path:
@@ -38,7 +39,8 @@ JOURNAL = "journal/worklog.jsonl"
 MAZE_TASK = ("Escape the maze in maze/. You cannot see the map: use look and move. Checkpoint at "
              "every junction and restore the latest checkpoint at a dead end.")
 JOURNAL_TASK = (f"Summarise {JOURNAL} chunk by chunk: one summary file per chunk under summaries/, "
-                "then summaries/index.md, a synthesis that indexes them. Never read the whole log.")
+                "rolled up into period summaries, then summaries/index.md, a synthesis that "
+                "indexes them. Never read the whole log.")
 
 Echo = Callable[[str], None]
 
@@ -127,7 +129,7 @@ def _count(ws: Workspace, f: Figures) -> None:
     f.dead_ends = f.restores  # the search restores the latest junction at every dead end
     f.final_path = _final_path(ws)
     summaries = [str(args.get("path", "")) for tool, _, args in tools if tool == "create"]
-    f.chunks = sum(1 for p in summaries if p.startswith("summaries/") and p != "summaries/index.md")
+    f.chunks = sum(1 for p in summaries if LEAF.fullmatch(p))
     f.entries = _entries_summarised(ws)
     f.journal_bytes = (ws.root / JOURNAL).stat().st_size
     stats = f.outcomes["journal"].session.stats
@@ -149,8 +151,8 @@ def _entries_summarised(ws: Workspace) -> int:
     import re
 
     total = 0
-    for path in sorted((ws.root / "summaries").glob("*.md")):
-        if path.name != "index.md":
+    for path in sorted((ws.root / FOLDER).glob("*/*.md")):
+        if LEAF.fullmatch(path.relative_to(ws.root).as_posix()):
             found = re.search(r"^Entries: ([\d,]+)", path.read_text(encoding="utf-8"), re.M)
             total += int(found.group(1).replace(",", "")) if found else 0
     return total

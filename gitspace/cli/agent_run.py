@@ -8,6 +8,7 @@ reply cut off, the context window full, an API error); 1, 2, 3 and 130 as for ev
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -36,7 +37,9 @@ def run(
         help="What the agent should do (with --resume: the session's next message).")] = None,
     policy: Annotated[Optional[str], typer.Option(help="Offline scripted policy: maze or journal.")] = None,  # noqa: UP045,E501
     model: Annotated[Optional[str], typer.Option(help="Claude model (needs ANTHROPIC_API_KEY).")] = None,  # noqa: UP045,E501
-    max_steps: Annotated[int, typer.Option(min=1, help="Model calls allowed in this run.")] = 40,
+    max_steps: Annotated[Optional[int], typer.Option(min=1, help=(  # noqa: UP045
+        "Model calls allowed in this run (default: 40 for a model; none for a scripted policy, "
+        "which ends by itself)."))] = None,
     resume: Annotated[Optional[str], typer.Option(help="Continue this saved session.")] = None,  # noqa: UP045
     budget: Annotated[int, typer.Option(min=2000,
                                         help="Conversation characters before compaction.")] = 60_000,
@@ -64,15 +67,17 @@ def run(
         else:
             client = runner.make_client(policy=policy, model=model, **real)
         label = getattr(client, "label", None) or f"model {client.name}"
+        steps = max_steps or (None if client.scripted else MODEL_STEPS)
         if not as_json:
-            echo(f"Running {label} on {ws.root} (up to {max_steps} model calls).")
+            limit = f"up to {steps} model calls" if steps else "no limit on model calls"
+            echo(f"Running {label} on {ws.root} ({limit}).")
 
         def show(event: Any) -> None:
             line = runner.describe(event)
             if line and not as_json:
                 echo(line)
 
-        loop = Loop(ws, client, Options(max_steps=max_steps, budget=budget), show)
+        loop = Loop(ws, client, Options(max_steps=steps or sys.maxsize, budget=budget), show)
         watcher = start_watcher(ws.root, quiet=as_json) if watch_edits else None
         try:
             outcome = loop.resume(resume, task) if resume else loop.start(task or "")
@@ -96,6 +101,8 @@ def run(
     if code:
         raise typer.Exit(code)
 
+
+MODEL_STEPS = 40  # a model's default limit; a scripted policy has none (its script ends it)
 
 # The exit code of `gitspace run` for each outcome status (see the module docstring).
 RUN_EXIT = {

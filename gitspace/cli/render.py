@@ -239,6 +239,10 @@ def session(s: Any, answer: str, entries: list[Any]) -> None:
     out.print(f"agent   {escape(s.agent or '-')}   client {escape(client)}   "
               f"{s.steps} model call(s)   {s.stats.tool_calls} tool call(s), "
               f"{s.stats.failed_calls} failed")
+    st = s.stats
+    out.print(f"stats   peak conversation {st.peak_request:,} characters, largest tool result "
+              f"{st.largest_result:,}, {st.bytes_read:,} characters read, {st.compactions} "
+              f"compaction(s), {st.recovered} recovered after a restart")
     out.print(f"\n{len(entries)} op(s), oldest first:")
     for e in entries:
         out.print("  " + escape(lines.compact(e)), soft_wrap=True)

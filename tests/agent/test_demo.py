@@ -57,8 +57,8 @@ def test_demo_finishes_and_its_figures_match_git_log(tmp_path: Path) -> None:
 
     created = [json.loads(a)["path"] for c in commits if "Gitspace-Tool: create\n" in c
                for a in re.findall(r"^Gitspace-Args: (.*)$", c, re.M)]
-    chunk_files = [p for p in created if p.startswith("summaries/") and p != "summaries/index.md"]
-    assert shown["chunks"] == len(chunk_files) == len(list((root / "summaries").glob("2*.md")))
+    chunk_files = [p for p in created if re.fullmatch(r"summaries/\d{4}/[^/]+\.md", p)]
+    assert shown["chunks"] == len(chunk_files) == len(list((root / "summaries").glob("2*/*.md")))
     assert shown["entries"] == 2048
     assert shown["journal"] == (root / "journal/worklog.jsonl").stat().st_size
     assert f"git -C {root} log" in out.stdout

@@ -7,7 +7,6 @@ policy's own notes.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -17,10 +16,7 @@ from conftest import SAMPLE, assert_clean, files, git, ops
 import gitspace
 from gitspace.agent.loop import Event, Loop, Options, Outcome
 from gitspace.agent.model import blocks
-from gitspace.agent.policies.journal import JournalPolicy
 from gitspace.agent.policies.maze import MazePolicy
-
-JOURNAL = "journal/worklog.jsonl"
 
 
 @pytest.fixture
@@ -31,7 +27,7 @@ def sample(tmp_path: Path) -> Path:
     return root
 
 
-def run(root: Path, policy: JournalPolicy | MazePolicy, task: str, options: Options,
+def run(root: Path, policy: MazePolicy, task: str, options: Options,
         events: list[Event] | None = None) -> Outcome:
     with gitspace.open(root, agent="runner") as ws:
         return Loop(ws, policy, options, (events.append if events is not None else None)).start(task)
@@ -39,56 +35,6 @@ def run(root: Path, policy: JournalPolicy | MazePolicy, task: str, options: Opti
 
 def tool_events(events: list[Event], name: str) -> list[Event]:
     return [e for e in events if e.kind == "tool" and e.name == name]
-
-
-def test_journal_is_summarised_chunk_by_chunk_within_a_small_conversation(sample: Path) -> None:
-    events: list[Event] = []
-    outcome = run(sample, JournalPolicy(), f"Summarise {JOURNAL}",
-                  Options(budget=20_000, keep_last=4, max_steps=200), events)
-    assert outcome.status == "done", outcome.text
-
-    [peek] = tool_events(events, "peek")
-    assert peek.result and "2,048 entries" in peek.result.text
-    ranges = tool_events(events, "range")
-    read = [e for e in ranges if e.result and e.result.ok]
-    refused = [e for e in ranges if e.result and not e.result.ok]
-    assert refused and all("Refused" in e.result.text for e in refused if e.result)
-    for no in refused:  # narrowed: the next window starts at the same day and ends earlier
-        after = ranges[ranges.index(no) + 1]
-        assert after.input["start"] == no.input["start"]
-        assert after.input["end"] < no.input["end"]
-    assert read[0].input["start"] == "2023-01-02" and read[-1].input["end"] > "2024-12-30"
-    assert all(a.input["end"] == b.input["start"] for a, b in zip(read, read[1:], strict=False))
-
-    tree = files(sample)
-    chunk_files = sorted(p for p in tree if p.startswith("summaries/") and p != "summaries/index.md")
-    windows = sorted(f"summaries/{e.input['start']}_{e.input['end']}.md" for e in read
-                     if e.result and not e.result.text.startswith("0 entries"))
-    assert chunk_files == windows
-    counts = [int(re.search(r"^Entries: (\d+)", tree[p], re.M).group(1))  # type: ignore[union-attr]
-              for p in chunk_files]
-    assert sum(counts) == 2_048
-    assert all(len(tree[p]) <= 1_300 for p in chunk_files)
-    index = tree["summaries/index.md"]
-    assert "2,048 entries" in index
-    assert all(f"({Path(p).name})" in index for p in chunk_files)
-
-    creates = [op for op in ops(sample) if op.tool == "create"]
-    assert sorted(op.args["path"] for op in creates) == sorted([*chunk_files, "summaries/index.md"])
-    assert len(creates) == len(tool_events(events, "create"))
-    assert all(op.session == outcome.session.id and op.tool_use_id for op in creates)
-    assert not [op for op in ops(sample) if op.tool in ("range", "peek")]
-
-    stats = outcome.session.stats
-    journal_size = (sample / JOURNAL).stat().st_size
-    assert stats.peak_request < journal_size / 4
-    assert stats.compactions > 0
-    assert stats.largest_result <= 16_000
-    assert re.search(r"^1\. \[x\] Summarise the journal", tree["plan.md"], re.M)
-    assert re.search(r"^2\. \[x\] Write the synthesis", tree["plan.md"], re.M)
-    assert "memories/journal.md" in tree
-    assert "2,048 entries" in outcome.text and "summaries/index.md" in outcome.text
-    assert_clean(sample)
 
 
 def test_maze_is_escaped_with_the_designed_search(sample: Path) -> None:

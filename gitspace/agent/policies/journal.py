@@ -1,62 +1,95 @@
-"""The journal policy: summarise a big worklog chunk by chunk, then index the chunk summaries.
+"""The journal policy: summarise a worklog of any size chunk by chunk, into a tree of summaries.
 
-It knows only what the tools said. ``peek`` gives the entry count, the first and last day and
-"about N days hold 100 entries"; the policy then reads ``range`` windows [start, end) of whole
-days, from the first day until past the last, and writes one ``summaries/<start>_<end>.md`` per
-window it read, sending that ``create`` in the same reply as the next ``range``. At the end it
-writes ``summaries/index.md`` (totals, tags and projects added up from the chunk reads, one line
-per chunk file), marks its two plan steps done and leaves a note in ``/memories/journal.md``
-(replacing an earlier run's note: delete, then create).
+It knows only what the tools said. The worklog is the one the task names (a ``.jsonl`` file, or a
+folder written with or without its final slash); when the task names none, ``peek`` without a
+path lists the workspace's worklogs and the largest is read. ``peek`` on it gives the entry
+count, the first and last entry and "about N days (hours, minutes) hold 100 entries"; the policy
+then reads ``range`` windows [start, end) from midnight of the first day until past the last
+entry, each starting where the one before ended, so every entry is in exactly one window. Each
+window read writes one chunk summary, sent in the same reply as the next ``range``; chunk
+summaries roll up into period summaries as they fill (``journal_tree``), and at the end
+``summaries/index.md`` lists the top of the tree. Then it marks its two plan steps done and
+leaves a note in ``/memories/journal.md`` (replacing an earlier run's note: delete, then create).
 
-Chunk width: the first window is peek's N days. After a window is read, the next one aims at 90
-entries at the density just seen (width x 90 / entries), never wider than N days nor narrower than
-one. A refused window is narrowed to the one the refusal suggests ("e.g. start X end Y") and the
-read continues from its end. An empty window writes no file: nothing would be in it.
+Windows: the first is peek's width. After a window is read, the next aims at AIM entries at the
+density just seen, rounded down to whole days, hours or minutes, at most twice as wide as the
+last (an empty window makes the next twice as wide) and never wider than WIDEST times peek's. A
+refused window is narrowed to the one the refusal suggests ("e.g. start X end Y"), or from the
+count it gives; a window that no narrower window of whole minutes fits is read by entry count
+(range's ``skip``), one chunk per page. A tool still indexing a first read ("call this tool
+again") is called again.
 
-Any failure other than a refused ``range`` ends the run with an answer that names it.
+State: the notes hold scalars, the current window and the tree's open levels (``journal_tree``:
+bounded), never a list that grows with the log, so a step costs the same at the millionth entry
+as at the first. Any failure other than a refused ``range`` ends the run with an answer that
+names it.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
 from typing import Any
 
+from ...errors import BadArguments, GitspaceError
+from . import journal_tree as tree
 from .base import Call, GiveUp, Policy, Seen
+from .journal_tree import DAY_US, HOUR_US, INDEX, MINUTE_US, NOTABLE, bound, span
 
-DEFAULT_PATH = "journal/worklog.jsonl"
-FOLDER = "summaries"
-INDEX = f"{FOLDER}/index.md"
 MEMORY = "/memories/journal.md"
 STEPS = ("Summarise the journal chunk by chunk, one file per chunk",
          "Write the synthesis that indexes the chunk summaries")
 AIM = 90  # entries per window: under range's limit of 100 with room for a busier stretch
-SUMMARY_CAP = 1_200
-NOTABLE = ("incident", "security", "deploy")  # the tags a reader of a summary looks for first
+WIDEST = 8  # no window wider than this many times peek's width
+RETRIES = 1_000  # calls again while a first read is indexed (each call reads on)
 
-# A worklog in the task: a .jsonl file, or a segmented log folder written with a final slash.
-LOG_PATH = re.compile(r"[\w./-]+\.jsonl\b|[\w.-]+(?:/[\w.-]+)*/(?=[\s,;:]|$)")
+# A worklog in the task: a .jsonl file, or a folder path (with a slash inside or at its end).
+LOG_PATH = re.compile(r"(?<![\w./-])(?:[\w.-]+/)*[\w.-]+\.jsonl\b|(?<![\w./-])[\w.-]+(?:/[\w.-]+)+/?"
+                      r"|(?<![\w./-])[\w.-]+/(?![\w.-])")
 COUNT = re.compile(r"([\d,]+) entr(?:y|ies)\b")
-EARLIEST = re.compile(r"^earliest:\s+(\d{4}-\d\d-\d\d)", re.M)
-LATEST = re.compile(r"^latest:\s+(\d{4}-\d\d-\d\d)", re.M)
-WIDTH = re.compile(r"about (\d+) (day|hour|minute)s? hold")
+EARLIEST = re.compile(r"^earliest:\s+(\S+)", re.M)
+LATEST = re.compile(r"^latest:\s+(\S+)", re.M)
+WIDTH = re.compile(r"about ([\d,]+) (day|hour|minute)s? hold")
+LISTED = re.compile(r"^- (\S+): (?:segmented log folder|JSON Lines file)", re.M)
 HEADER = re.compile(r"^([\d,]+) entr(?:y|ies) in the slice", re.M)
+PAGE = re.compile(r"^Entries (\d+) to (\d+) of (\d+) in the slice", re.M)
 ENTRY = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d) \[([^\]]*)\](?: \(([^)]*)\))? (.*)$", re.M)
-SUGGESTED = re.compile(r"e\.g\. start (\S+) end (\d{4}-\d\d-\d\d)\b")
+SUGGESTED = re.compile(r"e\.g\. start (\S+) end (\S+?),")
+HOLDS = re.compile(r"holds ([\d,]+) entries")
 ADDED = re.compile(r"Added step (\d+)")
+UNITS = {"day": DAY_US, "hour": HOUR_US, "minute": MINUTE_US}
 
 
 class JournalPolicy(Policy):
     name = "journal"
     tools = ("peek", "range", "create", "plan_add", "plan_done", "memory")
 
+    def __init__(self, fanout: int = tree.FANOUT) -> None:
+        if fanout < 2:
+            raise BadArguments(f"fanout {fanout} is too small: a summary lists at least two parts.",
+                               hint=f"Use the default, {tree.FANOUT}, or any number from 2.")
+        self.fanout = fanout
+        super().__init__()
+
     def initial(self) -> dict[str, Any]:
-        return {"phase": "start", "path": DEFAULT_PATH, "count": 0, "first": "", "last": "",
-                "peek_width": 1, "width": 1, "start": "", "end": "", "steps": [],
-                "pending": None, "chunks": [], "refused": 0, "reads": 0}
+        return {"fanout": self.fanout, "phase": "start", "path": "", "count": 0, "first": 0, "last": 0,
+                "peek_width": DAY_US, "width": DAY_US, "start": 0, "end": 0, "skip": None,
+                "page": 0, "steps": [], "levels": [], "depth": 0, "entries": 0, "chunks": 0,
+                "nodes": 0, "refused": 0, "reads": 0, "retries": 0, "narrowest": 0,
+                "widest": 0, "busiest": None, "top": []}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        if state and set(self.initial()) - set(state["notes"]):
+            raise GitspaceError("This session was started by an older journal policy, whose notes "
+                                "this one cannot carry on.",
+                                hint="Start a new run; the summaries it wrote are in the git log.")
+        super().load_state(state)
 
     def decide(self, task: str, seen: list[Seen]) -> list[Call] | str:
         n = self.notes
+        again = [Call(s.name, s.input) for s in seen if _indexing(s)]
+        if again and n["retries"] < RETRIES:
+            n["retries"] += 1
+            return again
         failed = next((s for s in seen if s.is_error and not _refused(s)), None)
         if failed is not None and n["phase"] == "memory" and "already exists" in failed.text:
             n["phase"] = "rewrite"  # an earlier run's note: this run's replaces it
@@ -72,24 +105,28 @@ class JournalPolicy(Policy):
                     return GiveUp(f"I stopped: plan_add answered without a step number: "
                                   f"{_first_line(s.text)}")
                 n["steps"].append(int(added.group(1)))
-            elif s.name == "create" and n["pending"] and s.input["path"] == n["pending"]["file"]:
-                n["chunks"].append(n["pending"])
-                n["pending"] = None
+        return self._next(task, seen)
+
+    def _next(self, task: str, seen: list[Seen]) -> list[Call] | str:
+        n = self.notes
         phase = n["phase"]
         if phase == "start":
-            found = LOG_PATH.search(task)
-            n["path"] = found.group(0).rstrip("/") if found else DEFAULT_PATH
-            n["phase"] = "peek"
-            return [Call("peek", {"path": n["path"]})]
+            named = _named_log(task)
+            n.update(path=named, phase="peek" if named else "find")
+            return [Call("peek", {"path": named} if named else {})]
+        if phase == "find":
+            return self._found(_text_of(seen, "peek"))
         if phase == "peek":
-            return self._plan(next((s.text for s in seen if s.name == "peek"), ""))
+            return self._plan(_text_of(seen, "peek"))
         if phase == "read":
             result = next((s for s in seen if s.name == "range"), None)
             if result is None:
                 return GiveUp("I stopped: I asked for a range window and got no result for it.")
             return self._read(result)
         if phase == "last":
-            return self._index()
+            n["phase"] = "index"
+            return [Call("plan_done", {"step": n["steps"][0]}),
+                    Call("create", {"path": INDEX, "file_text": self._synthesis()})]
         if phase == "index":
             n["phase"] = "memory"
             return [Call("plan_done", {"step": n["steps"][1]}),
@@ -98,7 +135,15 @@ class JournalPolicy(Policy):
         n["phase"] = "done"
         return self._answer_text()
 
-    # -- reading -------------------------------------------------------------------------------
+    # -- finding and planning -----------------------------------------------------------------
+
+    def _found(self, view: str) -> list[Call] | str:
+        listed = LISTED.findall(view)
+        if not listed:
+            return GiveUp("I stopped: the task names no worklog and peek found none in the "
+                          f"workspace: {_first_line(view)}")
+        self.notes.update(path=listed[0], phase="peek")  # peek lists the largest first
+        return [Call("peek", {"path": listed[0]})]
 
     def _plan(self, peek: str) -> list[Call] | str:
         n = self.notes
@@ -106,120 +151,185 @@ class JournalPolicy(Policy):
         if not (count and first and last):
             return f"peek on {n['path']} shows no entries, so there is nothing to summarise."
         width = WIDTH.search(peek)
-        days = int(width.group(1)) if width and width.group(2) == "day" else 1
-        n.update(count=_int(count.group(1)), first=first.group(1), last=last.group(1),
-                 peek_width=days, width=days, phase="read")
+        peek_width = _int(width.group(1)) * UNITS[width.group(2)] if width else DAY_US
+        start = tree.parse_bound(first.group(1)[:10])  # midnight of the first day
+        n.update(count=_int(count.group(1)), first=tree.parse_bound(first.group(1)),
+                 last=tree.parse_bound(last.group(1)), peek_width=peek_width,
+                 width=_rounded(peek_width), phase="read")
         plan = [Call("plan_add", {"step": step}) for step in STEPS]
-        return [*plan, self._range(first.group(1), days)]
+        return [*plan, self._range(start, n["width"])]
 
-    def _range(self, start: str, days: int) -> Call:
+    # -- reading -------------------------------------------------------------------------------
+
+    def _range(self, start: int, width: int) -> Call:
         n = self.notes
-        end = min(date.fromisoformat(start) + timedelta(days=days),
-                  date.fromisoformat(n["last"]) + timedelta(days=1))
-        n["start"], n["end"] = start, end.isoformat()
-        return Call("range", {"path": n["path"], "start": start, "end": n["end"]})
+        end = start + width
+        if end > n["last"]:  # the last window: end it on its own grid, just past the last entry
+            unit = DAY_US if width % DAY_US == 0 else HOUR_US if width % HOUR_US == 0 else MINUTE_US
+            end = start + ((n["last"] - start) // unit + 1) * unit
+        n.update(start=start, end=end, skip=None, page=0)
+        return Call("range", {"path": n["path"], "start": bound(start), "end": bound(end)})
+
+    def _page(self, skip: int) -> Call:
+        n = self.notes
+        n.update(skip=skip, page=n["page"] + 1)
+        return Call("range", {"path": n["path"], "start": bound(n["start"]),
+                              "end": bound(n["end"]), "skip": skip})
 
     def _read(self, result: Seen) -> list[Call] | str:
         n = self.notes
         if _refused(result):
             n["refused"] += 1
-            suggested = SUGGESTED.search(result.text)
-            narrower = _days(n["start"], suggested.group(2)) if suggested else 0
-            if not 0 < narrower < _days(n["start"], n["end"]):
-                return GiveUp(f"I stopped: range refused the window {n['start']} to {n['end']} "
-                              "and suggested no narrower window of whole days: "
-                              f"{_first_line(result.text)}")
-            n["width"] = narrower
-            return [self._range(n["start"], narrower)]
+            return self._narrowed(result.text)
         n["reads"] += 1
-        chunk, notable = _chunk(result.text, n["start"], n["end"])
-        calls = []
-        if chunk["count"]:
-            n["pending"] = chunk
-            calls.append(Call("create", {"path": chunk["file"],
-                                         "file_text": _summary(n["path"], chunk, notable)}))
-        width = _days(n["start"], n["end"]) * AIM // max(chunk["count"], 1)
-        n["width"] = max(1, min(n["peek_width"], width))
-        if date.fromisoformat(n["end"]) <= date.fromisoformat(n["last"]):
+        page = PAGE.search(result.text) if n["skip"] is not None else None
+        chunk, notable = _chunk(result.text, page)
+        calls = self._write_chunk(chunk, notable) if chunk["count"] else []
+        if page and int(page.group(2)) < int(page.group(3)):
+            return [*calls, self._page(int(page.group(2)))]
+        window = n["end"] - n["start"]
+        in_window = int(page.group(3)) if page else chunk["count"]
+        # At the density just seen, but at most twice as wide: a quiet stretch (a night, a
+        # weekend) says little about the busy one after it.
+        aimed = window * AIM // in_window if in_window else window * 2
+        n["width"] = _rounded(min(aimed, window * 2, n["peek_width"] * WIDEST))
+        if n["end"] <= n["last"]:
             return [*calls, self._range(n["end"], n["width"])]
-        n["phase"] = "last"
-        if not calls and not n["chunks"]:
+        if not n["chunks"]:
             return (f"peek counted {n['count']:,} entries in {n['path']}, but every range window "
-                    f"from {n['first']} to {n['last']} was empty, so I wrote no summary.")
-        return calls or self._index()
+                    f"from {bound(n['first'])} to {bound(n['last'])} was empty, so I wrote no "
+                    "summary.")
+        writes, top, depth = tree.finish(n["levels"], n["path"], n["fanout"])
+        n.update(phase="last", depth=depth, top=top, nodes=n["nodes"] + len(writes))
+        calls += [Call("create", {"path": f, "file_text": t}) for f, t in writes]
+        return calls or self._next("", [])
+
+    def _narrowed(self, text: str) -> list[Call] | str:
+        """The same start, a narrower window; by entry count when minutes are too wide."""
+        n = self.notes
+        window = n["end"] - n["start"]
+        if "skip 0" in text:
+            return [self._page(0)]
+        suggested, holds = SUGGESTED.search(text), HOLDS.search(text)
+        widths = [tree.parse_bound(suggested.group(2)) - n["start"]] if suggested else []
+        widths += [_rounded(window * AIM // max(_int(holds.group(1)), 1))] if holds else []
+        narrower = next((w for w in widths if 0 < w < window), 0)
+        if not narrower:
+            return GiveUp(f"I stopped: range refused the window {bound(n['start'])} to "
+                          f"{bound(n['end'])} and suggested no narrower window: "
+                          f"{_first_line(text)}")
+        n["width"] = narrower
+        return [self._range(n["start"], narrower)]
+
+    def _write_chunk(self, chunk: dict[str, Any], notable: list[str]) -> list[Call]:
+        n = self.notes
+        start, end, page = n["start"], n["end"], n["page"]
+        file = tree.leaf_file(start, end, page)
+        label = f", page {page}" if page else ""
+        text = tree.leaf_text(n["path"], start, end, chunk, notable, label)
+        width = end - start
+        n.update(entries=n["entries"] + chunk["count"], chunks=n["chunks"] + 1,
+                 narrowest=min(n["narrowest"] or width, width), widest=max(n["widest"], width))
+        busiest = n["busiest"]
+        if busiest is None or chunk["count"] * busiest[1] > busiest[2] * width:
+            n["busiest"] = [start, width, chunk["count"]]
+        item = tree.part(file, start, end, chunk["count"], chunk["tags"], chunk["projects"])
+        writes = tree.add(n["levels"], item, n["path"], n["fanout"])
+        n["nodes"] += len(writes)
+        return [Call("create", {"path": file, "file_text": text}),
+                *(Call("create", {"path": f, "file_text": t}) for f, t in writes)]
 
     # -- finishing -----------------------------------------------------------------------------
 
-    def _index(self) -> list[Call]:
-        n = self.notes
-        n["phase"] = "index"
-        return [Call("plan_done", {"step": n["steps"][0]}),
-                Call("create", {"path": INDEX, "file_text": self._synthesis()})]
-
     def _synthesis(self) -> str:
         n = self.notes
-        chunks = n["chunks"]
-        total = sum(c["count"] for c in chunks)
-        tags, projects = _added(c["tags"] for c in chunks), _added(c["projects"] for c in chunks)
-        widths = _widths(chunks)
-        busiest = max(chunks, key=lambda c: c["count"] / _days(c["start"], c["end"]))
+        top = n["top"]
+        tags: dict[str, int] = {}
+        projects: dict[str, int] = {}
+        for p in top:
+            tree.add_counts(tags, p["tags"])
+            tree.add_counts(projects, p["projects"])
+        start, width, most = n["busiest"]
+        shape = ("one file per chunk" if n["depth"] == 0 else
+                 f"{n['chunks']:,} chunk summaries rolled up into {n['nodes']:,} period summaries "
+                 f"over {n['depth']} level{'s' if n['depth'] != 1 else ''}, at most "
+                 f"{n['fanout']} parts each")
         lines = [
             f"# Journal synthesis: {n['path']}",
             "",
-            f"{total:,} entries in {len(chunks)} chunks, {n['first']} to {n['last']} "
-            f"(peek counted {n['count']:,}).",
-            f"Read with range windows of {min(widths)} to {max(widths)} days; {n['refused']} "
-            f"window{'s' if n['refused'] != 1 else ''} refused as too big and narrowed.",
-            f"Busiest chunk: {busiest['start']} to {busiest['end']} ({busiest['count']} entries "
-            f"in {_days(busiest['start'], busiest['end'])} days).",
+            f"{n['entries']:,} entries in {n['chunks']:,} chunks, {bound(n['first'])} to "
+            f"{bound(n['last'])} (peek counted {n['count']:,}).",
+            f"Read with range windows of {span(n['narrowest'])} to {span(n['widest'])}; "
+            f"{n['refused']:,} window{'s' if n['refused'] != 1 else ''} refused as too big and "
+            "narrowed.",
+            f"Busiest chunk: {bound(start)} to {bound(start + width)} ({most} entries in "
+            f"{span(width)}).",
+            f"The summaries form a tree: {shape}.",
             "",
-            f"Tags: {_ranked(tags, 12)}",
-            f"Projects: {_ranked(projects, 12) or 'none'}",
-            f"Incidents: {tags.get('incident', 0)}; deploys: {tags.get('deploy', 0)}.",
+            f"Tags: {tree.ranked(tags, 12)}",
+            f"Projects: {tree.ranked(projects, 12) or 'none'}",
+            f"Incidents: {tags.get('incident', 0):,}; deploys: {tags.get('deploy', 0):,}.",
             "",
-            "## Chunks",
+            "## Parts" if n["depth"] else "## Chunks",
             "",
-            "Each window runs from its start day up to, not including, its end day.",
+            "Each window runs from its start up to, not including, its end.",
             "",
         ]
-        for c in chunks:
-            name = c["file"].removeprefix(f"{FOLDER}/")
-            lines.append(f"- [{c['start']} to {c['end']}]({name}): {c['count']} entries; "
-                         f"top tags {_ranked(c['tags'], 3, more=False)}")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + tree.listing(INDEX, top)) + "\n"
 
     def _memory(self) -> str:
         n = self.notes
-        widths = _widths(n["chunks"])
         return "\n".join([
             f"# {n['path']}",
             "",
-            f"- peek: {n['count']:,} entries, {n['first']} to {n['last']}, about "
-            f"{n['peek_width']} days per 100 entries.",
-            f"- range windows of {widths[0]} to {widths[-1]} days worked (aiming at {AIM} "
-            f"entries each); {n['refused']} of {n['reads'] + n['refused']} windows were refused "
-            f"at the limit of 100 and narrowed.",
-            f"- {len(n['chunks'])} chunk summaries are in {FOLDER}/, indexed by {INDEX}; read "
-            "those before reading the journal again.",
+            f"- peek: {n['count']:,} entries, {bound(n['first'])} to {bound(n['last'])}, about "
+            f"{span(n['peek_width'])} per 100 entries.",
+            f"- range windows of {span(n['narrowest'])} to {span(n['widest'])} worked (aiming at "
+            f"{AIM} entries each); {n['refused']:,} of {n['reads'] + n['refused']:,} windows were "
+            "refused at the limit of 100 and narrowed.",
+            f"- {n['chunks']:,} chunk summaries are in {tree.FOLDER}/, rolled up into "
+            f"{INDEX}; read those before reading the journal again.",
         ]) + "\n"
 
     def _answer_text(self) -> str:
         n = self.notes
-        total = sum(c["count"] for c in n["chunks"])
-        check = ("all of them" if total == n["count"]
+        check = ("all of them" if n["entries"] == n["count"]
                  else f"but peek counted {n['count']:,}, so some are missing")
-        return (f"I summarised {total:,} entries of {n['path']} ({check}) in "
-                f"{len(n['chunks'])} chunks, one file each in {FOLDER}/; {n['refused']} range "
-                f"windows were refused as too big and narrowed. The synthesis is {INDEX}, and "
-                f"{MEMORY} records what worked.")
+        tree_text = (f", rolled up into {n['nodes']:,} period summaries {n['depth']} level"
+                     f"{'s' if n['depth'] != 1 else ''} deep" if n["depth"] else "")
+        return (f"I summarised {n['entries']:,} entries of {n['path']} ({check}) in "
+                f"{n['chunks']:,} chunks, one file each in {tree.FOLDER}/{tree_text}; "
+                f"{n['refused']:,} range windows were refused as too big and narrowed. The "
+                f"synthesis is {INDEX}, and {MEMORY} records what worked.")
 
     def _failure(self, failed: Seen) -> str:
-        written = len(self.notes["chunks"])
+        written = self.notes["chunks"]
         call = " ".join(filter(None, [failed.name, str(failed.input.get("path", ""))]))
         done = (f" {written} chunk summar{'y' if written == 1 else 'ies'} had been written to "
-                f"{FOLDER}/ before that." if written else "")
+                f"{tree.FOLDER}/ before that." if written else "")
         reason = _first_line(failed.text).rstrip(".")
         return GiveUp(f"I stopped: {call} failed with: {reason}.{done}")
+
+
+def _named_log(task: str) -> str:
+    """The first path in the task that can be a worklog (what the policy writes cannot)."""
+    for found in LOG_PATH.finditer(task):
+        path = found.group(0).rstrip(".").rstrip("/")  # a sentence's full stop is not a name's
+        if path.split("/")[0] != tree.FOLDER:
+            return path
+    return ""
+
+
+def _text_of(seen: list[Seen], name: str) -> str:
+    return next((s.text for s in seen if s.name == name), "")
+
+
+def _rounded(width: int) -> int:
+    """Whole days, else whole hours, else whole minutes (at least one)."""
+    for unit in (DAY_US, HOUR_US):
+        if width >= unit:
+            return width - width % unit
+    return max(MINUTE_US, width - width % MINUTE_US)
 
 
 def _refused(seen: Seen) -> bool:
@@ -227,7 +337,11 @@ def _refused(seen: Seen) -> bool:
         "Refused" in seen.text or "more than the limit" in seen.text)
 
 
-def _chunk(text: str, start: str, end: str) -> tuple[dict[str, Any], list[str]]:
+def _indexing(seen: Seen) -> bool:
+    return seen.is_error and "Call this tool again" in seen.text
+
+
+def _chunk(text: str, page: re.Match[str] | None) -> tuple[dict[str, Any], list[str]]:
     """What one range listing says: its count, tags and projects, and its notable lines."""
     header = HEADER.search(text)
     entries = ENTRY.findall(text)
@@ -240,65 +354,17 @@ def _chunk(text: str, start: str, end: str) -> tuple[dict[str, Any], list[str]]:
             projects[project] = projects.get(project, 0) + 1
     notable = list(dict.fromkeys(m.group(0) for tag in NOTABLE for m in ENTRY.finditer(text)
                                  if tag in m.group(2).split(",")))
-    chunk = {"file": f"{FOLDER}/{start}_{end}.md", "start": start, "end": end,
-             "count": _int(header.group(1)) if header else len(entries),
-             "from": entries[0][0] if entries else "", "to": entries[-1][0] if entries else "",
-             "tags": tags, "projects": projects}
+    if page:
+        count = int(page.group(2)) - int(page.group(1)) + 1
+    else:
+        count = _int(header.group(1)) if header else len(entries)
+    chunk = {"count": count, "from": entries[0][0] if entries else "",
+             "to": entries[-1][0] if entries else "", "tags": tags, "projects": projects}
     return chunk, notable
-
-
-def _summary(path: str, chunk: dict[str, Any], notable: list[str]) -> str:
-    lines = [
-        f"# {path}: {chunk['start']} to {chunk['end']}",
-        "",
-        f"Entries: {chunk['count']} ({chunk['start']} <= ts < {chunk['end']}; first "
-        f"{chunk['from']}, last {chunk['to']} UTC)",
-        f"Tags: {_ranked(chunk['tags'], 8)}",
-        f"Projects: {_ranked(chunk['projects'], 8) or 'none'}",
-        "",
-        "Notable:",
-    ]
-    size = sum(len(line) + 1 for line in lines)
-    rows = []
-    for line in notable or ["(no incidents, security work or deploys)"]:
-        row = f"- {_clip(line, 110)}"
-        if size + len(row) + 1 > SUMMARY_CAP:
-            break
-        rows.append(row)
-        size += len(row) + 1
-    return "\n".join(lines + sorted(rows)) + "\n"  # picked by tag, shown in time order
-
-
-def _ranked(counts: dict[str, int], top: int, more: bool = True) -> str:
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    text = ", ".join(f"{name} {count:,}" for name, count in ranked[:top])
-    return text + (f", and {len(ranked) - top} more" if more and len(ranked) > top else "")
-
-
-def _widths(chunks: list[dict[str, Any]]) -> list[int]:
-    """The window widths in days, leaving out the last window (cut short at the journal's end)."""
-    days = [_days(c["start"], c["end"]) for c in chunks]
-    return sorted(days[:-1] or days)
-
-
-def _added(counts: Any) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for one in counts:
-        for name, count in one.items():
-            total[name] = total.get(name, 0) + count
-    return total
-
-
-def _days(start: str, end: str) -> int:
-    return (date.fromisoformat(end) - date.fromisoformat(start)).days
 
 
 def _int(text: str) -> int:
     return int(text.replace(",", ""))
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _first_line(text: str) -> str:
