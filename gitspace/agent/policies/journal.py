@@ -11,7 +11,9 @@ summaries roll up into period summaries as they fill (``journal_tree``), and at 
 ``summaries/index.md`` lists the top of the tree. Then it marks its two plan steps done and
 leaves a note in ``/memories/journal.md`` (replacing an earlier run's note: delete, then create).
 
-Windows: the first is peek's width. After a window is read, the next aims at AIM entries at the
+Windows: the first is peek's width. Each asks range for at most LIMIT entries, twice what it
+aims at, so a busier stretch than the last is read rather than refused (range keeps any answer
+within its output budget). After a window is read, the next aims at AIM entries at the
 density just seen, rounded down to whole days, hours or minutes, at most twice as wide as the
 last (an empty window makes the next twice as wide) and never wider than WIDEST times peek's. A
 refused window is narrowed to the one the refusal suggests ("e.g. start X end Y"), or from the
@@ -38,7 +40,8 @@ from .journal_tree import DAY_US, HOUR_US, INDEX, MINUTE_US, NOTABLE, bound, spa
 MEMORY = "/memories/journal.md"
 STEPS = ("Summarise the journal chunk by chunk, one file per chunk",
          "Write the synthesis that indexes the chunk summaries")
-AIM = 90  # entries per window: under range's limit of 100 with room for a busier stretch
+AIM = 90  # entries per window, on average
+LIMIT = 200  # range's largest limit: a busier window than aimed at is read, not refused
 WIDEST = 8  # no window wider than this many times peek's width
 RETRIES = 1_000  # calls again while a first read is indexed (each call reads on)
 
@@ -168,13 +171,14 @@ class JournalPolicy(Policy):
             unit = DAY_US if width % DAY_US == 0 else HOUR_US if width % HOUR_US == 0 else MINUTE_US
             end = start + ((n["last"] - start) // unit + 1) * unit
         n.update(start=start, end=end, skip=None, page=0)
-        return Call("range", {"path": n["path"], "start": bound(start), "end": bound(end)})
+        return Call("range", {"path": n["path"], "start": bound(start), "end": bound(end),
+                              "limit": LIMIT})
 
     def _page(self, skip: int) -> Call:
         n = self.notes
         n.update(skip=skip, page=n["page"] + 1)
         return Call("range", {"path": n["path"], "start": bound(n["start"]),
-                              "end": bound(n["end"]), "skip": skip})
+                              "end": bound(n["end"]), "skip": skip, "limit": LIMIT})
 
     def _read(self, result: Seen) -> list[Call] | str:
         n = self.notes
@@ -285,8 +289,8 @@ class JournalPolicy(Policy):
             f"- peek: {n['count']:,} entries, {bound(n['first'])} to {bound(n['last'])}, about "
             f"{span(n['peek_width'])} per 100 entries.",
             f"- range windows of {span(n['narrowest'])} to {span(n['widest'])} worked (aiming at "
-            f"{AIM} entries each); {n['refused']:,} of {n['reads'] + n['refused']:,} windows were "
-            "refused at the limit of 100 and narrowed.",
+            f"{AIM} entries each, with limit {LIMIT}); {n['refused']:,} of "
+            f"{n['reads'] + n['refused']:,} windows were refused as too big and narrowed.",
             f"- {n['chunks']:,} chunk summaries are in {tree.FOLDER}/, rolled up into "
             f"{INDEX}; read those before reading the journal again.",
         ]) + "\n"
