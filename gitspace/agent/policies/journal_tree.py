@@ -26,7 +26,7 @@ FOLDER = "summaries"
 INDEX = f"{FOLDER}/index.md"
 FANOUT = 20  # parts one summary lists
 VOCAB = 30  # tags (and projects) one summary counts: the largest, added up from its parts
-SUMMARY_CAP = 1_200  # characters of a chunk summary
+SUMMARY_CAP = 1_200  # characters of a chunk summary, its title line aside
 NOTABLE = ("incident", "security", "deploy")  # the tags a reader of a summary looks for first
 MINUTE_US = 60_000_000
 HOUR_US = 60 * MINUTE_US
@@ -186,8 +186,8 @@ def leaf_text(path: str, start: int, end: int, chunk: dict[str, Any], notable: l
         "",
         "Notable:",
     ]
-    size = sum(len(line) + 1 for line in lines)
-    rows = []
+    size = sum(len(line) + 1 for line in lines[1:])  # the title (the log's name) not counted:
+    rows = []  # the same log under another name keeps the same rows
     for line in notable or ["(no incidents, security work or deploys)"]:
         row = f"- {_clip(line, 110)}"
         if size + len(row) + 1 > SUMMARY_CAP:
