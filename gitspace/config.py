@@ -105,6 +105,12 @@ def home() -> Path:
     return Path(os.path.expanduser("~"))
 
 
+def user_config_dir() -> Path:
+    """gitspace's folder of per-person settings: $XDG_CONFIG_HOME/gitspace (~/.config/gitspace)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "gitspace"
+
+
 def scratch_parent() -> str | None:
     """Where replay's scratch folders go when a person chose: GITSPACE_SCRATCH_DIR, else TMPDIR.
     None: replay picks (a RAM-backed folder when it has room, else the temporary folder)."""

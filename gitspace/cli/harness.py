@@ -16,8 +16,10 @@ from .common import JsonOpt, echo, emit_json, open_workspace, render, show_resul
 hooks_app = typer.Typer(help="Record the tool calls of Claude Code, Codex, Gemini CLI or Cursor.",
                         no_args_is_help=True)
 
-Scope = Annotated[str, typer.Option(help="project (.claude/settings.json, committed), local "
-                                         "(.claude/settings.local.json) or user (every project).")]
+Scope = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    help="project (.claude/settings.json, committed), local (.claude/settings.local.json) or "
+         "user (every project). Default: project in a workspace; in a checkout of your own, "
+         "local for Claude Code and user for the others (your history never sees them).")]
 
 
 def _program() -> str:
@@ -37,7 +39,7 @@ def _start() -> Path:
 @hooks_app.command("install")
 def hooks_install(
     name: Annotated[str, typer.Argument(help="claude-code, codex, gemini-cli or cursor.")],
-    scope: Scope = "project",
+    scope: Scope = None,
     commit_transcript: Annotated[bool, typer.Option(
         help="At each turn's end, also commit the session transcript (it may hold sensitive "
              "text).")] = False,
@@ -47,12 +49,19 @@ def hooks_install(
 
     wired = install.install(name, scope, _start(), config.home(), _program(), commit_transcript)
     verb = "Installed" if wired.changed else "Already installed:"
+    if not wired.in_place:
+        echo(f"{verb} gitspace's {wired.spec.title} hooks in {wired.path}"
+             + (f" (recorded as op {wired.op})." if wired.op else "."))
+        return
     echo(f"{verb} gitspace's {wired.spec.title} hooks in {wired.path}"
-               + (f" (recorded as op {wired.op})." if wired.op else "."))
+         + (" (kept out of git through .git/info/exclude)." if wired.excluded else "."))
+    echo(f"Recording {wired.spec.title} in place: every tool call that changes files becomes an "
+         "op on a line of gitspace's own (refs/gitspace/lines/), and nothing of yours moves: "
+         "not your index, HEAD, branches, stash or files. 'gitspace log' shows the ops.")
 
 
 @hooks_app.command("uninstall")
-def hooks_uninstall(name: str, scope: Scope = "project") -> None:
+def hooks_uninstall(name: str, scope: Scope = None) -> None:
     """Remove gitspace's hooks from the harness's settings (other hooks stay)."""
     from ..harness import install
 

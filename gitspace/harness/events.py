@@ -10,7 +10,9 @@ Kinds:
 - ``failed``: it failed (PostToolUseFailure, an AfterTool carrying an error): a failed call is
   recorded only when it still changed files;
 - ``prompt``: a person's message starts a turn; ``stop``: the turn ended;
-- ``ignored``: nothing to do (a read-only tool, an event gitspace does not use, a bad payload).
+- ``ignored``: nothing to do (a read-only tool, an event gitspace does not use, a bad payload);
+- ``scan``: no harness sends it; ``gitspace hooks install`` in a person's own checkout uses it to
+  start the recorded line at once.
 
 A ``Call`` names the files it writes (``paths``, absolute as the harness gives them) when its input
 says so (Write, Edit, ...); ``paths is None`` means the call may change anything (a shell command),
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-KINDS = ("before", "after", "failed", "prompt", "stop", "ignored")
+KINDS = ("before", "after", "failed", "prompt", "stop", "ignored", "scan")
 
 
 @record(frozen=True)
@@ -92,6 +94,11 @@ def file_paths(tool_input: Mapping[str, Any], *keys: str) -> tuple[str, ...] | N
     return None
 
 
+class NothingRecorded(GitspaceError):
+    """A hook ran where it records nothing (no repository, or recording is not turned on in a
+    person's checkout): said once, never as a failure the next call catches up on."""
+
+
 class PayloadRefused(GitspaceError):
     """A hook payload that gitspace will not act on (another folder, bad fields)."""
 
@@ -102,6 +109,7 @@ class Options:
     commit_transcript: bool = False
     lock_timeout: float = 10.0
     max_file_bytes: int = 1 << 20
+    author: str | None = None  # who outside edits are by, when someone said (GITSPACE_AUTHOR)
 
 
 @record()

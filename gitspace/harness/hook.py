@@ -70,9 +70,10 @@ def main(argv: list[str], stdin: Any = None, stdout: TextIO | None = None,
 def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int:
     from .. import config
     from ..errors import GitspaceError
-    from .events import Options, PayloadRefused
+    from .events import NothingRecorded, Options, PayloadRefused
 
     start = Path(os.getcwd())
+    session = ""
     try:
         raw = stdin.read(MAX_PAYLOAD + 1)
         if len(raw) > MAX_PAYLOAD:
@@ -89,18 +90,23 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int
         module = adapter(name) if hook else __import__(
             f"{__package__}.generic", fromlist=["event"])
         event = module.event(payload)
+        session = event.session or ""
         if not hook and event.kind == "ignored":
             raise PayloadRefused(event.note, hint="See 'gitspace record --help'.")
         project = config.harness_project_dir(event.agent)
         start = Path(project or event.cwd or start)
         options = Options(quiet_outside="--quiet-outside" in flags,
                           commit_transcript="--commit-transcript" in flags,
-                          max_file_bytes=config.max_file_bytes())
+                          max_file_bytes=config.max_file_bytes(), author=config.default_author())
         outcome = None
         if event.kind == "before":  # the fast path, when the checkout is plainly a workspace
             from .prepare import handle as prepare
 
             outcome = prepare(event, start, options)
+        if outcome is None:  # a person's own checkout: recorded in place
+            from .inplace import route
+
+            outcome = route(event, start, options, asked=not hook)
         if outcome is None:
             from . import record
 
@@ -108,6 +114,10 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int
         for note in outcome.notes:
             err.write(f"gitspace: {note}\n")
         return 0
+    except NothingRecorded as e:  # said once, plainly: not a failure to catch up on
+        if not hook or _first_time(start, session):
+            err.write(f"gitspace: {e}\n")
+        return 0 if hook else 1
     except GitspaceError as e:
         err.write(f"gitspace: {e}\n" + ("gitspace: nothing was lost: the next call records what "
                                          "this one could not.\n" if hook else ""))
@@ -121,6 +131,24 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int
         except Exception:  # noqa: BLE001
             pass
         return 0 if hook else 3
+
+
+def _first_time(start: Path, session: str) -> bool:
+    """Has this hook not said yet, for this folder and session, that it records nothing here?
+    (It says so once: the mark is a file in a folder of the user's temporary directory.)"""
+    import hashlib
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / f"gitspace-{os.getuid()}" / "said"
+    mark = folder / hashlib.sha1(f"{start.resolve()}\0{session}".encode()).hexdigest()
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _note_failure(start: Path, reason: str) -> None:

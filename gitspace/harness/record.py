@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +39,9 @@ from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from . import state
+from .calls import TURN, plain_name, recorded_args, subject, title, token, turn_name
 from .events import Call, Event, Options, Outcome, RecordingOnly
 from .prepare import announce, check_cwd, relative, running
-
-TITLES = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI",
-          "cursor": "Cursor"}
-ARG_LIMIT = 4096  # longer strings are elided (ledger format 2)
-ARGS_CAP = 64 * 1024  # a whole input beyond this is recorded as its hash and size only
-PATH_KEYS = ("file_path", "notebook_path", "path")
 
 
 def handle(event: Event, start: Path, options: Options) -> Outcome:
@@ -70,7 +64,7 @@ def handle(event: Event, start: Path, options: Options) -> Outcome:
             announce(repo.root, repo.gitdir, repo.commondir, event, options)
             return Outcome()
         ws = Workspace(repo, tools=RecordingOnly(), agent=event.agent,
-                       session=_token(event.session), max_file_bytes=options.max_file_bytes)
+                       session=token(event.session), max_file_bytes=options.max_file_bytes)
         try:
             return Recorder(ws, event, options).run()
         except BaseException as e:
@@ -91,14 +85,6 @@ def note_failure(start: Path, reason: str) -> None:
             state.mark_missed(repo.gitdir, reason)
     finally:
         repo.close()
-
-
-def title(agent: str) -> str:
-    return TITLES.get(agent, agent)
-
-
-def _token(value: str | None) -> str | None:
-    return value if value is not None and ledger.TOKEN.fullmatch(value) else None
 
 
 class Recorder:
@@ -258,7 +244,7 @@ class Recorder:
         op = ledger.Op(op_id=ledger.new_op_id(), tool=call.tool,
                        args=recorded_args(self.repo, event.cwd, call, changes),
                        source="harness", agent=self.ws.agent, session=self.ws.session,
-                       tool_use_id=_token(call.use_id), paths=tuple(sorted(changes)),
+                       tool_use_id=token(call.use_id), paths=tuple(sorted(changes)),
                        path_count=len(changes))
         body = [self._where()]
         if call.error or event.kind == "failed":
@@ -316,7 +302,7 @@ class Recorder:
             self.outcome.notes.append(f"The transcript {path} could not be read ({e}); it was not "
                                       "committed.")
             return
-        rel = f"transcripts/{_name(event.agent)}-{_name(event.session)}.json"
+        rel = f"transcripts/{plain_name(event.agent)}-{plain_name(event.session)}.json"
         data = json.dumps({"harness": event.agent, "session": event.session, "entries": entries},
                           ensure_ascii=False, indent=1).encode() + b"\n"
         if len(data) > self.ws.max_file_bytes:
@@ -357,22 +343,6 @@ class Recorder:
         self.outcome.checkpoint = checkpoints.create(self.ws, name, message).name
 
 
-# -- names, subjects, args ---------------------------------------------------------------------
-
-
-def _name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "-", text)[:40].strip(".-") or "x"
-
-
-def turn_name(agent: str, session: str | None, number: int) -> str:
-    """The checkpoint a turn ends at: ``<agent>-<first 8 of the session>-turn-<n>``."""
-    middle = f"-{_name(session)[:8]}" if session else ""
-    return f"{_name(agent)}{middle}-turn-{number}"
-
-
-TURN = re.compile(r"(?P<prefix>.+)-turn-(?P<number>\d+)(?:\.\d+)?")
-
-
 def turn_checkpoints(ws: Workspace, agent: str, session: str) -> list[Any]:
     """The turn checkpoints of one session (``checkpoints.Checkpoint``s)."""
     from ..core import checkpoints
@@ -380,41 +350,3 @@ def turn_checkpoints(ws: Workspace, agent: str, session: str) -> list[Any]:
     prefix = turn_name(agent, session, 0)[: -len("-turn-0")]
     return [c for c in checkpoints.listing(ws)
             if (m := TURN.fullmatch(c.name)) and m.group("prefix") == prefix]
-
-
-def subject(call: Call, changes: dict[str, Entry | None]) -> str:
-    command = call.args.get("command")
-    if call.paths is None and isinstance(command, str):
-        return f"{call.tool}: {command}"
-    first = sorted(changes)[0]
-    more = f" and {len(changes) - 1} more" if len(changes) > 1 else ""
-    return f"{call.tool} {first}{more}"
-
-
-def recorded_args(repo: GitRepo, cwd: str | None, call: Call,
-                  changes: dict[str, Entry | None]) -> dict[str, Any]:
-    """The call's input as the ledger keeps it: workspace paths made relative, long strings
-    elided to the blob that holds them or to their hash (ledger format 2)."""
-    blobs = {e.sha for e in changes.values() if e is not None}
-
-    def keep(value: Any, key: str | None = None) -> Any:
-        if isinstance(value, str):
-            if key in PATH_KEYS and os.path.isabs(value):
-                rel = relative(repo.root, cwd, value)
-                return rel if rel is not None else value
-            if len(value) <= ARG_LIMIT:
-                return value
-            data = value.encode("utf-8", "surrogatepass")
-            sha = repo.hash_object("blob", data)
-            return ({"$blob": sha, "bytes": len(data)} if sha in blobs else ledger.omit(value))
-        if isinstance(value, dict):
-            return {str(k): keep(v, str(k)) for k, v in value.items()}
-        if isinstance(value, list):
-            return [keep(v) for v in value]
-        return value
-
-    args = keep(call.args)
-    size = len(ledger.canonical_json(args))
-    if size > ARGS_CAP:
-        return {"input": ledger.omit(ledger.canonical_json(call.args))}
-    return args

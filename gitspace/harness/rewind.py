@@ -13,7 +13,7 @@ from ..core import checkpoints
 from ..core.workspace import Result, Workspace
 from ..errors import NotFound
 from ..storage import ledger
-from .record import TURN
+from .calls import TURN
 
 
 @dataclass(frozen=True)

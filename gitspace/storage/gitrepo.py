@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import config
 from ..errors import GitCommandError, NotAWorkspace, Unsupported
-from . import loose
+from . import loose, packs
 from .objects import EXEC_MODE, FILE_MODE, Commit, Entry, Objects
 from .refs import Refs
 from .worktrees import LinkedWorktrees
@@ -96,7 +96,8 @@ class GitRepo(Objects, Refs, LinkedWorktrees):
         self.commondir = commondir
         self.objects = commondir / "objects"
         self._env = self._child_env()
-        self._gitpython: Any = None  # started on the first read of a packed object (_py)
+        self._gitpython: Any = None  # started for what ``packs`` cannot read (_py)
+        self._packs = packs.Packs(self.objects)
         self._trees: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
         self._commits: dict[str, Commit] = {}
         self._packed: tuple[float, dict[str, str]] | None = None

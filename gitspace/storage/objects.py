@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound, PathRefused
-from . import loose
+from . import loose, packs
 from .loose import EXEC_MODE, FILE_MODE, LINK_MODE, TREE_MODE  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
@@ -120,6 +120,7 @@ class Objects:
     root: Path
     objects: Path
     _gitpython: Any
+    _packs: packs.Packs
     _trees: OrderedDict[str, dict[bytes, Entry]]
     _commits: dict[str, Commit]
 
@@ -145,7 +146,7 @@ class Objects:
     # -- objects -----------------------------------------------------------------------------
 
     def read_object(self, sha: str) -> tuple[str, bytes]:
-        found = loose.read(self.objects, sha)
+        found = loose.read(self.objects, sha) or self._packs.read(sha)
         if found is not None:
             return found
         import git as gitpython
@@ -168,7 +169,7 @@ class Objects:
 
     def has_object(self, sha: str) -> bool:
         path = loose.object_path(self.objects, sha)
-        if path is not None and path.is_file():
+        if path is not None and path.is_file() or self._packs.contains(sha):
             return True
         try:
             self._py.odb.info(bytes.fromhex(sha))

@@ -288,6 +288,10 @@ class Refs:
             # git keeps no reflog for tags, and 'git gc' reports one whose entries name annotated
             # tag objects as "error: Object ... not a commit" (see drop_tag_reflogs).
             return
+        if ref.startswith("refs/gitspace/"):
+            # Nor for refs outside heads and remotes; one here would also keep every commit a
+            # pruned line held alive for git gc's 90 days (see core/line.py).
+            return
         base = self.gitdir if ref == "HEAD" else self.commondir
         log = base / "logs" / ref
         log.parent.mkdir(parents=True, exist_ok=True)

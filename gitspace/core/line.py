@@ -1,0 +1,225 @@
+"""The recorded line: the ops of an agent that works in a person's own checkout, kept where
+nothing of theirs moves. This docstring is the contract; docs/design.md says why.
+
+Where it lives
+--------------
+- ``refs/gitspace/lines/<branch>``: one line for each branch of the person's, the branch their
+  checkout had checked out when the call ran; ``refs/gitspace/detached`` while HEAD is detached
+  (a rebase stopped half-way, a checked-out tag).
+- ``refs/gitspace/turns/<agent>-<session>-turn-<n>``: the op a harness's turn ended at.
+
+Every one of these refs names a commit: never a tree or a tag object, the kind of ref that made
+libgit2 clients fail on Codex's ``refs/codex/turn-diffs/*``. Outside ``refs/heads/`` they stay out
+of ``git branch``, of branch pickers and of every ``git push`` (``--all`` included) unless named;
+outside ``refs/tags/`` out of ``git push --tags``; a clone and a fetch never take them. They
+keep no reflog (git keeps none for such refs either), so a line ``gitspace gc`` prunes leaves
+nothing behind that keeps its objects. ``git log --all``, ``git gc``, ``git fsck`` see them as the
+commits they are.
+
+How a line starts and continues
+-------------------------------
+The person's work tree is followed as a *model*: the commit whose tree is what the work tree
+held after the last recorded call, the person's commit (``base``) it was on, and the line.
+``<git dir>/gitspace/inplace/model.json`` caches it; losing it costs one scan, never an op.
+
+- A call in a checkout whose branch tip (``base``) and line tip are what the model says
+  continues the line: its op's parent is the line's tip.
+- Otherwise the person moved between calls: committed, amended, switched branch, rebased,
+  stashed, reset. A ``follow`` op (source ``external``, by the person's git identity) comes
+  first, on the line of the branch now checked out (started on that branch's tip when it has
+  none). Its tree is the model's tree with every path that changed between the two person's
+  commits set to the new commit's version where the model held the old commit's version
+  (what a checkout does; a path with uncommitted changes keeps them). Its arguments name the
+  branch and the commit it follows (``commit``), and the paths it changed (``count``, ``paths``)
+  as every external op's do; it has a single parent, so the line never drags the person's
+  history into its own: their commits are read beside it (``gitspace log``).
+- A line's first commit is always a ``follow`` op whose parent is the person's commit, so a walk
+  back along first parents finds the base at the nearest ``follow`` op without ever reading the
+  person's history as if it were ops.
+- What a checkout did not do (``git stash`` and ``reset --hard`` drop uncommitted changes) shows
+  at the next scan (a shell command, a turn's start or end) as an outside change of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import GitspaceError
+from ..storage import ledger
+from ..storage.gitrepo import EMPTY_TREE, Entry, GitRepo, Identity
+
+ROOT = "refs/gitspace/"
+LINES = ROOT + "lines/"
+DETACHED = ROOT + "detached"
+TURNS = ROOT + "turns/"
+FOLLOW = "follow"  # the tool name of a follow op
+COMMITTER = Identity("gitspace", "gitspace@localhost")
+_WALK = 4096  # first parents looked at for a base before giving up (then: a follow op)
+
+
+def ref_for(branch: str | None) -> str:
+    """The line of ``branch`` (None: HEAD is detached)."""
+    return DETACHED if branch is None else LINES + branch
+
+
+def branch_of(ref: str) -> str | None:
+    return ref[len(LINES):] if ref.startswith(LINES) else None
+
+
+def folder(gitdir: Path) -> Path:
+    return gitdir / "gitspace" / "inplace"
+
+
+@dataclass(frozen=True)
+class Model:
+    """What the work tree is believed to hold: the tree of ``tip`` (a commit on ``ref``, or the
+    commit it follows when the line has none yet), on the person's commit ``base``.
+    ``index_at``: the commit whose tree the private index holds (``storage.privateindex``)."""
+
+    ref: str
+    tip: str
+    base: str
+    index_at: str | None = None
+    stash: str | None = None  # refs/stash then: a stash since changed the work tree
+
+
+def load(gitdir: Path) -> Model | None:
+    try:
+        data = json.loads((folder(gitdir) / "model.json").read_text())
+        return Model(**{k: data[k] for k in ("ref", "tip", "base", "index_at")},
+                     stash=data.get("stash"))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def save(gitdir: Path, model: Model) -> None:
+    place = folder(gitdir)
+    place.mkdir(parents=True, exist_ok=True)
+    tmp = place / f".model.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps(model.__dict__))
+        os.replace(tmp, place / "model.json")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class Where:
+    """The checkout right now: its branch (None: detached), the commit it is on, its line."""
+
+    branch: str | None
+    head: str
+    ref: str
+    tip: str | None  # the line's tip (None: this branch has no line yet)
+
+
+class NothingToFollow(GitspaceError):
+    """The checkout has no commit yet: there is nothing a line could start from."""
+
+
+def where(repo: GitRepo) -> Where:
+    branch = repo.head_branch()
+    head = repo.read_ref("HEAD")
+    if head is None:
+        raise NothingToFollow(
+            f"{repo.root} has no commit yet ({'branch ' + branch if branch else 'HEAD'} is "
+            "unborn), so there is nothing for gitspace to record the agent's calls against.",
+            hint="Make a first commit ('git commit'); the next call is recorded.")
+    ref = ref_for(branch)
+    return Where(branch, head, ref, repo.read_ref(ref))
+
+
+def continues(model: Model | None, here: Where) -> bool:
+    """Does the model still describe this checkout (nobody moved since the last call)?"""
+    if model is None or model.ref != here.ref or model.base != here.head:
+        return False
+    return model.tip == here.tip if here.tip is not None else False
+
+
+def base_of(repo: GitRepo, tip: str) -> str | None:
+    """The person's commit line ``tip`` follows: the ``commit`` of its nearest follow op."""
+    sha = tip
+    for _ in range(_WALK):
+        commit = repo.commit(sha)
+        op = _op(commit.message)
+        if op is None:
+            return None  # not a line's commit: nothing here to follow
+        if op.tool == FOLLOW and op.source == "external":
+            found = op.args.get("commit")
+            return found if isinstance(found, str) and ledger.SHA.fullmatch(found) else None
+        if not commit.parents:
+            return None
+        sha = commit.parents[0]
+    return None
+
+
+def _op(message: str) -> ledger.Op | None:
+    try:
+        return ledger.parse_message(message)
+    except GitspaceError:
+        return None
+
+
+def derive(repo: GitRepo, model_tree: str, old_base: str | None, new_base: str) -> str:
+    """The model tree after the checkout moved from commit ``old_base`` to ``new_base``: every
+    path the two commits differ in takes the new version where the model held the old one."""
+    old_tree = repo.commit(old_base).tree if old_base else EMPTY_TREE
+    new_tree = repo.commit(new_base).tree
+    changes: dict[str, Entry | None] = {}
+    for change in repo.diff_trees(old_tree, new_tree):
+        held = repo.entry_at(model_tree, change.path)
+        if held == change.old or (held is not None and held.is_tree and change.old is None):
+            changes[change.path] = change.new
+    return repo.update_tree(model_tree, changes) if changes else model_tree
+
+
+def follow(repo: GitRepo, here: Where, tree: str, since: Model | None, person: Identity,
+           agent: str, why: str = "") -> str:
+    """Write the follow op that puts the line of ``here`` on the person's commit ``here.head``
+    with work-tree ``tree`` (``since``: the model before, if known). Its commit id; the caller
+    publishes it."""
+    parent = here.tip or here.head
+    changed = sorted(c.path for c in repo.diff_trees(repo.commit(parent).tree, tree))
+    args: dict[str, object] = {"branch": here.branch, "commit": here.head, "count": len(changed),
+                               "paths": changed[:100]}
+    op = ledger.Op(op_id=ledger.new_op_id(), tool=FOLLOW, args=args, source="external",
+                   agent=agent)
+    what = _movement(repo, here, since)
+    body = (f"{why}\n\n" if why else "") + (
+        "The files are taken as they were after the last recorded call, with what changed "
+        "between the two commits applied as a checkout applies it."
+        if since is not None else
+        "The files are the work tree as found: the commit plus every change not committed yet.")
+    if changed:
+        body += "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in changed[:200])
+    message = ledger.encode_message(op, what, body)
+    return repo.write_commit(tree, [parent], message, person, COMMITTER)
+
+
+def _movement(repo: GitRepo, here: Where, since: Model | None) -> str:
+    short = here.head[:10]
+    on = f"branch {here.branch}" if here.branch else "a detached HEAD"
+    if since is None:
+        return f"follow {on} at {short}"
+    if since.ref != here.ref:
+        was = branch_of(since.ref)
+        return f"follow {on} at {short} (switched from {'branch ' + was if was else 'a detached HEAD'})"
+    if since.base in repo.commit(here.head).parents:
+        subject = repo.commit(here.head).message.split("\n", 1)[0][:50]
+        return f"follow {on} to {short}: {subject}"
+    return f"follow {on} to {short} (moved from {since.base[:10]})"
+
+
+def lines(repo: GitRepo) -> list[tuple[str, str]]:
+    """Every line of this repository: (ref, tip), lines first, then the detached one."""
+    return [(ref, tip) for ref, tip, _ in repo.refs(ROOT.rstrip("/"))
+            if ref.startswith(LINES) or ref == DETACHED]
+
+
+def in_place(repo: GitRepo) -> bool:
+    """Has anything been recorded in place in this checkout (a line, or a model)?"""
+    return load(repo.gitdir) is not None or bool(lines(repo))

@@ -1,0 +1,82 @@
+"""What a recorded harness call is called: subjects, recorded arguments, titles, turn names.
+
+Shared by recording in a workspace (``record``) and in a person's own checkout (``inplace``), so
+both write the same op for the same call (replay re-executes these: tool name as given, input as
+args, paths relative to the checkout). Light: the standard library and the ledger only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ..storage import ledger
+from ..storage.gitrepo import Entry, GitRepo
+from .events import Call
+from .prepare import relative
+
+TITLES = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI",
+          "cursor": "Cursor"}
+ARG_LIMIT = 4096  # longer strings are elided (ledger format 2)
+ARGS_CAP = 64 * 1024  # a whole input beyond this is recorded as its hash and size only
+PATH_KEYS = ("file_path", "notebook_path", "path")
+
+
+def title(agent: str) -> str:
+    return TITLES.get(agent, agent)
+
+
+def token(value: str | None) -> str | None:
+    return value if value is not None and ledger.TOKEN.fullmatch(value) else None
+
+
+def plain_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "-", text)[:40].strip(".-") or "x"
+
+
+def turn_name(agent: str, session: str | None, number: int) -> str:
+    """The checkpoint a turn ends at: ``<agent>-<first 8 of the session>-turn-<n>``."""
+    middle = f"-{plain_name(session)[:8]}" if session else ""
+    return f"{plain_name(agent)}{middle}-turn-{number}"
+
+
+TURN = re.compile(r"(?P<prefix>.+)-turn-(?P<number>\d+)(?:\.\d+)?")
+
+
+def subject(call: Call, changes: dict[str, Entry | None]) -> str:
+    command = call.args.get("command")
+    if call.paths is None and isinstance(command, str):
+        return f"{call.tool}: {command}"
+    first = sorted(changes)[0]
+    more = f" and {len(changes) - 1} more" if len(changes) > 1 else ""
+    return f"{call.tool} {first}{more}"
+
+
+def recorded_args(repo: GitRepo, cwd: str | None, call: Call,
+                  changes: dict[str, Entry | None]) -> dict[str, Any]:
+    """The call's input as the ledger keeps it: workspace paths made relative, long strings
+    elided to the blob that holds them or to their hash (ledger format 2)."""
+    blobs = {e.sha for e in changes.values() if e is not None}
+
+    def keep(value: Any, key: str | None = None) -> Any:
+        if isinstance(value, str):
+            if key in PATH_KEYS and os.path.isabs(value):
+                rel = relative(repo.root, cwd, value)
+                return rel if rel is not None else value
+            if len(value) <= ARG_LIMIT:
+                return value
+            data = value.encode("utf-8", "surrogatepass")
+            sha = repo.hash_object("blob", data)
+            return ({"$blob": sha, "bytes": len(data)} if sha in blobs else ledger.omit(value))
+        if isinstance(value, dict):
+            return {str(k): keep(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [keep(v) for v in value]
+        return value
+
+    args = keep(call.args)
+    size = len(ledger.canonical_json(args))
+    if size > ARGS_CAP:
+        return {"input": ledger.omit(ledger.canonical_json(call.args))}
+    return args

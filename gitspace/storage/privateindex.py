@@ -1,0 +1,144 @@
+"""A private index: git's own index format in a file of gitspace's, so that git finds what
+changed in a person's work tree without ever writing their ``.git/index``.
+
+It lives at ``<git dir>/gitspace/inplace/index`` (one per checkout: linked worktrees each have
+their own). Every git command here runs with ``GIT_INDEX_FILE`` pointing at it, hooks off,
+``core.fsmonitor`` and ``core.splitIndex`` off (a split index would leave shared-index files in
+the person's git folder), so the person's index, its lock and its shared files are never opened
+for writing.
+
+Invariants:
+- It is a cache, never a record: entries tell git which files it need not look at again (their
+  stat data). Whatever it holds, a path where the work tree differs from it is reported; the
+  caller compares what it reads with the line, not with this file.
+- It starts as a byte copy of the person's index (their stat data is good for their work tree,
+  so the first scan re-reads only what they changed), made unsplit; paths Git LFS owns are
+  marked skip-worktree, so git never runs a filter on them or reads their (smudged) content.
+- ``changed`` is one ``git status`` against it, which may refresh its stat data (it is ours);
+  ``set`` writes entries through ``git update-index --index-info`` (no stat data: the next
+  status hashes those few files once and refreshes them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from .gitrepo import Entry, GitRepo
+
+_QUIET = ("-c", "core.splitIndex=false", "-c", "core.untrackedCache=false",
+          "-c", "status.showUntrackedFiles=all")
+LFS = ":(attr:filter=lfs)"
+
+
+def path(gitdir: Path) -> Path:
+    return gitdir / "gitspace" / "inplace" / "index"
+
+
+def rebuild(repo: GitRepo, index: Path) -> str:
+    """Make ``index`` anew from the person's index (from HEAD when they have none, or theirs
+    holds a conflict); the tree it holds."""
+    index.parent.mkdir(parents=True, exist_ok=True)
+    tmp = index.with_name(f".index.{os.getpid()}.tmp")
+    git = Git(repo, tmp)
+    try:
+        tree = ""
+        try:
+            shutil.copyfile(repo.gitdir / "index", tmp)
+        except FileNotFoundError:
+            pass
+        else:
+            git("update-index", "--no-split-index", check=False)
+            tree = git("write-tree", check=False).strip().decode()
+        if not tree:  # no index, or unmerged entries (a merge in progress)
+            tmp.unlink(missing_ok=True)
+            head = repo.read_ref("HEAD")
+            git("read-tree", *([head] if head else ["--empty"]))
+            tree = git("write-tree").strip().decode()
+        lfs = git("ls-files", "-z", "--", LFS, check=False)
+        if lfs.strip(b"\0"):
+            git("update-index", "-z", "--skip-worktree", "--stdin", input=lfs)
+        os.replace(tmp, index)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tree
+
+
+def changed(repo: GitRepo, index: Path) -> list[str]:
+    """Every path whose work-tree file differs from ``index``, or that it lacks (untracked, not
+    ignored): one ``git status``."""
+    out = Git(repo, index)("status", "--porcelain=v2", "-z", "--untracked-files=all",
+                            "--no-renames", "--ignore-submodules=all")
+    found = []
+    for record in out.split(b"\0"):
+        if record[:2] == b"? ":
+            found.append(os.fsdecode(record[2:]))
+        elif record[:2] == b"1 " and record[3:4] != b".":
+            found.append(os.fsdecode(record.split(b" ", 8)[8]))
+        elif record[:2] == b"u ":
+            found.append(os.fsdecode(record.split(b" ", 10)[10]))
+    return found
+
+
+def set_entries(repo: GitRepo, index: Path, entries: Mapping[str, Entry | None]) -> None:
+    """Make ``index`` hold ``entries`` (None: no entry) for their paths."""
+    if not entries:
+        return
+    lines = [f"0 {'0' * 40}\t{rel}" if e is None or e.is_tree else f"{e.mode:o} {e.sha}\t{rel}"
+             for rel, e in entries.items()]
+    Git(repo, index)("update-index", "-z", "--index-info",
+                      input=("\0".join(lines) + "\0").encode("utf-8", "surrogateescape"))
+
+
+def skip_worktree(repo: GitRepo, index: Path, rels: Iterable[str]) -> None:
+    """Mark ``rels`` skip-worktree: git never looks at (nor filters) their work-tree files."""
+    names = sorted(rels)
+    if names:
+        Git(repo, index)("update-index", "-z", "--skip-worktree", "--stdin",
+                         input="\0".join(names).encode("utf-8", "surrogateescape") + b"\0")
+
+
+def filtered(repo: GitRepo, rels: Iterable[str]) -> set[str]:
+    """Which of ``rels`` a git filter owns (Git LFS, or any other ``filter`` attribute): their
+    content in the work tree is not what git stores, and gitspace never reads it. The
+    attributes come from the work tree's ``.gitattributes`` (no index is loaded)."""
+    names = list(rels)
+    if not names:
+        return set()
+    out = Git(repo, _NO_INDEX)("check-attr", "-z", "--stdin", "filter", input="\0".join(names).encode(
+            "utf-8", "surrogateescape") + b"\0")
+    fields = out.split(b"\0")
+    found = set()
+    for i in range(0, len(fields) - 2, 3):
+        if fields[i + 2] not in (b"unspecified", b"unset"):
+            found.add(os.fsdecode(fields[i]))
+    return found
+
+
+def readable(repo: GitRepo, rel: str, tracked: bool) -> bool:
+    """May gitspace read work-tree file ``rel``? Not when it is ignored (unless ``tracked``: git
+    stages changes to a tracked file whatever ignores it) or a filter owns it. One git process
+    that loads no index; False also when the file is absent."""
+    standard = [] if tracked else ["--exclude-standard"]
+    out = Git(repo, _NO_INDEX)("ls-files", "-z", "--others", *standard, "--",
+                               f":(literal,attr:!filter){rel}")
+    return out.split(b"\0")[0] == os.fsencode(rel)
+
+
+class Git:
+    """git with ``GIT_INDEX_FILE`` at ``index`` (``_NO_INDEX``: an empty index) and the settings
+    above."""
+
+    def __init__(self, repo: GitRepo, index: Path) -> None:
+        self.repo = repo
+        self.index = repo.gitdir / "gitspace" / "inplace" / "absent" if index is _NO_INDEX \
+            else index
+
+    def __call__(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        return self.repo.git(*_QUIET, *args, input=input, check=check, index=self.index)
+
+
+_NO_INDEX = Path("(no index)")  # a file that is never made: git reads it as an empty index
