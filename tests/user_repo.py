@@ -38,6 +38,35 @@ def make_user_repo(root: Path) -> Path:
     return root
 
 
+def add_stash(root: Path) -> None:
+    """Give the repository a stash entry, leaving the work tree and index as they were."""
+    (root / "README.md").write_text("# project\nstashed line\n")
+    git(root, "stash", "push", "-q", "-m", "the user's stash", "--", "README.md")
+
+
+def users_own(root: Path, *, ignore: tuple[str, ...] = (".claude/settings.local.json",),
+              ) -> dict[str, Any]:
+    """Everything of a person's checkout gitspace recording in place must leave as it was: HEAD,
+    the branch and every ref of theirs, the index byte for byte and its stat (a rewrite with the
+    same bytes counts), the stash, tags, ``git status --ignored`` and every work-tree file
+    (``ignore``: the harness settings file, the one thing gitspace adds)."""
+    index = root / ".git" / "index"
+    st = index.stat()
+    refs = git(root, "for-each-ref", "--format=%(refname) %(objectname)")
+    return {
+        "HEAD": (root / ".git" / "HEAD").read_bytes(),
+        "refs": [r for r in refs.splitlines() if not r.startswith("refs/gitspace/")],
+        "index": index.read_bytes(),
+        "index stat": (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size),
+        "stash": git(root, "stash", "list", "--format=%H %gs"),
+        "tags": git(root, "tag", "--list"),
+        "status": sorted(line for line in status(root).split("\0")
+                         if line and not any(line[3:].rstrip("/").startswith(i.split("/")[0])
+                                             for i in ignore)),
+        "files": {k: v for k, v in checkout_state(root)["files"].items() if k not in ignore},
+    }
+
+
 def checkout_state(root: Path) -> dict[str, Any]:
     """Everything of the user's checkout that gitspace must not change, as raw bytes."""
     files = {}
@@ -57,7 +86,7 @@ def checkout_state(root: Path) -> dict[str, Any]:
 
 def status(root: Path) -> str:
     """``git status`` without letting git refresh (rewrite) the index while it looks."""
-    return git(root, "--no-optional-locks", "status", "--porcelain", "--untracked-files=all",
+    return git(root, "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all",
                "--ignored")
 
 

@@ -125,16 +125,45 @@ def handle(event: Event, repo: GitRepo, options: Options) -> Outcome:
     gitspace_dir = _private(repo.gitdir / "gitspace")
     busy = LockTimeout(f"Another gitspace hook held {gitspace_dir / 'lock'} for "
                        f"{options.lock_timeout:.0f} s.", hint="The next call records this one.")
-    with lockfile.flocked(gitspace_dir / "lock", options.lock_timeout, busy):
-        caught_up = state.missed(repo.gitdir)
-        state.mark_missed(repo.gitdir, INTERRUPTED)  # cleared once this call is recorded
-        try:
-            outcome = Recorder(repo, event, options, caught_up).run()
-        except BaseException as e:
-            state.mark_missed(repo.gitdir, f"{type(e).__name__}: {e}")
-            raise
-        state.clear_missed(repo.gitdir)
+    mark = _mark_running(repo.gitdir)  # a hook killed from here on leaves it for the next
+    try:
+        with lockfile.flocked(gitspace_dir / "lock", options.lock_timeout, busy):
+            caught_up = state.missed(repo.gitdir) or _killed(repo.gitdir, mark)
+            state.mark_missed(repo.gitdir, INTERRUPTED)  # cleared once this call is recorded
+            try:
+                outcome = Recorder(repo, event, options, caught_up).run()
+            except BaseException as e:
+                state.mark_missed(repo.gitdir, f"{type(e).__name__}: {e}")
+                raise
+            state.clear_missed(repo.gitdir)
+    finally:
+        mark.unlink(missing_ok=True)
     return outcome
+
+
+def _mark_running(gitdir: Path) -> Path:
+    folder = state.folder(gitdir) / "running"
+    folder.mkdir(parents=True, exist_ok=True)
+    mark = folder / str(os.getpid())
+    mark.touch()
+    return mark
+
+
+def _killed(gitdir: Path, mine: Path) -> str | None:
+    """Did a hook die recording (its process gone, its mark left)? Its marks are cleared."""
+    found = None
+    for mark in mine.parent.iterdir():
+        if mark == mine or not mark.name.isdigit():
+            continue
+        try:
+            os.kill(int(mark.name), 0)
+            continue  # alive: still waiting for the lock
+        except ProcessLookupError:
+            found = INTERRUPTED
+        except OSError:
+            continue
+        mark.unlink(missing_ok=True)
+    return found
 
 
 def begin(repo: GitRepo, agent: str, options: Options) -> Outcome:
@@ -500,10 +529,10 @@ class Recorder:
             repo.cas_ref(here.ref, here.tip, new, line.COMMITTER, "gitspace: record")
         index_at = model.index_at if model is not None else None
         if scanned:
-            paths = self.scanned | self.touched
-            privateindex.set_entries(repo, self.index, {
-                p: repo.entry_at(self.tree, p) for p in paths})
-            lfs = privateindex.filtered(repo, paths)
+            entries = {p: repo.entry_at(self.tree, p) for p in self.scanned | self.touched}
+            privateindex.set_entries(repo, self.index, entries)
+            # (set_entries clears the flag: git must still never filter a Git LFS file for us)
+            lfs = privateindex.filtered(repo, [p for p, e in entries.items() if e is not None])
             privateindex.skip_worktree(repo, self.index, lfs)
             index_at = new
         line.save(self.gitdir, line.Model(here.ref, new, here.head, index_at, self.stash))

@@ -259,6 +259,8 @@ class Files:
             return None
         if not statmod.S_ISREG(st.st_mode):
             raise _special(rel, st.st_mode)
+        if limit is not None and st.st_size > limit:
+            raise _too_large(rel, st.st_size, limit)  # (not even opened; fstat checks again)
         try:
             fd = os.open(name, _READ, dir_fd=folder)
         except FileNotFoundError:

@@ -298,7 +298,10 @@ def test_outside_a_workspace_the_hook_records_nothing(tmp_path: Path) -> None:
     user = users_repo(tmp_path / "user-repo")
     before = state(user)
     code, err = run_hook(payload(user, "PostToolUse", "Bash", {"command": "x"}, "toolu_1"))
-    assert code == 0 and "not a gitspace workspace but a checkout of your own" in err
+    assert code == 0 and "gitspace records nothing in" in err and "not turned on" in err
+    assert "nothing was lost" not in err  # nothing is recorded here: no promise of catching up
+    # Said once (for this folder and session), plainly, then quiet:
+    assert run_hook(payload(user, "PostToolUse", "Bash", {"command": "y"}, "toolu_2")) == (0, "")
     code, err = run_hook(payload(user, "PostToolUse", "Bash", {"command": "x"}, "toolu_1"),
                          "--quiet-outside")
     assert code == 0 and err == ""

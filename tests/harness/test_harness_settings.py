@@ -12,7 +12,7 @@ from test_harness_claude_code import gs
 from test_harness_hook import users_repo
 
 import gitspace
-from gitspace.errors import GitspaceError, NotAWorkspace
+from gitspace.errors import BadArguments, GitspaceError, NotAWorkspace
 from gitspace.harness import install, settings
 
 PROGRAM = "/opt/venv/bin/gitspace"
@@ -94,9 +94,10 @@ def test_user_scope_is_quiet_outside_a_workspace(tmp_path: Path) -> None:
 
 def test_project_hooks_are_refused_in_your_own_checkout(tmp_path: Path) -> None:
     user = users_repo(tmp_path / "repo")
-    with pytest.raises(NotAWorkspace, match="attach --agent"):
+    with pytest.raises(BadArguments, match="committed with your project") as refused:
         install.install("claude-code", "project", user, tmp_path, PROGRAM)
-    assert not (user / ".claude").exists()
+    assert "Leave out --scope" in str(refused.value.hint)
+    assert not (user / ".claude").exists() and not (user / ".git" / "gitspace").exists()
 
 
 def test_cursor_hooks_use_its_flat_layout(root: Path, tmp_path: Path) -> None:

@@ -1,0 +1,249 @@
+"""Recording Claude Code in a person's own checkout: ``gitspace hook claude-code`` fed payloads
+as the real binary sends them, in-process through its real entry point, in a repository with a
+staged file, an unstaged edit, untracked and ignored files and a stash.
+
+What it must keep: nothing of the person's moves (HEAD, branches, ``.git/index`` byte for byte and
+its stat, the stash, tags, ``git status --ignored``, their files); each op's diff is exactly its
+call's change; each op's tree is what ``git add -A`` would stage; the person's own edits are
+ops of their own, under their git identity; the line follows them when they commit, switch,
+stash or reset between calls; ignored, filtered (Git LFS), excluded and over-cap files are
+never opened.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import changed_files, git, git_run, ops
+from test_harness_hook import call, payload, run_hook, write
+from user_repo import add_stash, fsck, make_user_repo, users_own
+
+from gitspace.harness import install
+
+PROGRAM = f"{sys.executable} -m gitspace"
+LINE = "refs/gitspace/lines/main"
+NAME, EMAIL = "Zoë Tester", "zoe@example.com"
+
+
+def own_repo(path: Path) -> Path:
+    root = make_user_repo(path)
+    git(root, "config", "user.name", NAME)
+    git(root, "config", "user.email", EMAIL)
+    add_stash(root)
+    return root
+
+
+@pytest.fixture
+def user(tmp_path: Path) -> Path:
+    root = own_repo(tmp_path / "repo")
+    install.install("claude-code", None, root, tmp_path / "home", PROGRAM)
+    return root
+
+
+def add_all_tree(root: Path) -> str:
+    """The tree ``git add -A`` would stage for this work tree (in an index of the test's own)."""
+    index = root.parent / "add-all.index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    for args in (("read-tree", "HEAD"), ("add", "-A"), ("write-tree",)):
+        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                              env={**os.environ, **env})
+        assert proc.returncode == 0, proc.stderr
+    index.unlink()
+    return proc.stdout.strip()
+
+
+def tree(root: Path, rev: str) -> str:
+    return git(root, "rev-parse", f"{rev}^{{tree}}").strip()
+
+
+def line_ops(root: Path, ref: str = LINE) -> list[Any]:
+    """The ops on a line, newest first."""
+    return list(reversed(ops(root, ref)))
+
+
+def test_installing_in_your_own_checkout_changes_nothing_of_yours(tmp_path: Path) -> None:
+    root = own_repo(tmp_path / "repo")
+    before = users_own(root)
+    wired = install.install("claude-code", None, root, tmp_path / "home", PROGRAM)
+    assert wired.in_place and wired.scope == "local" and wired.excluded
+    assert wired.path == root / ".claude" / "settings.local.json"
+    assert "/.claude/settings.local.json" in (root / ".git" / "info" / "exclude").read_text()
+    assert users_own(root) == before
+    assert "settings.local.json" not in git(root, "--no-optional-locks", "status", "--porcelain")
+    # The line starts at once, on HEAD, with the work tree as git add -A would stage it.
+    start = line_ops(root)[-1]
+    assert (start.tool, start.source, start.agent) == ("follow", "external", "Zoe-Tester")
+    assert git(root, "log", "-1", "--format=%an <%ae>", LINE).strip() == f"{NAME} <{EMAIL}>"
+    assert git(root, "rev-parse", f"{LINE}~1").strip() == git(root, "rev-parse", "HEAD").strip()
+    assert tree(root, LINE) == add_all_tree(root)
+    again = install.install("claude-code", None, root, tmp_path / "home", PROGRAM)
+    assert not again.changed and len(line_ops(root)) == 1 + len(ops(root, "HEAD"))
+    fsck(root)
+
+
+def test_each_call_is_one_op_and_your_edits_are_yours(user: Path) -> None:
+    before = users_own(user)
+    start = git(user, "rev-parse", LINE).strip()
+    call(user, "Write", {"file_path": str(user / "docs" / "plan.md"), "content": "# plan\n"},
+         "toolu_w", write(user, "docs/plan.md", "# plan\n"))
+    (user / "src" / "app.py").write_text("print('edited by you')\n")  # between two calls
+    call(user, "Edit", {"file_path": str(user / "src" / "app.py"), "old_string": "you",
+                        "new_string": "the agent"},
+         "toolu_e", write(user, "src/app.py", "print('edited by the agent')\n"))
+    call(user, "Write", {"file_path": str(user / "build" / "gen.js"), "content": "x"}, "toolu_i",
+         write(user, "build/gen.js", "x"))  # ignored: never read, never recorded
+
+    def shell() -> None:
+        (user / "out").mkdir()
+        (user / "out" / "a.txt").write_text("a\n")
+        (user / "new.txt").unlink()
+
+    call(user, "Bash", {"command": "mkdir out && echo a > out/a.txt && rm new.txt"}, "toolu_b",
+         shell)
+    recorded = line_ops(user)
+    new = recorded[: len(recorded) - len(line_ops(user, start))]  # newest first
+    assert [(op.tool, op.source, op.agent) for op in reversed(new)] == [
+        ("Write", "harness", "claude-code"), ("external_edit", "external", "Zoe-Tester"),
+        ("Edit", "harness", "claude-code"), ("Bash", "harness", "claude-code")]
+    assert [changed_files(user, f"{LINE}~{n}") for n in (3, 2, 1, 0)] == [
+        ["docs/plan.md"], ["src/app.py"], ["src/app.py"], ["new.txt", "out/a.txt"]]
+    assert git(user, "log", "-1", "--format=%an <%ae>", f"{LINE}~2").strip() == f"{NAME} <{EMAIL}>"
+    assert tree(user, LINE) == add_all_tree(user)
+    after = users_own(user)
+    for key in ("HEAD", "refs", "index", "index stat", "stash", "tags"):
+        assert after[key] == before[key], key
+    fsck(user)
+
+
+def test_the_line_follows_you_when_you_commit_switch_stash_and_reset(user: Path) -> None:
+    def edit(use_id: str, rel: str, text: str) -> None:
+        call(user, "Write", {"file_path": str(user / rel), "content": text}, use_id,
+             write(user, rel, text))
+
+    edit("toolu_1", "a.txt", "one\n")
+    git(user, "add", "a.txt")
+    git(user, "commit", "-q", "-m", "you commit the agent's file")
+    edit("toolu_2", "b.txt", "two\n")
+    assert changed_files(user, LINE) == ["b.txt"]
+    follow = line_ops(user)[1]
+    assert follow.tool == "follow" and follow.args["commit"] == git(user, "rev-parse",
+                                                                    "HEAD").strip()
+    assert follow.args["count"] == 0  # a commit changes no file
+
+    git(user, "switch", "-q", "-c", "feature")  # mid-session: uncommitted work comes along
+    edit("toolu_3", "c.txt", "three\n")
+    feature = "refs/gitspace/lines/feature"
+    assert changed_files(user, feature) == ["c.txt"]
+    assert tree(user, feature) == add_all_tree(user)
+    assert line_ops(user, feature)[1].tool == "follow"
+
+    git(user, "stash", "push", "-q", "-u", "-m", "mid-session")  # takes b.txt, c.txt, ...
+    edit("toolu_4", "d.txt", "four\n")
+    assert changed_files(user, feature) == ["d.txt"]
+    call(user, "Bash", {"command": "true"}, "toolu_5")  # a scan: the stash is seen as yours
+    assert [op.source for op in line_ops(user, feature)[:2]] == ["external", "harness"]
+    assert tree(user, feature) == add_all_tree(user)
+    git(user, "stash", "pop", "-q")
+    git(user, "reset", "-q", "--hard", "HEAD~1")
+    edit("toolu_6", "e.txt", "five\n")
+    assert changed_files(user, feature) == ["e.txt"]
+    call(user, "Bash", {"command": "true"}, "toolu_7")
+    assert tree(user, feature) == add_all_tree(user)
+    fsck(user)
+
+
+def test_a_shell_command_gets_what_it_changed_and_you_what_you_changed(user: Path) -> None:
+    (user / "notes.txt").write_text("changed by you before the command\n")
+
+    def shell() -> None:
+        (user / "made.txt").write_text("by the command\n")
+
+    call(user, "Bash", {"command": "echo by the command > made.txt"}, "toolu_b", shell)
+    bash, yours = line_ops(user)[:2]
+    assert (bash.tool, bash.paths) == ("Bash", ("made.txt",))
+    assert (yours.source, yours.args["paths"]) == ("external", ["notes.txt"])
+
+
+def test_what_gitspace_never_opens(user: Path, tmp_path: Path) -> None:
+    """Ignored, excluded, over-cap and Git LFS files are never opened by gitspace, and git runs
+    no filter on them for gitspace."""
+    log = tmp_path / "filter.log"
+    clean = tmp_path / "clean.sh"
+    clean.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\ncat\n")
+    clean.chmod(0o755)
+    git(user, "config", "filter.lfs.clean", f"{clean} %f")
+    git(user, "config", "filter.lfs.process", "")
+    (user / ".git" / "info" / "attributes").write_text("*.psd filter=lfs\n")
+    (user / ".git" / "info" / "gitspace-exclude").write_text("secret.env\n")
+    names = {"ignored-x.log": b"x", "secret.env": b"KEY=1\n", "huge.bin": b"h" * (1 << 20 | 1),
+             "art.psd": b"pixels"}
+    opened: list[str] = []
+
+    def audit(event: str, args: tuple[Any, ...]) -> None:  # every open for reading
+        if watching and event == "open" and isinstance(args[0], str | bytes):
+            mode, flags = args[1], args[2]
+            if (mode is None or "r" in mode and "+" not in mode) and not flags & (
+                    os.O_WRONLY | os.O_RDWR):
+                opened.append(os.fsdecode(args[0]))
+
+    watching = False
+    sys.addaudithook(audit)
+    watching = True
+    try:
+        for n, (name, data) in enumerate(names.items()):
+            call(user, "Write", {"file_path": str(user / name), "content": "."}, f"toolu_{n}",
+                 lambda name=name, data=data: (user / name).write_bytes(data))
+        call(user, "Bash", {"command": "touch *"}, "toolu_b",
+             lambda: [os.utime(user / name) for name in names])
+    finally:
+        watching = False
+    assert not [p for p in opened if any(p.endswith(name) for name in names)], opened
+    assert not log.exists(), "git ran the LFS filter"
+    assert not any(name in (op.paths or ()) for op in line_ops(user) for name in names)
+    code, err = run_hook(payload(user, "PostToolUse", "Write", {"file_path": str(
+        user / "secret.env"), "content": "."}, "toolu_again"))
+    assert code == 0 and "excluded from recording" in err
+
+
+def test_a_hook_killed_at_random_moments_loses_nothing_and_touches_nothing(user: Path) -> None:
+    before = users_own(user)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT")}
+    import json
+    import random
+    import time
+
+    rng = random.Random(23)
+    for n in range(12):
+        rel = f"killed/{n}.txt"
+        (user / "killed").mkdir(exist_ok=True)
+        data = json.dumps(payload(user, "PostToolUse", "Bash", {"command": f"make {rel}"},
+                                  f"toolu_k{n}")).encode()
+        (user / rel).write_text(f"{n}\n")
+        proc = subprocess.Popen([sys.executable, "-m", "gitspace", "hook", "claude-code"],
+                                cwd=user, env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        assert proc.stdin is not None
+        proc.stdin.write(data)
+        proc.stdin.close()
+        time.sleep(rng.uniform(0.05, 0.6))
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        assert git_run(user, "fsck", "--strict", "--no-progress").returncode == 0
+        after = users_own(user)
+        for key in ("HEAD", "refs", "index", "index stat", "stash", "tags"):
+            assert after[key] == before[key], (n, key)
+        assert (user / rel).read_text() == f"{n}\n"
+    # The next call catches up: everything the killed calls left is on the line. (A hook killed
+    # while Python was still starting left no mark: the next scan, a shell command's or a
+    # turn's, is what records its changes then.)
+    call(user, "Bash", {"command": "echo last > last.txt"}, "toolu_last",
+         write(user, "last.txt", "last\n"))
+    assert tree(user, LINE) == add_all_tree(user)
+    recorded = {p for op in line_ops(user) for p in (op.paths or op.args.get("paths") or ())}
+    assert {f"killed/{n}.txt" for n in range(12)} <= recorded
