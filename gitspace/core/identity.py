@@ -16,7 +16,8 @@ import re
 import unicodedata
 
 from ..storage import ledger
-from ..storage.gitrepo import GitRepo, Identity
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Identity
 
 UNKNOWN = "unknown"
 _NOT_IN_TOKEN = re.compile(r"[^A-Za-z0-9._:@+=/-]+")

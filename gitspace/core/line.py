@@ -49,7 +49,8 @@ from pathlib import Path
 
 from ..errors import GitspaceError
 from ..storage import ledger
-from ..storage.gitrepo import EMPTY_TREE, Entry, GitRepo, Identity
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import EMPTY_TREE, Entry, Identity
 
 ROOT = "refs/gitspace/"
 LINES = ROOT + "lines/"

@@ -37,8 +37,8 @@ from pathlib import Path
 from ..core import exclude, identity, line
 from ..errors import FileRefused, GitspaceError, LockTimeout, NotFound, PathRefused
 from ..storage import ledger, lockfile, privateindex
-from ..storage.gitrepo import Entry, GitRepo
 from ..storage.files import Files
+from ..storage.gitrepo import Entry, GitRepo
 from . import state
 from .calls import recorded_args, subject, title, token, turn_name
 from .events import Call, Event, NothingRecorded, Options, Outcome
@@ -547,7 +547,7 @@ def turn_marks(repo: GitRepo, agent: str, session: str) -> list[tuple[str, str]]
 
 
 def _agent_identity(agent: str) -> Any:
-    from ..storage.gitrepo import Identity
+    from ..storage.objects import Identity
 
     return Identity(agent, f"{agent}@gitspace")
 

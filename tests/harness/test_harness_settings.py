@@ -12,7 +12,7 @@ from test_harness_claude_code import gs
 from test_harness_hook import users_repo
 
 import gitspace
-from gitspace.errors import BadArguments, GitspaceError, NotAWorkspace
+from gitspace.errors import BadArguments, GitspaceError
 from gitspace.harness import install, settings
 
 PROGRAM = "/opt/venv/bin/gitspace"
