@@ -100,6 +100,19 @@ def open_workspace(**extra: Any) -> Any:
                          max_file_bytes=config.max_file_bytes(), **extra)
 
 
+def in_place(ws: Any) -> Any:
+    """In a checkout of the person's own where calls are recorded in place (core/line.py):
+    where its line is (``line.Where``); None anywhere else."""
+    from ..core import line
+
+    if ws.owned or not line.in_place(ws.repo):
+        return None
+    try:
+        return line.where(ws.repo)
+    except line.NothingToFollow:
+        return None
+
+
 def take_paths() -> list[str]:
     """The paths given after ``--`` (only commands that take paths call this)."""
     paths, state.paths = state.paths, []

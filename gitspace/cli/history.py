@@ -18,6 +18,7 @@ from .common import (
     echo,
     emit_json,
     find_entry,
+    in_place,
     open_workspace,
     render,
     resolve_rev,
@@ -72,8 +73,12 @@ def log(
                                paths=tuple(take_paths()))
     with open_workspace() as ws:
         start = resolve_rev(ws, rev) if rev else "HEAD"  # HEAD: a branch, or detached in CI
-        entries = timeline.query(ws.repo, start, filters, offset=skip, limit=n,
-                                 count=False).entries
+        also: tuple[str, ...] = ()
+        here = in_place(ws) if rev is None else None
+        if here is not None and here.tip is not None:  # the line's ops and your commits
+            start, also = here.ref, ("HEAD",)
+        entries = timeline.query(ws.repo, start, filters, offset=skip, limit=n, count=False,
+                                 also=also, first_parent=not also).entries
         if as_json:
             emit_json([e.as_json() for e in entries], "log")
         elif fmt == "table":
@@ -131,7 +136,9 @@ def diff(
     """The diff from A to B (ops, checkpoints, branches or revisions)."""
     with open_workspace() as ws:
         left = find_entry(ws, a).commit
-        right = find_entry(ws, b).commit if b else ws.repo.read_ref("HEAD") or left
+        here = in_place(ws) if not b else None
+        right = find_entry(ws, b).commit if b else (
+            here.tip if here is not None and here.tip else ws.repo.read_ref("HEAD") or left)
         with render().paged():
             write_raw(ws.repo.git("diff", *_color(), *(["--stat"] if stat else []), left, right),
                       render().out.file)

@@ -98,11 +98,32 @@ def render_template(template: str, e: Any) -> str:
         raise BadTemplate(f"--format {template!r} cannot be applied: {error}.") from None
 
 
+def _status_in_place(data: dict[str, Any]) -> list[str]:
+    where = f"branch {data['branch']}" if data["branch"] else "a detached HEAD"
+    out = [f"Your own checkout {data['root']}, on {where} at {data['tip'][:12]}."]
+    who = ", ".join(data["recording"]) or "no harness ('gitspace hooks install NAME' turns it on)"
+    out.append(f"Recording in place: {who}; ops on {data['line']}"
+               + (f" at {data['line_tip'][:12]}." if data["line_tip"] else " (none yet)."))
+    if data["pending"]:
+        out.append(f"{len(data['pending'])} change(s) not recorded yet (the agent's next shell "
+                   "command or turn records them as yours, or 'gitspace snapshot' now):")
+        out += [f"  {one_line(path)}" for path in data["pending"][:50]]
+        if len(data["pending"]) > 50:
+            out.append(f"  ... and {len(data['pending']) - 50} more ('gitspace status --json' "
+                       "lists them all)")
+    else:
+        out.append("Everything is recorded: the work tree matches the line's last op.")
+    out += [f"not recorded: {one_line(note)}" for note in data["too_large"]]
+    return out
+
+
 def status(data: dict[str, Any]) -> list[str]:
     """``gitspace status`` for people, as plain lines (no rich: status answers fast)."""
     out = [f"Workspace {data['root']}"]
     if data["tip"] is None:
         return [*out, f"On branch {data['branch'] or '?'}, with no commit yet."]
+    if data.get("in_place"):
+        return _status_in_place(data)
     if data["detached"]:
         out.append(f"HEAD detached at {data['tip'][:12]} (read-only: ops need a branch; "
                    "'gitspace switch BRANCH' picks one).")

@@ -384,7 +384,8 @@ def merged(m: Any) -> None:
         out.print(f"{escape(m.target)} already contains everything on {escape(m.branch)}; "
                   "nothing was changed.")
         return
-    out.print(f"Merged {escape(m.branch)} into [bold]{escape(m.target)}[/bold]: merge commit "
+    kind = "one squashed commit" if getattr(m, "squashed", False) else "merge commit"
+    out.print(f"Merged {escape(m.branch)} into [bold]{escape(m.target)}[/bold]: {kind} "
               f"{m.commit[:12]}, {len(m.files)} file(s) changed.")
     if m.checkout:
         out.print("Your checkout is on that branch: those files were updated in it, nothing else.")

@@ -83,11 +83,13 @@ def agents(as_json: JsonOpt = False) -> None:
 def merge(
     name: str,
     into: Annotated[Optional[str], typer.Option(help="Branch to merge into (default: the one your checkout is on).")] = None,  # noqa: UP045,E501
+    squash: Annotated[bool, typer.Option("--squash", help="One commit on the target (one parent) instead of a merge commit.")] = False,  # noqa: E501
 ) -> None:
-    """Merge agent NAME's branch back with a merge commit; a conflict changes nothing."""
+    """Merge agent NAME's branch back with a merge commit (or one --squash commit); gitspace's
+    own hook settings never come along, and a conflict changes nothing."""
     from ..team.merge import merge as merge_agent
 
-    render().merged(merge_agent(state.directory, name, into))
+    render().merged(merge_agent(state.directory, name, into, squash))
 
 
 def detach(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -18,6 +18,7 @@ from .common import (
     echo,
     emit_json,
     here,
+    in_place,
     open_workspace,
     render,
     show_result,
@@ -41,6 +42,11 @@ def status(as_json: JsonOpt = False) -> None:
 
     with open_workspace() as ws:
         branch, tip = ws.repo.head_branch(), ws.repo.read_ref("HEAD")
+        here = in_place(ws)
+        if here is not None:
+            data = _status_in_place(ws, here)
+            emit_json(data, "status") if as_json else echo("\n".join(lines.status(data)))
+            return
         changes, skipped = pending_changes(ws) if tip else ({}, [])
         data = {"root": str(ws.root), "branch": branch, "detached": branch is None, "tip": tip,
                 "pending": sorted(changes), "too_large": skipped}
@@ -48,6 +54,17 @@ def status(as_json: JsonOpt = False) -> None:
             emit_json(data, "status")
         else:
             echo("\n".join(lines.status(data)))
+
+
+def _status_in_place(ws: Any, here: Any) -> dict[str, Any]:
+    from ..harness import inplace
+    from ..harness.events import Options
+
+    found = inplace.pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
+    return {"root": str(ws.root), "branch": here.branch, "detached": here.branch is None,
+            "tip": here.head, "in_place": True, "line": here.ref, "line_tip": here.tip,
+            "recording": inplace.recording(ws.repo.gitdir),
+            "pending": found[0] if found else [], "too_large": found[1] if found else []}
 
 
 def tools(as_json: JsonOpt = False) -> None:
@@ -109,7 +126,19 @@ def parse_args(text: str) -> dict[str, Any]:
     return parsed
 
 
-def snapshot(author: Annotated[str, typer.Option(help="Who made the changes.")] = "human") -> None:
+def snapshot(author: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Who made the changes (default: your git user.name).")] = None) -> None:
     """Commit all pending outside changes as one op (source: external)."""
-    with open_workspace(external_author=author) as ws:
+    with open_workspace(external_author=author or "human") as ws:
+        if in_place(ws) is not None:
+            from ..harness import inplace
+            from ..harness.events import Options
+
+            done = inplace.begin(ws.repo, "gitspace", Options(max_file_bytes=ws.max_file_bytes,
+                                                              author=author))
+            echo(f"Recorded your changes as op {done.ops[-1]}." if done.ops else
+                 "unchanged: no outside changes to record.")
+            for note in done.notes:
+                echo(f"not recorded: {note}")
+            return
         show_result(ws.snapshot())

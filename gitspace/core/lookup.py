@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger, opindex
 from ..storage.gitrepo import GitRepo
-from . import branches, checkpoints
+from . import branches, checkpoints, line
 
 MIN_PART = 4  # the fewest characters of an op id a person may type
 _PART = re.compile(rf"[0-9A-HJKMNP-TV-Z]{{{MIN_PART},25}}")  # Crockford base32, as op ids are
@@ -162,15 +162,20 @@ def _committed(repo: GitRepo, heads: list[tuple[str, str, str]], part: tuple[str
     no index to be had, from git's walk of HEAD and every branch."""
     current = repo.head_branch()
     tips = {ref[len("refs/heads/"):]: sha for ref, sha, _ in heads}
+    # Lines recorded in place (core/line.py), named by their full ref: the current branch's
+    # line first, then the current branch, then the other lines and branches.
+    lines = dict(line.lines(repo))
+    mine = line.ref_for(current) if current is not None else None
     if current is not None and current in tips:
-        ordered = {current: tips.pop(current), **tips}
+        here = {mine: lines.pop(mine)} if mine in lines else {}
+        ordered = {**here, current: tips.pop(current), **lines, **tips}
         hits = opindex.search(repo, ordered, *part)
         if hits is not None:
             return _distinct_commits(Found(h.commit.sha, h.op.op_id, "commit", op=h.op)
                                      for h in hits if accept(h.op.op_id))
     found: list[Found] = []
     seen: set[str] = set()
-    for rev in ("HEAD", "--branches"):
+    for rev in ("HEAD", "--branches", f"--glob={line.ROOT}*"):
         for commit in repo.log(rev, first_parent=False, grep=f"^Gitspace-Op: {pattern}$"):
             if commit.sha in seen:
                 continue

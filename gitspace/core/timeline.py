@@ -269,18 +269,20 @@ class Counts:
 
 def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, offset: int = 0,
           limit: int = PAGE, first_parent: bool = True, counts: Counts | None = None,
-          count: bool = True) -> Page:
+          count: bool = True, also: tuple[str, ...] = ()) -> Page:
     """One page of the timeline of ``rev`` (a full ref name or a commit id; None: every branch),
     newest first. ``counts`` remembers totals between calls (a long-running reader keeps one);
-    ``count=False`` skips the total (a one-shot reader such as ``gitspace log``)."""
+    ``count=False`` skips the total (a one-shot reader such as ``gitspace log``). ``also``: more
+    revisions whose commits join the list (a line recorded in place, and the branch it
+    follows)."""
     filters = filters or Filters()
-    revs = _revs(rev)
+    revs = _revs(rev) + [r for r in also if r and not r.startswith("-")]
     offset, limit = max(offset, 0), max(limit, 1)
     if not _has_commits(repo, revs):
         return Page([], 0, offset, limit)
     marks = checkpoint_marks(repo)
     if not filters.active:
-        tip = repo.resolve(rev) if rev is not None and counts is not None else None
+        tip = repo.resolve(rev) if rev is not None and counts is not None and not also else None
         args = _walk([tip] if tip else revs, first_parent)  # one tip for the count and the page
         total = -1
         if tip and counts is not None and rev is not None:

@@ -172,6 +172,41 @@ def begin(repo: GitRepo, agent: str, options: Options) -> Outcome:
     return handle(Event("scan", agent, cwd=str(repo.root)), repo, options)
 
 
+def pending(repo: GitRepo, options: Options) -> tuple[list[str], list[str]] | None:
+    """What recording in place has not recorded yet: (paths, notes on files it will not read);
+    None before the line has started. Read-only: no object is written, and git may not even
+    refresh the private index (a hook holding the checkout's lock may be writing it)."""
+    model = line.load(repo.gitdir)
+    index = privateindex.path(repo.gitdir)
+    if model is None or model.index_at is None or not index.exists():
+        return None
+    try:
+        here = line.where(repo)
+        tree = repo.commit(model.tip).tree
+        if not line.continues(model, here):
+            tree = line.derive(repo, tree, model.base, here.head)
+        known_at = repo.commit(model.index_at).tree
+    except (NotFound, GitspaceError):
+        return None
+    candidates = set(privateindex.changed(repo, index, refresh=False))
+    candidates |= {c.path for c in repo.diff_trees(known_at, tree)}
+    excluded = exclude.load(repo.commondir)
+    files = Files(repo.root)
+    found, skipped = [], []
+    for rel in sorted(candidates - privateindex.filtered(repo, candidates)):
+        if excluded.match(rel):
+            continue
+        try:
+            got = files.read(rel, limit=options.max_file_bytes)
+        except (FileRefused, PathRefused) as e:
+            skipped.append(f"{rel} ({e.message})")
+            continue
+        entry = None if got is None else Entry(got[1], repo.hash_object("blob", got[0]))
+        if entry != repo.entry_at(tree, rel):
+            found.append(rel)
+    return found, skipped
+
+
 def announce(repo: GitRepo, event: Event, options: Options) -> None:
     """The before hook: keep what the call's files hold now (a file tool), or just the moment it
     starts (a shell command: the announcement's own mtime)."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.hookentries import runs_gitspace_hook
 from ..errors import GitspaceError
 from .spec import HookSpec
 
@@ -47,17 +48,7 @@ def hook_command(program: str, name: str, *, quiet_outside: bool = False,
 
 def is_ours(command: object, name: str) -> bool:
     """Does this hook command run ``gitspace hook NAME``?"""
-    if not isinstance(command, str):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    for i, word in enumerate(words[:-1]):
-        if word == "hook" and words[i + 1] == name and any(
-                w == "gitspace" or w.endswith("/gitspace") for w in words[:i]):
-            return True
-    return False
+    return runs_gitspace_hook(command, name)
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -67,10 +67,12 @@ def rebuild(repo: GitRepo, index: Path) -> str:
     return tree
 
 
-def changed(repo: GitRepo, index: Path) -> list[str]:
+def changed(repo: GitRepo, index: Path, *, refresh: bool = True) -> list[str]:
     """Every path whose work-tree file differs from ``index``, or that it lacks (untracked, not
-    ignored): one ``git status``."""
-    out = Git(repo, index)("status", "--porcelain=v2", "-z", "--untracked-files=all",
+    ignored): one ``git status`` (which refreshes the index's stat data, unless ``refresh`` is
+    False: a reader beside a hook that may be writing it)."""
+    quiet = () if refresh else ("--no-optional-locks",)
+    out = Git(repo, index)(*quiet, "status", "--porcelain=v2", "-z", "--untracked-files=all",
                             "--no-renames", "--ignore-submodules=all")
     found = []
     for record in out.split(b"\0"):

@@ -22,18 +22,27 @@ Semantics (``gitspace merge NAME [--into BRANCH]``):
   owns its files) or in another of the user's worktrees (run the merge there) is refused.
 - The merge commit's author is the user's configured git identity (``human`` when there is
   none); the committer is gitspace. It is not an op: it carries no Gitspace trailer.
+- ``--squash``: the same tree as one commit on the target alone (one parent), its message listing
+  the agent's ops: the target's history gets one commit, not one per tool call.
+- gitspace's own hook entries never come along: in every JSON file the merge changes, the hook
+  entries that run ``gitspace hook`` (the agent's worktree had them committed, with an absolute
+  path to gitspace) are taken out, and a file left as the target had it, or with nothing of its
+  own, is the target's (absent when it had none). The agent's other settings changes stay.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from ..core import branches
+from ..core.hookentries import without_gitspace_hooks
 from ..core.transaction import COMMITTER
 from ..errors import Conflict, GitCommandError, GitspaceError, NotFound
 from ..storage.gitrepo import GitRepo
-from ..storage.objects import Identity
+from ..storage.objects import Entry, Identity
 from . import merge_journal
 from .attach import (
     BRANCH_PREFIX,
@@ -54,13 +63,15 @@ class Merged:
     commit: str | None  # None: already up to date
     files: list[str]
     checkout: bool  # the target is checked out in the user's checkout, which was updated
+    squashed: bool = False  # one commit with one parent, not a merge commit
 
 
-def merge(path: str | os.PathLike[str], name: str, into: str | None = None) -> Merged:
+def merge(path: str | os.PathLike[str], name: str, into: str | None = None,
+          squash: bool = False) -> Merged:
     repo = open_user_repo(path)
     try:
         with merge_journal.locked(repo) as journal:
-            return _merge(repo, journal, check_name(name), into)
+            return _merge(repo, journal, check_name(name), into, squash)
     finally:
         repo.close()
 
@@ -76,7 +87,8 @@ def repair(path: str | os.PathLike[str]) -> bool:
         repo.close()
 
 
-def _merge(repo: GitRepo, journal: MergeJournal, name: str, into: str | None) -> Merged:
+def _merge(repo: GitRepo, journal: MergeJournal, name: str, into: str | None,
+           squash: bool = False) -> Merged:
     branch = BRANCH_PREFIX + name
     theirs = repo.read_ref(f"refs/heads/{branch}")
     if theirs is None:
@@ -124,10 +136,18 @@ def _merge(repo: GitRepo, journal: MergeJournal, name: str, into: str | None) ->
             hint=f"Resolve it by hand: 'git merge {branch}' in a checkout of {target} stops at "
                  "the conflicts for you to fix.",
         )
+    tree = _without_hook_settings(repo, repo.commit(ours).tree, tree)
     files = [c.path for c in repo.diff_trees(repo.commit(ours).tree, tree)]
-    message = (f"Merge branch '{branch}' into {target}\n\n"
-               f"Work of agent {name}, merged by gitspace.\n")
-    commit = repo.write_commit(tree, [ours, theirs], message, _author(repo), COMMITTER)
+    if not files and squash:
+        return Merged(name, branch, target, None, [], checkout)
+    if squash:
+        message = _squash_message(repo, branch, target, name, ours, theirs)
+        parents = [ours]
+    else:
+        message = (f"Merge branch '{branch}' into {target}\n\n"
+                   f"Work of agent {name}, merged by gitspace.\n")
+        parents = [ours, theirs]
+    commit = repo.write_commit(tree, parents, message, _author(repo), COMMITTER)
     ref, reflog = f"refs/heads/{target}", f"gitspace: merge {branch}"
     journal.begin(ref, ours, commit, files, checkout)  # before any lock: see merge_journal
     if checkout:
@@ -137,7 +157,7 @@ def _merge(repo: GitRepo, journal: MergeJournal, name: str, into: str | None) ->
             repo.cas_ref(ref, ours, commit, COMMITTER, reflog)
         finally:
             journal.end()  # the compare-and-swap moved the ref or changed nothing
-    return Merged(name, branch, target, commit, files, checkout)
+    return Merged(name, branch, target, commit, files, checkout, squash)
 
 
 def _update_checkout(repo: GitRepo, journal: MergeJournal, ref: str, ours: str, commit: str,
@@ -189,6 +209,45 @@ def _refuse_busy(repo: GitRepo, ref: str, files: list[str]) -> None:
             + ". Nothing was changed.",
             hint="Commit or stash them first, or merge into another branch with --into BRANCH.",
         )
+
+
+def _without_hook_settings(repo: GitRepo, ours: str, merged: str) -> str:
+    """``merged`` with gitspace's hook entries taken out of every JSON file the merge changes
+    (see the module docstring)."""
+    changes: dict[str, Entry | None] = {}
+    for change in repo.diff_trees(ours, merged):
+        if change.new is None or not change.path.endswith(".json") or change.new.is_tree:
+            continue
+        try:
+            data = json.loads(repo.read_blob(change.new.sha))
+        except (ValueError, UnicodeDecodeError, GitspaceError):
+            continue
+        kept, removed = without_gitspace_hooks(data)
+        if not removed:
+            continue
+        before: Any = None
+        if change.old is not None:
+            try:
+                before = json.loads(repo.read_blob(change.old.sha))
+            except (ValueError, UnicodeDecodeError, GitspaceError):
+                before = None
+        if kept == before or (change.old is None and kept == {}):
+            changes[change.path] = change.old  # the target's file, or none
+        else:
+            text = json.dumps(kept, indent=2, ensure_ascii=False) + "\n"
+            changes[change.path] = Entry(change.new.mode, repo.write_blob(text.encode()))
+    return repo.update_tree(merged, changes) if changes else merged
+
+
+def _squash_message(repo: GitRepo, branch: str, target: str, name: str, ours: str,
+                    theirs: str) -> str:
+    subjects = []
+    for commit in repo.log(f"{ours}..{theirs}", limit=201):
+        subjects.append("- " + commit.message.split("\n", 1)[0][:100])
+    more = "\n- ..." if len(subjects) > 200 else ""
+    return (f"Squashed work of agent {name} ({branch}) into {target}\n\n"
+            f"Merged by gitspace as one commit. The agent's ops, newest first (each is still on "
+            f"{branch}):\n" + "\n".join(subjects[:200]) + more + "\n")
 
 
 def _author(repo: GitRepo) -> Identity:
