@@ -118,12 +118,12 @@ class Script:
                     marks.append(index_mark(self.root))
             return check
 
-        first = True
-        for block, action in turns:
+        previous: Callable[[], None] | None = None  # what the person does after the last call
+        for n, (block, action) in enumerate(turns):
             self.fake.reply(block, stop_reason="tool_use", session=sid,
-                            check=None if first else after(prev))
-            first, prev = False, action
-        self.fake.reply(text("done"), session=sid, check=after(prev))
+                            check=after(previous) if n else None)
+            previous = action
+        self.fake.reply(text("done"), session=sid, check=after(previous))
         self.claude.run_ok(self.root, prompt, session=sid, tools=TOOLS)
         self.index_while_agent.append(index_mark(self.root) == marks[-1])
 
