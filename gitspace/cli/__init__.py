@@ -52,6 +52,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("sync", fleet.sync),
     ("replay", replay.replay),
     ("rewind", harness.rewind),
+    ("gc", harness.gc),
     ("hook", harness.hook),
     ("record", harness.record),
 ]

@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import config
+from ..errors import LockTimeout
 from .common import JsonOpt, echo, emit_json, open_workspace, render, show_result, state
 
 hooks_app = typer.Typer(help="Record the tool calls of Claude Code, Codex, Gemini CLI or Cursor.",
@@ -121,3 +122,40 @@ def rewind(
             emit_json(data, "turns") if as_json else render().turns(data)
             return
         show_result(rewinding.rewind(ws, which, session), as_json)
+
+
+def gc(
+    keep_days: Annotated[float, typer.Option(help="Prune lines nothing was recorded on for this many days.")] = 30.0,  # noqa: E501
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go, change nothing.")] = False,  # noqa: E501
+    auto: Annotated[bool, typer.Option("--auto", help="Only if no gc ran here in the last day (the background pass).")] = False,  # noqa: E501
+) -> None:
+    """Prune the lines recorded in your own checkout that your commits absorbed, or that are
+    older than --keep-days, and pack what recording wrote (see 'gitspace hooks install')."""
+    from ..core import linegc
+    from ..storage.gitrepo import GitRepo
+    from ..storage.lockfile import flocked
+
+    repo = GitRepo.open(Path(state.directory))
+    try:
+        if auto and not linegc.due(repo):
+            return
+        gitspace_dir = repo.gitdir / "gitspace"
+        gitspace_dir.mkdir(exist_ok=True)
+        busy = LockTimeout("A gitspace hook held this checkout's lock for 30 s.",
+                           hint="Run 'gitspace gc' again when the agent is idle.")
+        with flocked(gitspace_dir / "lock", 30.0, busy):
+            pruned = linegc.plan(repo, keep_days)
+            for p in pruned:
+                echo(f"{'would prune' if dry_run else 'pruned'} {p.ref} ({p.why})")
+            if dry_run:
+                return
+            report = linegc.prune(repo, pruned)
+            linegc.ran(repo)
+        if report.turns:
+            echo(f"pruned {len(report.turns)} turn mark(s) no line reaches")
+        if not pruned:
+            echo("Nothing to prune: every line holds work your commits do not.")
+        echo("Packed the objects recording wrote." if report.packed else
+             "Could not pack the objects recording wrote ('git repack -d' failed).")
+    finally:
+        repo.close()

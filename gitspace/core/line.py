@@ -4,8 +4,9 @@ nothing of theirs moves. This docstring is the contract; docs/design.md says why
 Where it lives
 --------------
 - ``refs/gitspace/lines/<branch>``: one line for each branch of the person's, the branch their
-  checkout had checked out when the call ran; ``refs/gitspace/detached`` while HEAD is detached
-  (a rebase stopped half-way, a checked-out tag).
+  checkout had checked out when the call ran; ``refs/gitspace/detached/<worktree>`` while HEAD
+  is detached (a rebase stopped half-way, a checked-out tag): ``main`` for the main checkout, the
+  linked worktree's own name otherwise.
 - ``refs/gitspace/turns/<agent>-<session>-turn-<n>``: the op a harness's turn ended at.
 
 Every one of these refs names a commit: never a tree or a tag object, the kind of ref that made
@@ -61,9 +62,13 @@ COMMITTER = Identity("gitspace", "gitspace@localhost")
 _WALK = 4096  # first parents looked at for a base before giving up (then: a follow op)
 
 
-def ref_for(branch: str | None) -> str:
-    """The line of ``branch`` (None: HEAD is detached)."""
-    return DETACHED if branch is None else LINES + branch
+def ref_for(branch: str | None, gitdir: Path | None = None) -> str:
+    """The line of ``branch``; None: HEAD is detached in the checkout whose git dir is
+    ``gitdir`` (a linked worktree's is ``<common dir>/worktrees/<name>``)."""
+    if branch is not None:
+        return LINES + branch
+    linked = gitdir is not None and gitdir.parent.name == "worktrees"
+    return f"{DETACHED}/{gitdir.name if linked and gitdir else 'main'}"
 
 
 def branch_of(ref: str) -> str | None:
@@ -130,7 +135,7 @@ def where(repo: GitRepo) -> Where:
             f"{repo.root} has no commit yet ({'branch ' + branch if branch else 'HEAD'} is "
             "unborn), so there is nothing for gitspace to record the agent's calls against.",
             hint="Make a first commit ('git commit'); the next call is recorded.")
-    ref = ref_for(branch)
+    ref = ref_for(branch, repo.gitdir)
     return Where(branch, head, ref, repo.read_ref(ref))
 
 
@@ -215,10 +220,19 @@ def _movement(repo: GitRepo, here: Where, since: Model | None) -> str:
     return f"follow {on} to {short} (moved from {since.base[:10]})"
 
 
+def move(repo: GitRepo, ref: str, old: str | None, new: str | None) -> None:
+    """Move one of gitspace's refs here (a line, a turn mark) by compare-and-swap; ``new`` None
+    deletes it. The one place these refs move."""
+    if new is not None:
+        repo.cas_ref(ref, old, new, COMMITTER, "gitspace: record")
+    elif old is not None:  # (a packed ref too: git pack-refs packs these with the person's)
+        repo.git("update-ref", "-d", ref, old)
+
+
 def lines(repo: GitRepo) -> list[tuple[str, str]]:
     """Every line of this repository: (ref, tip), lines first, then the detached one."""
     return [(ref, tip) for ref, tip, _ in repo.refs(ROOT.rstrip("/"))
-            if ref.startswith(LINES) or ref == DETACHED]
+            if ref.startswith((LINES, DETACHED + "/"))]
 
 
 def in_place(repo: GitRepo) -> bool:

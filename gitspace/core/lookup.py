@@ -165,7 +165,7 @@ def _committed(repo: GitRepo, heads: list[tuple[str, str, str]], part: tuple[str
     # Lines recorded in place (core/line.py), named by their full ref: the current branch's
     # line first, then the current branch, then the other lines and branches.
     lines = dict(line.lines(repo))
-    mine = line.ref_for(current) if current is not None else None
+    mine = line.ref_for(current) if current is not None else None  # (detached: walked below)
     if current is not None and current in tips:
         here = {mine: lines.pop(mine)} if mine in lines else {}
         ordered = {**here, current: tips.pop(current), **lines, **tips}

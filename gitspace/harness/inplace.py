@@ -138,7 +138,25 @@ def handle(event: Event, repo: GitRepo, options: Options) -> Outcome:
             state.clear_missed(repo.gitdir)
     finally:
         mark.unlink(missing_ok=True)
+    if event.kind == "stop":
+        _background_gc(repo)
     return outcome
+
+
+def _background_gc(repo: GitRepo) -> None:
+    """Start ``gitspace gc`` on its own at a turn's end, at most once a day (``gc --auto``
+    decides the same way)."""
+    from ..core import linegc
+
+    if not linegc.due(repo):
+        return
+    import subprocess
+    import sys
+
+    linegc.ran(repo)  # (before it starts: two turn ends at once start one)
+    subprocess.Popen([sys.executable, "-m", "gitspace", "-C", str(repo.root), "gc"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, cwd=repo.root)
 
 
 def _mark_running(gitdir: Path) -> Path:
@@ -551,7 +569,7 @@ class Recorder:
             k += 1
             name = f"{base}.{k}"
         tip = self.repo.read_ref(self.here.ref) or self.here.head
-        self.repo.cas_ref(line.TURNS + name, None, tip, line.COMMITTER, "gitspace: turn ended")
+        line.move(self.repo, line.TURNS + name, None, tip)
         self.outcome.checkpoint = name
 
     # -- publishing --------------------------------------------------------------------------
@@ -561,7 +579,7 @@ class Recorder:
         new = self.parent
         if new != (here.tip or here.head):
             _break_stale(repo.commondir / f"{here.ref}.lock", repo)
-            repo.cas_ref(here.ref, here.tip, new, line.COMMITTER, "gitspace: record")
+            line.move(repo, here.ref, here.tip, new)
         index_at = model.index_at if model is not None else None
         if scanned:
             entries = {p: repo.entry_at(self.tree, p) for p in self.scanned | self.touched}

@@ -1,0 +1,143 @@
+"""``gitspace gc``: keep what in-place recording adds to ``.git`` bounded.
+
+What goes (``plan``):
+- a line the person's commits have *absorbed*: every file the agent's ops on it changed (ops of
+  source ``harness``, and undos and rewinds) holds, in the tip of the branch the line follows,
+  exactly what the line's tip holds;
+- a line nothing was recorded on for ``keep_days`` days (default 30);
+- turn marks no remaining line reaches.
+
+A checkout still on a pruned line loses nothing: its model (``line.Model``) names the commit
+its files were last recorded at, so the next call starts the line again from the branch tip
+with a follow op holding those files, and its op diffs against them as before.
+
+What stays: everything else, and always everything of the person's. Nothing here deletes an
+object: a pruned line's commits become unreachable, and git's own ``gc`` (``gc.pruneExpire``, two
+weeks by default) removes them as it removes anything unreachable; meanwhile ``git repack -d``
+packs the loose objects the recording made, where git stores each new version of a tree as a
+delta of the last. The background pass is ``gc --auto``, started by a turn's end once a day
+(the first a day after recording began).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from ..errors import GitspaceError
+from ..storage import ledger
+from ..storage.gitrepo import GitRepo
+from . import line
+
+KEEP_DAYS = 30.0
+AUTO_EVERY = 24 * 3600.0
+_WALK = 20_000  # ops looked at to decide that a line is absorbed (longer: left to keep_days)
+
+
+@dataclass(frozen=True)
+class Pruned:
+    ref: str
+    tip: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Report:
+    pruned: list[Pruned]
+    turns: list[str]
+    packed: bool
+
+
+def plan(repo: GitRepo, keep_days: float = KEEP_DAYS, now: float | None = None) -> list[Pruned]:
+    now = time.time() if now is None else now
+    out = []
+    for ref, tip in line.lines(repo):
+        age = now - _time(repo, tip)
+        if age > keep_days * 86400:
+            out.append(Pruned(ref, tip, f"nothing recorded on it for {age / 86400:.0f} days"))
+            continue
+        branch = line.branch_of(ref)
+        target = repo.read_ref(f"refs/heads/{branch}") if branch else None
+        if target is not None and absorbed(repo, tip, target):
+            out.append(Pruned(ref, tip, f"absorbed by {branch} at {target[:10]}"))
+    return out
+
+
+def absorbed(repo: GitRepo, tip: str, target: str) -> bool:
+    """Does commit ``target`` hold, for every file the agent's ops on line ``tip`` changed,
+    what the line's tip holds?"""
+    changed: set[str] = set()
+    sha = tip
+    for _ in range(_WALK):
+        commit = repo.commit(sha)
+        op = _op(commit.message)
+        if op is None or not commit.parents:
+            break
+        if op.source in ("harness", "tool"):
+            parent = repo.commit(commit.parents[0]).tree
+            changed |= {c.path for c in repo.diff_trees(parent, commit.tree)}
+        sha = commit.parents[0]
+    else:
+        return False
+    ours, theirs = repo.commit(tip).tree, repo.commit(target).tree
+    return all(repo.entry_at(ours, p) == repo.entry_at(theirs, p) for p in changed)
+
+
+def prune(repo: GitRepo, pruned: list[Pruned], pack: bool = True) -> Report:
+    """Apply ``plan``'s verdicts (the caller holds the checkout's lock)."""
+    for p in pruned:
+        line.move(repo, p.ref, p.tip, None)
+    turns = _orphan_turns(repo) if pruned else []
+    for ref, tip in turns:
+        line.move(repo, ref, tip, None)
+    packed = False
+    if pack:
+        packed = repo.run_git("repack", "-d", "-q").returncode == 0
+    return Report(pruned, [ref[len(line.TURNS):] for ref, _ in turns], packed)
+
+
+def _orphan_turns(repo: GitRepo) -> list[tuple[str, str]]:
+    marks = {ref: tip for ref, tip, _ in repo.refs(line.TURNS.rstrip("/"))}
+    if not marks:
+        return []
+    reached: set[str] = set()
+    for _, tip in line.lines(repo):
+        out = repo.git("for-each-ref", "--format=%(refname)", f"--merged={tip}",
+                       line.TURNS.rstrip("/"))
+        reached |= set(out.decode().split())
+    return [(ref, tip) for ref, tip in marks.items() if ref not in reached]
+
+
+def due(repo: GitRepo, now: float | None = None) -> bool:
+    """Is the background pass due (``gc --auto``)? Once a day, the first a day after recording
+    began here (the first ask starts the clock)."""
+    now = time.time() if now is None else now
+    try:
+        last = os.stat(line.folder(repo.gitdir) / "gc").st_mtime
+    except FileNotFoundError:
+        ran(repo)
+        return False
+    except OSError:
+        return False
+    return now - last >= AUTO_EVERY
+
+
+def ran(repo: GitRepo) -> None:
+    place = line.folder(repo.gitdir)
+    place.mkdir(parents=True, exist_ok=True)
+    (place / "gc").touch()
+
+
+def _time(repo: GitRepo, sha: str) -> float:
+    try:
+        return float(repo.commit(sha).committer.rsplit(" ", 2)[-2])
+    except (ValueError, IndexError):
+        return 0.0
+
+
+def _op(message: str) -> ledger.Op | None:
+    try:
+        return ledger.parse_message(message)
+    except GitspaceError:  # a malformed trailer block: not one of ours
+        return None
