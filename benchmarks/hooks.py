@@ -26,9 +26,22 @@ PYTHONDONTWRITEBYTECODE) or an editable install's import finder (``pip install -
 Hermetic: HOME points into a temporary folder, GIT_CONFIG_NOSYSTEM=1, every other GIT_* variable
 is dropped; everything lives under that folder and is removed at exit.
 
+In place (``--in-place``): the same calls in a person's own repository (plain ``git init``, its
+files committed and packed as a clone has them, an unstaged edit and an untracked file), where
+``gitspace hooks install claude-code`` records on a line of its own (``.claude/settings.local.json``),
+at 1,000, 10,000 and 100,000 files (``--sizes``). Reported per size: each call's overhead over
+``true`` (the goal: at most 100 ms for Write and Edit, both hook processes, at every size), and a
+Bash call's overhead against one ``git status`` of that repository (the goal: at most one status,
+plus the commit). ``--growth N``: after N Edit calls in a 10,000-file repository and ``gitspace
+gc``, how much ``.git`` grew against the compressed bytes those calls wrote (the goal: about twice
+at most); those calls go through the hook's own entry point in this process (its storage is
+what is measured there, not its time).
+
     .venv/bin/python benchmarks/hooks.py            # ~1 minute
     .venv/bin/python benchmarks/hooks.py --quick    # fewer calls, 100 files
     .venv/bin/python benchmarks/hooks.py --json     # JSON on stdout (the table goes to stderr)
+    .venv/bin/python benchmarks/hooks.py --in-place            # 1k, 10k, 100k files: minutes
+    .venv/bin/python benchmarks/hooks.py --in-place --growth 1000
 """
 
 from __future__ import annotations
@@ -91,8 +104,8 @@ def make_workspace(gitspace: str, root: Path, files: int) -> None:
                    capture_output=True)
 
 
-def installed_command(root: Path) -> str:
-    settings = json.loads((root / ".claude" / "settings.json").read_text())
+def installed_command(root: Path, name: str = "settings.json") -> str:
+    settings = json.loads((root / ".claude" / name).read_text())
     return str(settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"])
 
 
@@ -181,13 +194,165 @@ def measure(python: Path, root: Path, calls: int) -> dict[str, dict[str, dict[st
             for clock, by_name in results.items()}
 
 
+def make_user_repo(gitspace: str, root: Path, files: int) -> None:
+    """A person's repository of ``files`` small files, committed and packed, with an unstaged
+    edit and an untracked file; gitspace's hooks installed in place."""
+    root.mkdir()
+    run = {"cwd": root, "check": True, "capture_output": True}
+    subprocess.run(["git", "init", "-q", "-b", "main"], **run)  # type: ignore[call-overload]
+    for key, value in (("user.name", "Bench Person"), ("user.email", "bench@example.com")):
+        subprocess.run(["git", "config", key, value], **run)  # type: ignore[call-overload]
+    for i in range(files):
+        folder = root / f"d{i // 100:03}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{i:05}.txt").write_text(f"file {i}\n" + "text of a source file\n" * 4)
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    for args in (["add", "-A"], ["commit", "-q", "-m", "the person's project"],
+                 ["repack", "-adq"], ["prune-packed"]):
+        subprocess.run(["git", *args], **run)  # type: ignore[call-overload]
+    (root / "d000" / "f00001.txt").write_text("an edit not committed yet\n")
+    (root / "scratch.txt").write_text("untracked\n")
+    subprocess.run([gitspace, "-C", str(root), "hooks", "install", "claude-code"], **run)  # type: ignore[call-overload]  # noqa: E501
+
+
+def git_status_ms(root: Path, runs: int) -> tuple[float, float]:
+    """(wall, CPU) ms of one ``git status`` here (as a person's own, read-only), medians."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        subprocess.run(["git", "--no-optional-locks", "status", "--porcelain"], cwd=root,
+                       capture_output=True, check=True)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(cpu_seconds() - c0)
+    return statistics.median(walls) * 1000, statistics.median(cpus) * 1000
+
+
+def in_place(python: Path, tmp: Path, sizes: list[int], calls: int) -> dict[str, Any]:
+    gitspace = str(python.parent / "gitspace")
+    plain = tmp / "plain"
+    (plain / "d000").mkdir(parents=True)
+    for i in range(100):
+        (plain / "d000" / f"f{i:05}.txt").write_text(f"file {i}\n")
+    rows: dict[str, Any] = {}
+    for files in sizes:
+        root = tmp / f"repo-{files}"
+        log(f"in place: a repository of {files:,} files, {calls} calls per tool kind ...")
+        make_user_repo(gitspace, root, files)
+        index = (root / ".git" / "index").stat()
+        commands = {"gitspace": installed_command(root, "settings.local.json"), "true": "true"}
+        places = {"gitspace": root, "true": plain}
+        got: dict[str, dict[str, dict[str, list[float]]]] = {
+            clock: {c: {} for c in commands} for clock in ("wall", "cpu")}
+        for kind in ("Write", "Edit", "Bash"):
+            for n in range(calls):
+                for name, command in commands.items():
+                    wall, cpu = one_call(command, places[name], kind, n * 2 + list(commands).index(name))
+                    got["wall"][name].setdefault(kind, []).append(wall)
+                    got["cpu"][name].setdefault(kind, []).append(cpu)
+        status_wall, status_cpu = git_status_ms(root, max(5, calls))
+        after = (root / ".git" / "index").stat()
+        ops = subprocess.run(["git", "-C", str(root), "log", "--format=%(trailers:key="
+                              "Gitspace-Source,valueonly)", "refs/gitspace/lines/main"],
+                             capture_output=True, text=True).stdout.split().count("harness")
+        med = {clock: {name: {k: statistics.median(v) * 1000 for k, v in by.items()}
+                       for name, by in got[clock].items()} for clock in got}
+        rows[str(files)] = {
+            "median_ms": med,
+            "overhead_ms": {clock: {k: med[clock]["gitspace"][k] - med[clock]["true"][k]
+                                    for k in med[clock]["true"]} for clock in med},
+            "git_status_ms": {"wall": status_wall, "cpu": status_cpu},
+            "ops_recorded": ops, "ops_expected": 3 * calls,
+            "index_untouched": (index.st_mtime_ns, index.st_ino) == (after.st_mtime_ns,
+                                                                     after.st_ino)}
+        shutil.rmtree(root, ignore_errors=True)
+    log(f"{'in place, ms per call over true (Pre + Post)':<46} {'Write':>8} {'Edit':>8} "
+        f"{'Bash':>8} {'status':>8} {'Bash/status':>12}")
+    for files, row in rows.items():
+        for clock in ("wall", "cpu"):
+            over, status = row["overhead_ms"][clock], row["git_status_ms"][clock]
+            log(f"  {int(files):>7,} files, {clock:<4}{'':<24} {over['Write']:8.1f} "
+                f"{over['Edit']:8.1f} {over['Bash']:8.1f} {status:8.1f} "
+                f"{over['Bash'] / max(status, 0.1):11.2f}x")
+    worst = max(max(r["overhead_ms"]["cpu"]["Write"], r["overhead_ms"]["cpu"]["Edit"])
+                for r in rows.values())
+    log(f"Write/Edit overhead, worst size, CPU: {worst:.1f} ms "
+        f"({'pass' if worst <= 100 else 'FAIL'}: goal at most 100 ms at every size)")
+    for files, row in rows.items():
+        log(f"  {int(files):,} files: ops recorded {row['ops_recorded']}/{row['ops_expected']}, "
+            f"the person's .git/index {'untouched' if row['index_untouched'] else 'WRITTEN'}")
+    return rows
+
+
+def growth(python: Path, tmp: Path, edits: int, files: int = 10_000) -> dict[str, Any]:
+    """``.git``'s growth after ``edits`` Edit calls and ``gitspace gc``, against the compressed
+    bytes those calls wrote."""
+    import io
+    import random
+    import zlib
+
+    from gitspace.harness import hook
+
+    root = tmp / "growth"
+    log(f"growth: {edits:,} Edit calls in a repository of {files:,} files ...")
+    make_user_repo(str(python.parent / "gitspace"), root, files)
+    subprocess.run([str(python.parent / "gitspace"), "-C", str(root), "gc"], check=True,
+                   capture_output=True)
+    before = folder_bytes(root / ".git")
+    rng = random.Random(23)
+    written = 0
+    for n in range(edits):
+        target = root / f"d{rng.randrange(files) // 100:03}" / f"f{rng.randrange(100):05}.txt"
+        if not target.exists():
+            continue
+        old = target.read_text()
+        new = old + f"line {n} added by the agent, with a little text\n"
+        tool_input = {"file_path": str(target), "old_string": old, "new_string": new}
+        for event in ("PreToolUse", "PostToolUse"):
+            if event == "PostToolUse":
+                target.write_text(new)
+            data = payload(root, event, "Edit", tool_input, f"toolu_growth_{n}")
+            hook.main(["hook", "claude-code"], stdin=io.BytesIO(data), stdout=io.StringIO(),
+                      stderr=io.StringIO())
+        written += len(zlib.compress(new.encode()))
+    subprocess.run([str(python.parent / "gitspace"), "-C", str(root), "gc"], check=True,
+                   capture_output=True)
+    grown = folder_bytes(root / ".git") - before
+    ratio = grown / max(written, 1)
+    log(f"growth: .git grew {grown:,} bytes for {written:,} compressed bytes written "
+        f"= {ratio:.2f}x ({'pass' if ratio <= 2.2 else 'FAIL'}: goal about 2x at most)")
+    return {"edits": edits, "files": files, "grown_bytes": grown, "written_compressed": written,
+            "ratio": ratio}
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--calls", type=int, default=15, help="calls per tool kind")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--in-place", action="store_true", help="a person's own repository")
+    parser.add_argument("--sizes", default="1000,10000,100000", help="in place: files per run")
+    parser.add_argument("--growth", type=int, default=0, help="in place: Edit calls for .git growth")
     args = parser.parse_args()
+    if args.in_place:
+        tmp = Path(tempfile.mkdtemp(prefix="gitspace-bench-inplace-"))
+        try:
+            hermetic(tmp, GITSPACE_PACK_THRESHOLD="1024")
+            python = install_like_a_wheel(tmp)
+            sizes = [100] if args.quick else [int(x) for x in args.sizes.split(",") if x]
+            report: dict[str, Any] = {"in_place": in_place(python, tmp, sizes,
+                                                           5 if args.quick else args.calls)}
+            if args.growth:
+                report["growth"] = growth(python, tmp, args.growth)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if args.json:
+            print(json.dumps(report, indent=2))
+        return
     if args.quick:
         args.files, args.calls = 100, 5
     tmp = Path(tempfile.mkdtemp(prefix="gitspace-bench-hooks-"))

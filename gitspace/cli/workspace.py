@@ -57,10 +57,10 @@ def status(as_json: JsonOpt = False) -> None:
 
 
 def _status_in_place(ws: Any, here: Any) -> dict[str, Any]:
-    from ..harness import inplace
+    from ..harness import inplace, inplace_record
     from ..harness.events import Options
 
-    found = inplace.pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
+    found = inplace_record.pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
     return {"root": str(ws.root), "branch": here.branch, "detached": here.branch is None,
             "tip": here.head, "in_place": True, "line": here.ref, "line_tip": here.tip,
             "recording": inplace.recording(ws.repo.gitdir),

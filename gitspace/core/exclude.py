@@ -20,7 +20,6 @@ before it reads a file, and leaves an excluded one alone, saying so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import config
@@ -28,11 +27,13 @@ from .. import config
 FILE = "gitspace-exclude"
 
 
-@dataclass(frozen=True)
 class _Pattern:
-    regex: re.Pattern[str]
-    negated: bool
-    folders_only: bool
+    """One compiled line (a plain class: a harness's before hook reads these)."""
+
+    __slots__ = ("folders_only", "negated", "regex")
+
+    def __init__(self, regex: re.Pattern[str], negated: bool, folders_only: bool) -> None:
+        self.regex, self.negated, self.folders_only = regex, negated, folders_only
 
 
 def _compile(line: str) -> _Pattern | None:

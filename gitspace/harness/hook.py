@@ -103,6 +103,10 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int
             from .prepare import handle as prepare
 
             outcome = prepare(event, start, options)
+            if outcome is None:  # a person's own checkout, recorded in place?
+                from .inplace import announce_if_recording
+
+                outcome = announce_if_recording(event, start, options)
         if outcome is None:  # a person's own checkout: recorded in place
             from .inplace import route
 

@@ -7,6 +7,9 @@ their own). Every git command here runs with ``GIT_INDEX_FILE`` pointing at it, 
 the person's git folder), so the person's index, its lock and its shared files are never opened
 for writing.
 
+Nothing here imports more than the standard library needs at the moment: the before hook of a
+file tool uses ``readable`` alone.
+
 Invariants:
 - It is a cache, never a record: entries tell git which files it need not look at again (their
   stat data). Whatever it holds, a path where the work tree differs from it is reported; the
@@ -22,11 +25,16 @@ Invariants:
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .gitrepo import Entry, GitRepo
+from .. import config
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from .gitrepo import GitRepo
+    from .objects import Entry
 
 _QUIET = ("-c", "core.splitIndex=false", "-c", "core.untrackedCache=false",
           "-c", "status.showUntrackedFiles=all")
@@ -45,6 +53,8 @@ def rebuild(repo: GitRepo, index: Path) -> str:
     git = Git(repo, tmp)
     try:
         tree = ""
+        import shutil
+
         try:
             shutil.copyfile(repo.gitdir / "index", tmp)
         except FileNotFoundError:
@@ -120,14 +130,23 @@ def filtered(repo: GitRepo, rels: Iterable[str]) -> set[str]:
     return found
 
 
-def readable(repo: GitRepo, rel: str, tracked: bool) -> bool:
+def readable(root: Path, gitdir: Path, commondir: Path, rel: str, tracked: bool) -> bool:
     """May gitspace read work-tree file ``rel``? Not when it is ignored (unless ``tracked``: git
-    stages changes to a tracked file whatever ignores it) or a filter owns it. One git process
-    that loads no index; False also when the file is absent."""
+    stages changes to a tracked file whatever ignores it) or a filter owns it. One git process,
+    started without GitRepo (this runs in a before hook), that loads no index; False also when
+    the file is absent."""
+    import subprocess  # (here: a hook in a checkout gitspace owns never needs it)
+
     standard = [] if tracked else ["--exclude-standard"]
-    out = Git(repo, _NO_INDEX)("ls-files", "-z", "--others", *standard, "--",
-                               f":(literal,attr:!filter){rel}")
-    return out.split(b"\0")[0] == os.fsencode(rel)
+    env = config.child_environment({
+        "GIT_DIR": str(gitdir), "GIT_WORK_TREE": str(root), "GIT_COMMON_DIR": str(commondir),
+        "GIT_INDEX_FILE": str(gitdir / "gitspace" / "inplace" / "absent"),
+        "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"})
+    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+                           "ls-files", "-z", "--others", *standard, "--",
+                           f":(literal,attr:!filter){rel}"],
+                          cwd=root, env=env, capture_output=True)
+    return proc.returncode == 0 and proc.stdout.split(b"\0")[0] == os.fsencode(rel)
 
 
 class Git:

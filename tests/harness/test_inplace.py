@@ -247,3 +247,23 @@ def test_a_hook_killed_at_random_moments_loses_nothing_and_touches_nothing(user:
     assert tree(user, LINE) == add_all_tree(user)
     recorded = {p for op in line_ops(user) for p in (op.paths or op.args.get("paths") or ())}
     assert {f"killed/{n}.txt" for n in range(12)} <= recorded
+
+
+def test_in_place_hooks_import_only_what_they_need(user: Path) -> None:
+    # In a person's repository nearly everything is packed (make_user_repo's objects after a
+    # gc): the after hook reads trees from packs itself, so GitPython ("git") never starts; the
+    # before hook of a file tool imports no dataclasses, typing or recorder at all.
+    from test_harness_hook import loaded_by_hook
+
+    git(user, "gc", "-q")
+    target = str(user / "notes.txt")
+    edit = {"file_path": target, "old_string": "one", "new_string": "ONE"}
+    watch = {"dataclasses", "typing", "git", "gitspace.harness.record",
+             "gitspace.harness.inplace_record", "gitspace.storage.gitrepo"}
+    assert loaded_by_hook(user, payload(user, "PreToolUse", "Edit", edit, "toolu_i"),
+                          watch) == set()
+    (user / "notes.txt").write_text((user / "notes.txt").read_text().replace("one", "ONE"))
+    after = loaded_by_hook(user, payload(user, "PostToolUse", "Edit", edit, "toolu_i"),
+                           {"git", "gitspace.harness.record"})
+    assert after == set()
+    assert line_ops(user)[0].tool_use_id == "toolu_i"
