@@ -37,6 +37,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("branch", history.branch),
     ("switch", history.switch),
     ("snapshot", workspace.snapshot),
+    ("exclude", workspace.exclude),
     ("verify", history.verify),
     ("demo", agent_run.demo),
     ("run", agent_run.run),

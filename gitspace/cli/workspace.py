@@ -142,3 +142,33 @@ def snapshot(author: Annotated[Optional[str], typer.Option(  # noqa: UP045
                 echo(f"not recorded: {note}")
             return
         show_result(ws.snapshot())
+
+
+def exclude(
+    patterns: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
+        help="gitignore-style patterns to add (none: list the patterns in force).")] = None,
+) -> None:
+    """Keep paths out of every recording (never read, hashed or committed): in place, snapshots,
+    watch and hooks. Patterns go into .git/info/gitspace-exclude; ~/.config/gitspace/exclude
+    holds yours for every repository."""
+    from ..core import exclude as excludes
+    from ..storage.gitrepo import GitRepo
+
+    repo = GitRepo.open(here())
+    try:
+        if patterns:
+            path = excludes.add(repo.commondir, patterns)
+            echo(f"Excluded from recording here: {', '.join(patterns)} (in {path}).")
+            return
+        for path in (config.user_config_dir() / "exclude",
+                     repo.commondir / "info" / excludes.FILE):
+            try:
+                lines_ = [x for x in path.read_text().splitlines()
+                          if x.strip() and not x.startswith("#")]
+            except OSError:
+                continue
+            echo(f"{path}:")
+            for pattern in lines_:
+                echo(f"  {pattern}")
+    finally:
+        repo.close()

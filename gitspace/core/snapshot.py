@@ -1,7 +1,8 @@
 """Committing outside changes: edits made by anything other than a gitspace tool.
 
 Invariant: every pending outside change that git would show (not ignored, under the size cap)
-becomes part of one op with source ``external``; files over the cap, and paths the path policy
+becomes part of one op with source ``external``; files over the cap, paths the person excluded
+(``exclude.py``), and paths the path policy
 refuses to commit (names git treats as ``.git``, anything under ``.gitspace/``, content ``git fsck``
 rejects: see paths.py), are reported and left alone, never committed and never modified. This
 is the one place that scans the work tree, and it runs only when asked (``gitspace snapshot``,
@@ -14,7 +15,7 @@ import os
 
 from ..errors import FileRefused, PathRefused
 from ..storage.objects import Entry
-from . import paths
+from . import exclude, paths
 from .result import Result
 from .transaction import Host, entry_of
 
@@ -29,6 +30,7 @@ def pending_changes(
     changes: dict[str, tuple[Entry | None, os.stat_result | None]] = {}
     skipped: list[str] = []
     pending = ws.repo.status_paths()
+    excluded = exclude.load(ws.repo.commondir) if pending else None
     # HEAD, not the branch: a detached checkout (CI) reads too. Read only when something is
     # pending, so a clean 'gitspace status' reads no object at all.
     head = None if initial or not pending else ws.repo.read_ref("HEAD")
@@ -37,6 +39,9 @@ def pending_changes(
         # "sub/": an untracked folder (a nested repository). As a file path it is absent, which
         # records a deletion when a file of that name is tracked (a file became a folder).
         rel = listed.rstrip("/")
+        if excluded and excluded.match(rel):
+            skipped.append(f"{rel} (excluded from recording: gitspace exclude)")
+            continue
         stats: dict[str, os.stat_result] = {}
         try:
             state = ws.transactions.files.read(rel, limit=ws.max_file_bytes, stats=stats)

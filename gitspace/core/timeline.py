@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
-from . import checkpoints, depth, lookup
+from . import checkpoints, depth, line, lookup
 from .workspace import Workspace
 
 
@@ -345,9 +345,14 @@ def checkpoint_marks(repo: GitRepo) -> dict[str, list[str]]:
     return marks
 
 
+def every_line() -> list[str]:
+    """What "every branch" means to git log: the branches, and the lines recorded in place."""
+    return ["--branches", f"--glob={line.LINES}*", f"--glob={line.DETACHED}/*"]
+
+
 def _revs(rev: str | None) -> list[str]:
     if rev is None:
-        return ["--branches"]
+        return every_line()
     if not rev or rev.startswith("-"):
         raise BadArguments(f"{rev!r} is not a revision.", hint="Pass a branch or a commit id.")
     return [rev]
@@ -358,8 +363,8 @@ def _walk(revs: list[str], first_parent: bool) -> list[str]:
 
 
 def _has_commits(repo: GitRepo, revs: list[str]) -> bool:
-    if revs == ["--branches"]:
-        return bool(repo.refs("refs/heads/"))
+    if revs[:1] == ["--branches"]:
+        return bool(repo.refs("refs/heads/")) or bool(line.lines(repo))
     return repo.resolve(revs[0]) is not None
 
 
@@ -367,7 +372,7 @@ def _candidates(repo: GitRepo, revs: list[str], filters: Filters, first_parent: 
     """Every commit that matches ``filters``, newest first."""
     greps = filters.greps()
     args = ["--first-parent"] if first_parent else []
-    if revs == ["--branches"]:
+    if len(revs) > 1:
         args.append("--topo-order")  # several lines of history: children before their parents
     if greps:
         args += ["-E", "-i", "--all-match", *(f"--grep={g}" for g in greps)]

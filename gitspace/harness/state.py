@@ -159,5 +159,41 @@ def begin_turn(gitdir: Path, agent: str, session: str, prompt_id: str | None,
     known = turn(gitdir, agent, session)
     number = known.number + 1 if known else first
     _write(_session_file(gitdir, agent, session),
-           {"turn": number, "prompt_id": prompt_id, "transcript": transcript})
+           {"turn": number, "prompt_id": prompt_id, "transcript": transcript or (
+               known.transcript if known else None), "agent": agent, "session": session})
     return Turn(number, prompt_id, transcript)
+
+
+@record(frozen=True)
+class Known:
+    """A session the hook has seen begin a turn here: what the web view lists."""
+
+    agent: str
+    session: str
+    turns: int
+    transcript: str | None
+    when: float
+
+
+def sessions(gitdir: Path) -> list[Known]:
+    """Every harness session whose turns the hook counted in this checkout, newest first."""
+    folder_ = folder(gitdir) / "sessions"
+    try:
+        names = os.listdir(folder_)
+    except FileNotFoundError:
+        return []
+    found = []
+    for name in names:
+        path = folder_ / name
+        data = _read(path) if name.endswith(".json") else None
+        if not isinstance(data, dict) or not isinstance(data.get("session"), str) \
+                or not isinstance(data.get("agent"), str) or not isinstance(data.get("turn"), int):
+            continue
+        transcript = data.get("transcript")
+        try:
+            when = path.stat().st_mtime
+        except OSError:
+            continue
+        found.append(Known(data["agent"], data["session"], data["turn"],
+                           transcript if isinstance(transcript, str) else None, when))
+    return sorted(found, key=lambda k: k.when, reverse=True)

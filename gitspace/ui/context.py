@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import checkpoints, timeline
+from ..core import checkpoints, line, timeline
 from ..errors import NotFound
 from ..storage.gitrepo import GitRepo
 
@@ -24,9 +24,33 @@ class Context:
     repo: GitRepo
     root: Path
     counts: timeline.Counts = field(default_factory=timeline.Counts)
+    _in_place: bool | None = None
 
     def branch(self) -> str | None:
         return self.repo.head_branch()
+
+    def in_place(self) -> bool:
+        """Is this a person's own checkout whose agent calls are recorded in place (lines under
+        ``refs/gitspace/``, core/line.py)? Their ops are read from the lines then."""
+        if self._in_place is None:
+            from ..core import owner
+
+            self._in_place = line.in_place(self.repo) and not owner.owns(self.repo)
+        return self._in_place
+
+    def line_ref(self, branch: str | None) -> str | None:
+        """The line recorded in place for ``branch`` (None: the current one), if there is one."""
+        if not self.in_place():
+            return None
+        ref = line.ref_for(branch or self.branch(), self.repo.gitdir)
+        return ref if self.repo.read_ref(ref) is not None else None
+
+    def also(self, branch: str | None) -> tuple[str, ...]:
+        """What a view of ``branch`` reads beside ``rev``: in place, the branch itself (the
+        person's commits join the line's ops in one list)."""
+        if branch in (None, "") and self.line_ref(None) is not None:
+            return ("HEAD",)
+        return ()
 
     def branches(self) -> list[str]:
         return [ref[len("refs/heads/"):] for ref, _, _ in self.repo.refs("refs/heads/")]
@@ -36,6 +60,9 @@ class Context:
         branch (``ALL``)."""
         if branch == ALL:
             return None
+        recorded = self.line_ref(None) if not branch else None
+        if recorded is not None:
+            return recorded  # in place: the line's ops (``also`` adds the person's commits)
         name = branch or self.branch()
         if name is None:
             return "HEAD"
@@ -56,12 +83,16 @@ class Context:
         found: dict[str, list[str]] = {}
         for ref, _, commit in self.repo.refs("refs/heads/"):
             found.setdefault(commit, []).append(ref[len("refs/heads/"):])
+        for ref, commit in line.lines(self.repo):  # kept work: never drawn as abandoned
+            name = line.branch_of(ref)
+            found.setdefault(commit, []).append(f"{name} (recorded)" if name else "detached "
+                                                "(recorded)")
         return found
 
     def state(self) -> str:
         """A short token that changes whenever a branch, a tag or HEAD moves (live updates)."""
         out = self.repo.read_git("for-each-ref", "--format=%(refname) %(objectname)",
-                                 "refs/heads/", "refs/tags/", check=False)
+                                 "refs/heads/", "refs/tags/", line.ROOT, check=False)
         return hashlib.sha1(f"{self.branch()}\n".encode() + out).hexdigest()[:16]
 
     def shell(self, active: str = "", live: str | None = None) -> dict[str, object]:

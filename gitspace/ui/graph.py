@@ -28,7 +28,7 @@ def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html
     live = url("/graph", **kept, fragment=1) if not params.get("offset") else None
     shell = ctx.shell("/graph", live) if not fragment else {}  # the state before reading
     offset = int(params["offset"]) if params.get("offset", "").isdigit() else 0
-    revs = ["--branches"] if rev is None else [rev]
+    revs = timeline.every_line() if rev is None else [rev, *ctx.also(params.get("branch"))]
     has_commits = bool(ctx.branches()) if rev is None else ctx.repo.resolve(rev) is not None
     rows = timeline.briefs(ctx.repo, ["--date-order", f"--skip={offset}", f"-n{WINDOW + 1}",
                                       *revs, "--"]) if has_commits else []
@@ -92,7 +92,7 @@ def svg(drawn: attempts.Layout) -> Html:
     for n in drawn.nodes:
         x, y = _xy(n.lane, n.row)
         op = n.brief.op
-        agent = op.agent if op else n.brief.author
+        agent = op.agent if op is not None and op.agent else n.brief.author
         colour = _colour(agent) if n.way_out else "#cbd5e1"
         shape = tag("circle", cx=x, cy=y, r=6 if n.way_out else 5, fill=colour,
                     stroke="#111827" if n.way_out else "white", stroke_width=2 if n.way_out else 1)

@@ -1,7 +1,10 @@
 """The sessions list and one session's conversation, each tool call linked to the op it became.
 
 A conversation comes from a saved session (``.gitspace/sessions/<id>.jsonl``, local to the
-checkout) or from a committed transcript (``transcripts/<id>.json`` on the current branch). Tool
+checkout), from another harness's own transcript whose path its hook recorded here (Claude
+Code's JSON lines under the person's home: ``harness/transcripts.py``, read-only and bounded,
+never committed), or from a committed transcript (``transcripts/<id>.json`` on the current
+branch). Tool
 calls and ops are joined by tool-use id, both ways: a call's "op" link opens the op, and the op
 page links back to the call's anchor here. A compaction summary is shown where it sits, with the
 session's ops whose calls it folded away, so nothing the agent did is hidden by compaction.
@@ -22,6 +25,9 @@ from ..agent.compaction import SUMMARY_MARKER
 from ..core import timeline
 from ..core.timeline import Entry, Filters
 from ..errors import GitspaceError
+from ..harness import state as harness_state
+from ..harness import transcripts
+from ..harness.calls import title
 from .context import Context
 from .html import Html, join, link, tag
 from .layout import anchor_id, badge, page, placeholder, short, when
@@ -56,12 +62,20 @@ def index(ctx: Context) -> Html:
                         tag("td", s.stats.compactions if not damaged else ""),
                         tag("td", short(s.task, 90)),
                         tag("td", when(int(s.created)) if s.created and not damaged else "")))
+    for k in harness_state.sessions(ctx.repo.gitdir):
+        rows.append(tag("tr", tag("td", link(f"/session/{k.session}", k.session)),
+                        tag("td", title(k.agent)), tag("td", k.agent), tag("td", ""),
+                        tag("td", f"{k.turns} turn(s)"), tag("td", ""),
+                        tag("td", "the harness's own transcript" if k.transcript else ""),
+                        tag("td", when(int(k.when)))))
     for sid in committed:
         rows.append(tag("tr", tag("td", link(f"/session/{sid}?from=commit", sid)),
                         tag("td", "committed"), *[tag("td", "") for _ in range(6)]))
     if not rows:
         body = placeholder("No sessions here.", "A run ('gitspace run', 'gitspace demo') saves its "
-                           "conversation in .gitspace/sessions/; --commit-transcript commits it.")
+                           "conversation in .gitspace/sessions/; --commit-transcript commits it. "
+                           "A Claude Code session recorded by the hooks shows from its own "
+                           "transcript.")
     else:
         head = tag("tr", *[tag("th", h) for h in ("session", "kind", "agent", "status", "steps",
                                                   "compactions", "task", "started")])
@@ -80,6 +94,16 @@ def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
                             {"steps": s.steps, "compactions": s.stats.compactions,
                              "tool calls": s.stats.tool_calls, "client": s.client,
                              "scripted": s.scripted})
+    recorded = transcripts.known(ctx.repo.gitdir, session_id) if origin != "commit" else None
+    if recorded is not None:
+        kind = f"{title(recorded.agent)} transcript"
+        try:
+            messages, notes = transcripts.read(recorded.transcript, session_id)
+        except GitspaceError as e:
+            return Conversation(session_id, kind, agent=recorded.agent, problem=str(e))
+        return Conversation(session_id, kind, "", recorded.agent, f"{recorded.turns} turn(s)",
+                            messages, {"read from": recorded.transcript, "notes":
+                                       " ".join(notes) or None})
     tip = ctx.repo.resolve("HEAD")
     try:
         if tip is None:

@@ -27,8 +27,10 @@ def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html
     kept = {k: params[k] for k in ("branch", *FILTERS) if params.get(k)}
     live = url("/", **kept, fragment=1) if offset == 0 else None
     shell = ctx.shell("/", live) if not fragment else {}  # the state before reading, not after
+    also = ctx.also(branch)
     found = timeline.query(ctx.repo, rev, filters, offset=offset, limit=timeline.PAGE,
-                           first_parent=rev is not None, counts=ctx.counts)
+                           first_parent=rev is not None and not also, counts=ctx.counts,
+                           also=also)
     body = _results(ctx, found, kept)
     if fragment:
         return body

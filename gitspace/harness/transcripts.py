@@ -1,0 +1,101 @@
+"""A harness's own transcript of a session, read for the web view: local, bounded, read-only.
+
+Claude Code keeps each session as JSON lines under the person's home
+(``~/.claude/projects/<folder>/<session>.jsonl``) and names the file in every hook payload; the
+hook keeps that path in its session state (``state.sessions``). Lines of type ``user`` and
+``assistant`` carry a ``message`` in the Messages API's shape; one assistant reply is split
+over several lines sharing one message id, and is joined back here. Everything else (summaries,
+system notes, snapshots) is skipped.
+
+Invariants: only the very file the hook recorded for that session is read, only when its name
+is ``<session>.jsonl`` and it is a regular file (a link is not followed); at most ``LIMIT``
+bytes are read and at most ``MESSAGES`` messages returned, saying so; nothing is written or
+committed. A line that is not JSON, or not of a known shape, is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from ..errors import GitspaceError
+from . import state
+
+LIMIT = 32 << 20
+MESSAGES = 5_000
+
+
+class Unreadable(GitspaceError):
+    """The transcript cannot be shown (gone, not a plain file, another session's)."""
+
+
+def known(gitdir: Path, session: str) -> state.Known | None:
+    """The session as the hook recorded it in this checkout, if it did."""
+    return next((k for k in state.sessions(gitdir) if k.session == session), None)
+
+
+def read(path_text: str | None, session: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """(messages, notes) of Claude Code's transcript of ``session`` at ``path_text``."""
+    if not path_text:
+        raise Unreadable(f"The hook recorded no transcript path for session {session}.")
+    path = Path(path_text)
+    if path.name != f"{session}.jsonl":
+        raise Unreadable(f"{path} is not the transcript of session {session}.")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise Unreadable(f"The transcript {path} cannot be read: {e.strerror}.") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Unreadable(f"{path} is not a plain file.")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(LIMIT + 1)
+    finally:
+        os.close(fd)
+    notes = []
+    if len(data) > LIMIT:
+        data = data[:data.rfind(b"\n", 0, LIMIT) + 1]
+        notes.append(f"Only the first {LIMIT >> 20} MiB of the transcript are shown.")
+    messages, skipped = _messages(data.splitlines())
+    if skipped:
+        notes.append(f"{skipped} line(s) of the transcript were not messages gitspace can show.")
+    if len(messages) > MESSAGES:
+        notes.append(f"Only the first {MESSAGES:,} of {len(messages):,} messages are shown.")
+        messages = messages[:MESSAGES]
+    return messages, notes
+
+
+def _messages(lines: list[bytes]) -> tuple[list[dict[str, Any]], int]:
+    out: list[dict[str, Any]] = []
+    last_id: str | None = None
+    skipped = 0
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            skipped += 1
+            continue
+        if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant"):
+            continue
+        message = entry.get("message")
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            skipped += 1
+            continue
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}] \
+            if isinstance(content, str) else None
+        if blocks is None:
+            skipped += 1
+            continue
+        mid = message.get("id") if message["role"] == "assistant" else None
+        if mid is not None and mid == last_id and out and out[-1]["role"] == "assistant":
+            out[-1]["content"] = [*out[-1]["content"], *blocks]  # one reply over several lines
+            continue
+        out.append({"role": message["role"], "content": list(blocks)})
+        last_id = mid if isinstance(mid, str) else None
+    return out, skipped
