@@ -129,6 +129,11 @@ def status(data: dict[str, Any]) -> list[str]:
                    "'gitspace switch BRANCH' picks one).")
     else:
         out.append(f"On branch {data['branch']} at {data['tip'][:12]}")
+    if data.get("own"):
+        out[0] = f"Your own checkout {data['root']}"
+        out.append("gitspace records nothing here yet: 'gitspace hooks install claude-code' "
+                   "records an agent's calls in place (nothing of yours moves).")
+        return out
     if data["pending"]:
         out.append(f"{len(data['pending'])} outside change(s) not yet recorded "
                    "(run 'gitspace snapshot'):")

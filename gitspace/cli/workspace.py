@@ -50,6 +50,8 @@ def status(as_json: JsonOpt = False) -> None:
         changes, skipped = pending_changes(ws) if tip else ({}, [])
         data = {"root": str(ws.root), "branch": branch, "detached": branch is None, "tip": tip,
                 "pending": sorted(changes), "too_large": skipped}
+        if tip is not None and not ws.owned:
+            data["own"] = True  # a checkout of the person's own, where nothing is recorded
         if as_json:
             emit_json(data, "status")
         else:

@@ -142,9 +142,10 @@ def refuse(repo: GitRepo, action: str) -> NotAWorkspace:
     return NotAWorkspace(
         f"{repo.root} is not a gitspace workspace but a checkout of your own, so gitspace will "
         f"not {action} here: its files, index and HEAD stay yours. Nothing was changed.",
-        hint=f"Give an agent a branch and worktree of its own with 'gitspace -C {repo.root} "
-             "attach --agent NAME' and work there (--agent NAME routes to it), or start a new "
-             "workspace with 'gitspace init DIR'.",
+        hint=f"To record an agent working here, run 'gitspace -C {repo.root} hooks install "
+             "claude-code' (in place: ops on a line of gitspace's own, nothing of yours "
+             f"moves). Or give it a branch and worktree of its own ('gitspace -C {repo.root} "
+             "attach --agent NAME'), or start a new workspace with 'gitspace init DIR'.",
     )
 
 

@@ -194,8 +194,10 @@ def init(path: str | os.PathLike[str], *, branch: str = "main", **options: Any) 
     target = Path(path)
     if (target / ".git").exists():
         raise GitspaceError(
-            f"{target} is already a git repository.",
-            hint="Open it with gitspace commands directly (-C DIR), or pick an empty folder.",
+            f"{target} is already a git repository, so it cannot become a new workspace.",
+            hint=f"To record an agent in it as it is, run 'gitspace -C {target} hooks install "
+                 "claude-code' (in place: nothing of yours moves); 'gitspace attach --agent "
+                 "NAME' gives an agent a worktree of its own; or pick an empty folder.",
         )
     repo = GitRepo.init(target, branch)
     ws = Workspace(repo, **options)

@@ -3,7 +3,8 @@
 Invariants:
 - In a checkout gitspace owns (a workspace, or an agent's worktree made by ``attach``) the
   default scope is ``project``; the settings file written there is committed as an outside edit
-  at once, so the hook's own first call does not find it pending.
+  at once, so the hook's own first call does not find it pending. A ``local`` one never is: it
+  is kept out of git through ``.git/info/exclude``, as in a person's own checkout.
 - In a person's own checkout the calls are recorded in place (``harness/inplace.py``), and
   nothing of gitspace's enters their history: Claude Code's hooks go into
   ``.claude/settings.local.json``, kept out of git through ``.git/info/exclude`` when nothing
@@ -74,6 +75,10 @@ def install(name: str, scope: str | None, start: Path, home: Path, program: str,
         scope = scope or "project"
         command = settings.hook_command(program, spec.name, commit_transcript=commit_transcript)
         path = settings_file(spec, scope, repo.root, home)
+        if scope == "local":  # a local settings file is never committed, here either
+            excluded = _keep_out_of_git(repo, path)
+            return Wired(spec, scope, path, settings.install(path, spec, command),
+                         excluded=excluded)
         changed = settings.install(path, spec, command)
         return Wired(spec, scope, path, changed, _record(repo, path) if changed else None)
     finally:
@@ -99,7 +104,8 @@ def uninstall(name: str, scope: str | None, start: Path, home: Path) -> Wired:
         scope = scope or "project"
         path = settings_file(spec, scope, repo.root, home)
         changed = settings.uninstall(path, spec) > 0
-        return Wired(spec, scope, path, changed, _record(repo, path) if changed else None)
+        recorded = _record(repo, path) if changed and scope != "local" else None
+        return Wired(spec, scope, path, changed, recorded)
     finally:
         repo.close()
 

@@ -267,3 +267,53 @@ def test_in_place_hooks_import_only_what_they_need(user: Path) -> None:
                            {"git", "gitspace.harness.record"})
     assert after == set()
     assert line_ops(user)[0].tool_use_id == "toolu_i"
+
+
+def test_codex_records_in_place_through_your_user_settings_and_nowhere_else(
+        tmp_path: Path) -> None:
+    import io
+    import json
+
+    from gitspace.harness import hook
+
+    root = own_repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    wired = install.install("codex", None, root, home, PROGRAM)
+    assert wired.in_place and wired.scope == "user" and wired.path == home / ".codex" / "hooks.json"
+    command = json.loads(wired.path.read_text())["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+    assert command.endswith("hook codex --quiet-outside")
+    assert not (root / ".codex").exists()
+
+    def send(where: Path, event: str, **extra: Any) -> str:
+        body = {"session_id": "s-1", "transcript_path": None, "cwd": str(where), "turn_id": "t",
+                "hook_event_name": event, "model": "m", "permission_mode": "default", **extra}
+        err = io.StringIO()
+        assert hook.main(["hook", "codex", "--quiet-outside"], stdin=io.BytesIO(
+            json.dumps(body).encode()), stdout=io.StringIO(), stderr=err) == 0
+        return err.getvalue()
+
+    bash = {"tool_name": "Bash", "tool_input": {"command": "echo c > c.txt"},
+            "tool_use_id": "call_1"}
+    send(root, "PreToolUse", **bash)
+    (root / "c.txt").write_text("c\n")
+    assert send(root, "PostToolUse", **bash, tool_response="") == ""
+    assert [(op.tool, op.agent, op.paths) for op in line_ops(root)][0] == (
+        "Bash", "codex", ("c.txt",))
+    other = own_repo(tmp_path / "other")  # user-scope hooks run here too: silent, nothing made
+    send(other, "PreToolUse", **bash)
+    (other / "c.txt").write_text("c\n")
+    assert send(other, "PostToolUse", **bash, tool_response="") == ""
+    assert not (other / ".git" / "gitspace").exists()
+    assert "refs/gitspace" not in git(other, "for-each-ref")
+
+
+def test_local_settings_are_never_committed_in_a_workspace_either(tmp_path: Path) -> None:
+    import gitspace
+
+    gitspace.init(tmp_path / "ws").close()
+    root = tmp_path / "ws"
+    tip = git(root, "rev-parse", "HEAD")
+    wired = install.install("claude-code", "local", root, tmp_path / "home", PROGRAM)
+    assert wired.op is None and wired.excluded
+    assert git(root, "rev-parse", "HEAD") == tip
+    assert git(root, "--no-optional-locks", "status", "--porcelain") == ""
