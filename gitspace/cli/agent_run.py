@@ -126,12 +126,21 @@ def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         return
     from ..agent.session import listing
 
+    from ..harness.state import sessions as harness_sessions
+
     with open_workspace() as ws:
         rows = listing(ws.root)
+        others = harness_sessions(ws.repo.gitdir)  # Claude Code's and the others' (their hooks)
         if as_json:
-            emit_json([_session_row(s) for s in rows], "sessions")
+            emit_json([_session_row(s) for s in rows] + [
+                {"session": k.session, "status": "recorded", "agent": k.agent,
+                 "client": "harness", "scripted": False, "steps": k.turns, "task": ""}
+                for k in others], "sessions")
         else:
             render().sessions(rows)
+            for k in others:
+                echo(f"{k.session}  {k.agent}  {k.turns} turn(s)  (the harness's own transcript"
+                     f": 'gitspace ui' shows it)")
 
 
 def _session_row(s: Any) -> dict[str, Any]:
