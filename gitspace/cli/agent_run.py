@@ -125,7 +125,6 @@ def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from ..agent.session import listing
-
     from ..harness.state import sessions as harness_sessions
 
     with open_workspace() as ws:
