@@ -105,7 +105,7 @@ def in_place(ws: Any) -> Any:
     where its line is (``line.Where``); None anywhere else."""
     from ..core import line
 
-    if ws.owned or not line.in_place(ws.repo):
+    if not line.in_place(ws.repo) or ws.owned:
         return None
     try:
         return line.where(ws.repo)

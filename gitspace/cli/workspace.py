@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .. import config
-from ..errors import BadArguments
+from ..errors import BadArguments, GitspaceError
 from . import lines
 from .common import (
     JsonOpt,
@@ -50,12 +50,21 @@ def status(as_json: JsonOpt = False) -> None:
         changes, skipped = pending_changes(ws) if tip else ({}, [])
         data = {"root": str(ws.root), "branch": branch, "detached": branch is None, "tip": tip,
                 "pending": sorted(changes), "too_large": skipped}
-        if tip is not None and not ws.owned:
+        if tip is not None and _not_owned(ws):
             data["own"] = True  # a checkout of the person's own, where nothing is recorded
         if as_json:
             emit_json(data, "status")
         else:
             echo("\n".join(lines.status(data)))
+
+
+def _not_owned(ws: Any) -> bool:
+    """Is this plainly a checkout of the person's own? (False when that cannot be told: a
+    shallow clone's history ends before the root a workspace starts from.)"""
+    try:
+        return not ws.owned
+    except GitspaceError:
+        return False
 
 
 def _status_in_place(ws: Any, here: Any) -> dict[str, Any]:
