@@ -209,10 +209,13 @@ def branch_commits(repo: GitRepo, tip: str, base: str | None) -> tuple[list[Comm
     ``base`` itself may be one: only its tree is read."""
     if base is None:
         commits = repo.log(tip)[::-1]
-        depth.require(repo, (c.sha for c in commits), "replay")
+        depth.require(repo, [c.sha for c in commits] + [p for c in commits for p in c.parents[1:]],
+                      "replay")
         return commits[1:], commits[0].sha
     commits = repo.log(f"{base}..{tip}")[::-1]
-    depth.require(repo, (c.sha for c in commits), "replay")
+    # A merge's other parents too: its check merges them, which needs their history.
+    depth.require(repo, [c.sha for c in commits] + [p for c in commits for p in c.parents[1:]],
+                  "replay")
     if not commits and base != tip:
         raise BadRange(f"{base[:12]} already contains every commit of {tip[:12]}, so there are no "
                        "ops after it to replay.",

@@ -190,10 +190,14 @@ def _edit_candidates(before: str, after: str, args: dict[str, Any], key: str) ->
         at = before.find(old)
         return [] if at < 0 else _prefix_of_size(after[at:], size)
     if key == "old_string" and isinstance(new, str):
+        # The edit replaced before[i:i + length] by new: the files agree before i and after it.
         length = len(before) - len(after) + len(new)
         shared = len(posixpath.commonprefix([before, after]))
-        return [before[i:i + length] for i in range(shared, max(shared - len(new), 0) - 1, -1)
-                if length > 0]
+        tail = len(posixpath.commonprefix([before[::-1], after[::-1]]))
+        lowest = max(shared - len(new), len(before) - tail - length, 0)
+        if length <= 0 or shared - lowest > RECOVERY_TRIES:
+            return []
+        return [before[i:i + length] for i in range(shared, lowest - 1, -1)]
     return []
 
 
@@ -298,8 +302,10 @@ EDITORS: dict[tuple[str, str], FileTool] = {
     ("cursor", "Edit"): _single(lambda a, b, p: edits.cursor_edits(b, _edit_list(a.get("edits")))),
     ("codex", "apply_patch"): FileTool(_patch_targets, _patch),
 }
-# Omitted strings recovered from the commit (a Write's content, an Edit's one replacement).
+# Omitted strings recovered from the commit (a Write's content, an Edit's one replacement), and
+# how many places an omitted old_string may start at before recovery gives up.
 RECOVERABLE = ("content", "new_string", "old_string")
+RECOVERY_TRIES = 4096
 # The harnesses' shell tools: applied as recorded, bounded by the paths they list.
 COMMANDS = {"claude-code": ("Bash",), "codex": ("Bash",), "gemini-cli": ("run_shell_command",),
             "cursor": ("Shell",)}

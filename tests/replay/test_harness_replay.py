@@ -275,3 +275,28 @@ def test_a_shell_call_is_taken_as_recorded_but_only_over_the_paths_it_lists(
         d = replay(ws, forged, start).divergence
     assert d is not None and d.commit == forged
     assert "a harness op must change exactly the paths it records" in d.reason
+
+
+def test_an_omitted_old_string_comes_back_from_the_commit_when_its_hash_matches(
+        tmp_path: Path) -> None:
+    import hashlib
+
+    root = harness_ws(tmp_path)
+    block = "".join(f"an old line {i}\n" for i in range(400))  # > 4,096 characters
+    (root / "big.txt").write_text(f"top\n{block}bottom\n")
+    assert gs(root, "snapshot").returncode == 0
+    start = head(root)
+    omitted = {"$omitted": hashlib.sha1(block.encode()).hexdigest(), "bytes": len(block.encode())}
+    record(root, {"tool": "Edit", "agent": "claude-code", "cwd": str(root), "paths": ["big.txt"],
+                  "args": {"file_path": "big.txt", "old_string": omitted, "new_string": "new\n"}},
+           {"big.txt": b"top\nnew\nbottom\n"})
+    with gitspace.open(root) as ws:
+        report = replay(ws, head(root), start)
+    assert report.ok and report.reexecuted == 1, report.divergence
+    git(root, "reset", "-q", "--hard", start)
+    record(root, {"tool": "Edit", "agent": "claude-code", "cwd": str(root), "paths": ["big.txt"],
+                  "args": {"file_path": "big.txt", "old_string": omitted, "new_string": "new\n"}},
+           {"big.txt": b"top\nnew\nbottom, and more\n"})  # not what that Edit gives
+    with gitspace.open(root) as ws:
+        d = replay(ws, head(root), start).divergence
+    assert d is not None and "cannot be checked: its old_string was not recorded" in d.reason

@@ -121,3 +121,16 @@ def test_a_replay_that_re_ran_no_op_fails_unless_allowed(remote: Path, tmp_path:
     (plain / "x.txt").write_text("y\n")
     git(plain, "commit", "-qam", "two")
     assert gitspace_cli(plain, "replay").returncode == 0
+
+
+def test_a_merge_whose_other_parent_was_cut_is_refused(remote: Path, tmp_path: Path) -> None:
+    source = tmp_path / "ws"
+    git(source, "switch", "-q", "agent")
+    git(source, "merge", "-q", "--no-edit", "main")
+    git(source, "push", "-q", str(remote), "agent")
+    git(source, "switch", "-q", "main")
+    shallow = clone(remote, tmp_path / "cut", "--depth", "2", "--branch", "agent")
+    merge = head(shallow)
+    assert len(git(shallow, "log", "-1", "--format=%P", merge).split()) == 2
+    out = gitspace_cli(shallow, "replay", "--from", "HEAD~1", "--allow-empty")
+    assert out.returncode == 1 and FIX in " ".join(out.stderr.split()), out.stdout + out.stderr
