@@ -30,6 +30,13 @@ other GIT_* variable is dropped; all repositories live under that folder and are
     .venv/bin/python benchmarks/ops.py --quick      # fewer samples, no 10,000-op history
     .venv/bin/python benchmarks/ops.py --json       # JSON on stdout (the table goes to stderr)
     .venv/bin/python benchmarks/ops.py --profile    # cProfile of the gitspace op at 10,000 files
+    .venv/bin/python benchmarks/ops.py --baseline ../old   # also another checkout's gitspace
+
+``--baseline DIR`` measures a second gitspace, the one checked out in ``DIR`` (with its own
+``.venv``: ``git worktree add DIR <commit> && make -C DIR .venv/.installed``), in the same
+interleaved rounds, on its own copy of each gitspace repository: a change's cost per op, before
+and after, under the same load. Its ops run in a child process of that checkout's Python, timed
+inside the child (the pipe to it is not counted).
 """
 
 from __future__ import annotations
@@ -164,6 +171,54 @@ class GitspaceRunner(Runner):
 
     def close(self) -> None:
         self.ws.close()
+
+
+BASELINE_CHILD = """
+import sys, time
+import gitspace
+ws = gitspace.open(sys.argv[1], agent="bench")
+print("ready", flush=True)
+for line in sys.stdin:
+    rel = line.strip()
+    t0 = time.perf_counter()
+    result = ws.call("create", {"path": rel, "file_text": "x" * 100})
+    dt = time.perf_counter() - t0
+    print(repr(dt) if result.ok and result.commit else "failed " + result.text, flush=True)
+ws.close()
+"""
+
+
+class BaselineRunner(Runner):
+    """The gitspace op of another checkout (``--baseline``), in a child process of its Python."""
+
+    name = "baseline"
+    checkout: Path | None = None  # set by main
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        assert self.checkout is not None
+        python = self.checkout / ".venv" / "bin" / "python"
+        self.child = subprocess.Popen([str(python), "-c", BASELINE_CHILD, str(root)],
+                                      cwd=self.checkout, stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+        assert self.child.stdout is not None
+        if self.child.stdout.readline().strip() != "ready":
+            raise SystemExit(f"the baseline at {self.checkout} did not start")
+
+    def op(self) -> float:
+        assert self.child.stdin is not None and self.child.stdout is not None
+        rel = self.next_rel()
+        self.child.stdin.write(rel + "\n")
+        self.child.stdin.flush()
+        answer = self.child.stdout.readline().strip()
+        if answer.startswith("failed") or not answer:
+            raise SystemExit(f"baseline gitspace create {rel} failed: {answer}")
+        return float(answer)
+
+    def close(self) -> None:
+        assert self.child.stdin is not None
+        self.child.stdin.close()
+        self.child.wait(60)
 
 
 class SplitIndexRunner(GitspaceRunner):
@@ -393,6 +448,9 @@ def measure(work: Path, plan: Plan) -> tuple[list[Cell], Cell | None, dict[str, 
         plain_repo(base / "gitpython", files)
         log(f"  {files:,} files: set up three repositories in {time.perf_counter() - t0:.1f} s")
         big = files >= 10_000
+        if BaselineRunner.checkout is not None:
+            gitspace_repo(base / "baseline", files)
+            cells.append((files, 0, BaselineRunner, base / "baseline", plan.samples["gitspace"]))
         cells += [
             (files, 0, GitspaceRunner, base / "gitspace", plan.samples["gitspace"]),
             (files, 0, CliRunner, base / "cli", plan.samples["git CLI"]),
@@ -458,6 +516,13 @@ def targets(cells: list[Cell], size: dict[str, Any] | None) -> list[dict[str, An
             out.append({"target": f"gitspace at {big:,} files within 1.5x of {small:,} files",
                         "value": round(ratio, 2), "limit": 1.5, "holds": ratio <= 1.5,
                         "shown": f"{ratio:.2f}x"})
+    for files in sorted(set(sizes)):
+        gs, old = med(files, "gitspace"), med(files, BaselineRunner.name)
+        if gs and old:
+            ratio = gs / old
+            out.append({"target": f"gitspace no slower than the baseline at {files:,} files "
+                                  "(within 5%)", "value": round(ratio, 3), "limit": 1.05,
+                        "holds": ratio <= 1.05, "shown": f"{ratio:.3f}x the baseline's median"})
     if size:
         ratio = size["ratio_disk"]
         out.append({"target": f".git after {size['ops']:,} ops within 2x of its gc'd size",
@@ -480,7 +545,9 @@ def render(report: dict[str, Any]) -> str:
     for c in cells:
         gs = next((g.median_ms for g in cells if g.files == c.files and g.history == c.history
                    and g.tool == "gitspace"), None)
-        if c.tool == SplitIndexRunner.name:
+        if c.tool == BaselineRunner.name:
+            rel = f"gitspace {gs / c.median_ms:.2f}x this" if gs else ""
+        elif c.tool == SplitIndexRunner.name:
             rel = f"plain index {gs / c.median_ms:.2f}x this" if gs else ""
         elif c.tool != "gitspace":
             rel = f"{c.median_ms / gs:.1f}x slower" if gs else ""
@@ -551,7 +618,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="only profile the gitspace op at the largest file count")
     ap.add_argument("--profile-ops", type=int, default=300)
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another gitspace checkout (with its .venv) to measure alongside")
     args = ap.parse_args(argv)
+    if args.baseline is not None:
+        BaselineRunner.checkout = args.baseline.resolve()
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     started = time.perf_counter()

@@ -32,7 +32,7 @@ from conftest import call_ok, git, git_env, git_run, write_script
 
 import gitspace
 from gitspace import faults
-from gitspace.core import branches, transaction
+from gitspace.core import branches, writer
 from gitspace.errors import GitspaceError, WriteFailed, system_hint
 from gitspace.storage import gitindex
 
@@ -336,7 +336,7 @@ def test_a_failed_switch_inside_branch_leaves_no_branch_behind(copy: Path) -> No
 def _crashed_after_the_ref_moved(ws: gitspace.Workspace) -> None:
     """The journal an op leaves when it dies after its ref moved and its files were written."""
     tip = ws.tip()
-    ws.transactions.journal_write({"ref": "refs/heads/main", "old": ws.repo.commit(tip).parents[0],
+    ws.writer.journal_write({"ref": "refs/heads/main", "old": ws.repo.commit(tip).parents[0],
                                    "new": tip, "paths": []})
 
 
@@ -415,10 +415,10 @@ def test_recovery_breaks_the_locks_a_pull_took_since_its_first_journal(copy: Pat
     """A pull's ref transaction locks refs from its first journal on ("since"); the journal its
     checkout move writes comes later. A lock taken in between is still the crashed pull's."""
     lock = copy / ".git" / "refs" / "heads" / "other.lock"
-    with gitspace.open(copy, agent="tester") as ws, ws.transactions.lock():
-        tip = ws.tip()
-        ws.transactions.publish("main", tip, tip, {}, {}, {}, transaction.COMMITTER, "pull",
-                                locks=["refs/heads/other"], keep_journal=True, locked_since=0)
+    with gitspace.open(copy, agent="tester") as ws, ws.writer.locked():
+        tip = ws.tip()  # (the journal an earlier version's pull wrote for its checkout move)
+        ws.writer.journal_write({"ref": "refs/heads/main", "old": tip, "new": tip, "paths": [],
+                                 "locks": ["refs/heads/other"], "since": 0})
         lock.write_bytes(b"")  # the pull dies here, its transaction holding other's lock
         os.utime(lock, ns=(1, 1))  # older than the last journal, newer than "since"
     with gitspace.open(copy, agent="tester"):
@@ -483,7 +483,7 @@ def test_recovery_waits_for_a_lock_about_to_be_committed(copy: Path) -> None:
         client = _GitCommitsItsLock(lock, ref)
         client.start()
         try:
-            transaction.break_stale_locks([lock], 0, ws.repo, wait=60)
+            writer.break_stale_locks([lock], 0, ws.repo, wait=60)
         finally:
             client.join()
         assert client.error is None
@@ -530,7 +530,7 @@ def test_an_index_that_keeps_changing_fails_the_op_with_what_to_do(copy: Path) -
         before = everything(copy)
         with faults.inject("index.store", _replace_index(copy), times=None) as armed:
             result = ws.call("append", {"path": "a.txt", "text": "more\n"})
-        assert armed.fired == transaction.INDEX_TRIES
+        assert armed.fired == writer.INDEX_TRIES
         assert result.error is not None and result.error.message == (
             f"{copy / '.git' / 'index'} kept changing while gitspace updated it."), result.text
         assert result.error.hint == "Wait for the other git process to finish, then try again."
@@ -585,7 +585,7 @@ def test_recovery_writes_the_index_entries_with_the_files_stat_data(copy: Path) 
     files on disk, stat data included (git status then trusts it instead of re-reading)."""
     with gitspace.open(copy, agent="tester") as ws:
         call_ok(ws, "create", {"path": "late.txt", "file_text": "late\n"})
-        ws.transactions.journal_write({"ref": "refs/heads/main",
+        ws.writer.journal_write({"ref": "refs/heads/main",
                                        "old": ws.repo.commit(ws.tip()).parents[0],
                                        "new": ws.tip(), "paths": ["late.txt"]})
     index = copy / ".git" / "index"
@@ -609,7 +609,7 @@ def test_a_journal_that_cannot_even_be_opened_reports_that(copy: Path) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (lowest, hard))
         try:
             with pytest.raises(OSError) as caught:
-                ws.transactions.journal_write({"ref": None, "paths": []})
+                ws.writer.journal_write({"ref": None, "paths": []})
         finally:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         assert caught.value.errno == errno.EMFILE, caught.value

@@ -194,6 +194,61 @@ def _is_a_tool_name(node: ast.expr) -> bool:
     return False
 
 
+# -- one writer --------------------------------------------------------------------------
+
+WRITER = "gitspace/core/writer.py"
+# What moves a ref, HEAD or the index: storage's compare-and-swap and ref transaction, HEAD, the
+# index store (and the racy-entry settling that stores it), and the git commands that do it.
+MOVERS = {"cas_ref", "lock_ref", "ref_transaction", "set_head", "store", "settle", "replace"}
+MOVER_OWNERS = {"store": "gitindex", "settle": "racyindex", "replace": "lockfile"}
+GIT_MOVERS = {"update-index", "update-ref", "read-tree", "symbolic-ref", "checkout-index"}
+
+# Modules above storage/ that move a ref, HEAD or the index themselves, -> why.
+ALLOWED_MOVERS: dict[str, str] = {
+    "gitspace/team/merge.py": "a merge into the user's own checkout is git's 'read-tree -m -u' "
+                              "(their filters, their index format) under the branch's ref lock",
+    "gitspace/team/merge_journal.py": "it puts back such a merge that a crash cut short (git's "
+                                      "'update-index' and 'checkout-index', the saved index)",
+}
+
+
+def _moves(path: Path) -> list[str]:
+    """What ``path`` calls that moves a ref, HEAD or the index, as 'line: name'."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in MOVERS:
+            owner = MOVER_OWNERS.get(func.attr)
+            if owner is None or isinstance(func.value, ast.Name) and func.value.id == owner:
+                found.append(f"{node.lineno}: {func.attr}")
+        found += [f"{node.lineno}: git {a.value}" for a in node.args
+                  if isinstance(a, ast.Constant) and a.value in GIT_MOVERS]
+    return found
+
+
+def test_only_the_writer_moves_refs_head_or_the_index() -> None:
+    """Every change to a ref, HEAD or the index is a ``Change`` that ``Writer.apply`` makes: its
+    journal, rollback and crash recovery then hold for all of them. storage/ defines the moves;
+    above it, only core/writer.py calls them."""
+    offenders, used = [], set()
+    for module, path in MODULES.items():
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        if module.startswith("gitspace.storage") or rel == WRITER:
+            continue
+        moves = _moves(path)
+        if moves and rel in ALLOWED_MOVERS:
+            used.add(rel)
+        elif moves:
+            offenders += [f"{rel}:{m}" for m in moves]
+    assert not offenders, ("Only core/writer.py moves refs, HEAD or the index: "
+                           f"{offenders}. Describe the change as a writer.Change and hand it to "
+                           "Writer.apply, or list the module in ALLOWED_MOVERS with a reason.")
+    stale = sorted(set(ALLOWED_MOVERS) - used)
+    assert not stale, f"ALLOWED_MOVERS lists modules that no longer move anything: {stale}"
+
+
 # -- docs/architecture.md names real places --------------------------------------------------
 
 DOC = PACKAGE.parent / "docs" / "architecture.md"

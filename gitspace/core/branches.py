@@ -3,7 +3,8 @@
 Invariant: ``switch`` changes only files that differ between the two branch tips, and refuses
 (changing nothing) when any of those files has an outside change or an untracked file is in the
 way, or when another work tree (the user's checkout, another agent's worktree) has that branch
-checked out. It is journaled like an op, so a crash mid-switch is finished on the next open.
+checked out. It is one change of the writer (HEAD, files, index), so a crash mid-switch is
+finished on the next open.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from dataclasses import dataclass
 from ..errors import Conflict, GitspaceError, NotFound
 from ..storage import ledger
 from . import refnames
-from .transaction import IndexUndo, checkout_changes
+from .transaction import checkout_changes
 from .workspace import Workspace
+from .writer import Change, RefMove
 
 
 @dataclass(frozen=True)
@@ -43,17 +45,16 @@ def create(ws: Workspace, name: str, start: str, op_id: str | None = None) -> Br
                             hint="Switch to it with the switch tool, or pick another name.",
                             cli_hint=f"Switch to it with 'gitspace switch {name}', or pick "
                                      "another name.")
-    ws.transactions.create_ref(f"refs/heads/{name}", start, ws.author,
-                               ledger.branch_note(name, op_id))
+    with ws.writer.locked():
+        ws.writer.apply(Change(ledger.branch_note(name, op_id), ws.author,
+                               [RefMove(f"refs/heads/{name}", None, start)]))
     return Branch(name, start, False)
 
 
 def switch(ws: Workspace, name: str) -> int:
     """Check out branch ``name``; returns how many files changed on disk."""
     check_name(name)
-    txns = ws.transactions
-    with txns.lock():
-        txns.recover_locked()
+    with ws.writer.locked():
         current = ws.branch()
         if name == current:
             return 0
@@ -72,29 +73,13 @@ def switch(ws: Workspace, name: str) -> int:
         wanted, before = checkout_changes(
             ws, ws.repo.commit(old_tip).tree, ws.repo.commit(target).tree,
             f"Switching to {name}", "Run 'gitspace snapshot' to record them first, then switch.")
-        ref = f"refs/heads/{name}"
-        paths = sorted(wanted)
-        txns.journal_write({"ref": ref, "old": target, "new": target, "paths": paths,
-                            "head": name})
-        try:
-            ws.repo.set_head(name, ws.author, old_tip, target)
-        except BaseException:
-            txns.cancel_journal()
-            raise
-        written: list[str] = []
-        index: IndexUndo | None = None
-        try:
-            stats = txns.apply(wanted, done=written)
-            index = txns.sync_index(paths, target, stats)
-            txns.journal_remove()
-        except BaseException as failure:
-            txns.roll_back(failure, written, before, paths, index, lambda: ws.repo.set_head(
-                current, ws.author, target, old_tip), old_tip)
-            raise
-        return len(paths)
+        ws.writer.apply(Change(f"checkout: moving to {name}", ws.author, head=name, at=target,
+                               files=wanted, before=before))
+        return len(wanted)
 
 
 def delete_created(ws: Workspace, name: str, tip: str) -> None:
     """Delete branch ``name``, just created at ``tip`` by an op that then failed."""
-    ws.transactions.delete_ref(f"refs/heads/{name}", tip, ws.author,
-                               f"gitspace: branch {name} rolled back")
+    with ws.writer.locked():
+        ws.writer.apply(Change(f"gitspace: branch {name} rolled back", ws.author,
+                               [RefMove(f"refs/heads/{name}", tip, None)]))

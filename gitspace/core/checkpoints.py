@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from ..errors import BadArguments, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
 from . import refnames
-from .transaction import Outcome, Stage, Txn, refused_writes
+from .transaction import Outcome, Stage, Txn
 from .workspace import Workspace
+from .writer import Change, RefMove, refused_writes
 
 PREFIX = "refs/tags/gitspace/"
 MESSAGE_CAP = 500
@@ -51,7 +52,8 @@ def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None
     tagger = ws.author
     with refused_writes():  # an orphan tag object is all a failure here can leave
         tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
-    ws.transactions.create_ref(PREFIX + name, tag, tagger, f"checkpoint {name}")
+    with ws.writer.locked():
+        ws.writer.apply(Change(f"checkpoint {name}", tagger, [RefMove(PREFIX + name, None, tag)]))
     ws.repo.drop_tag_reflogs(PREFIX)
     return Checkpoint(name, tip, branch, agent, ws.repo.commit(tip).time, text)
 

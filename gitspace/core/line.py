@@ -51,14 +51,14 @@ from pathlib import Path
 from ..errors import GitspaceError
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
-from ..storage.objects import EMPTY_TREE, Entry, Identity
+from ..storage.objects import EMPTY_TREE, Entry, Signature
+from .writer import COMMITTER, Change, RefMove, Writer
 
 ROOT = "refs/gitspace/"
 LINES = ROOT + "lines/"
 DETACHED = ROOT + "detached"
 TURNS = ROOT + "turns/"
 FOLLOW = "follow"  # the tool name of a follow op
-COMMITTER = Identity("gitspace", "gitspace@localhost")
 _WALK = 4096  # first parents looked at for a base before giving up (then: a follow op)
 
 
@@ -183,7 +183,7 @@ def derive(repo: GitRepo, model_tree: str, old_base: str | None, new_base: str) 
     return repo.update_tree(model_tree, changes) if changes else model_tree
 
 
-def follow(repo: GitRepo, here: Where, tree: str, since: Model | None, person: Identity,
+def follow(repo: GitRepo, here: Where, tree: str, since: Model | None, person: Signature,
            agent: str, why: str = "") -> str:
     """Write the follow op that puts the line of ``here`` on the person's commit ``here.head``
     with work-tree ``tree`` (``since``: the model before, if known). Its commit id; the caller
@@ -223,10 +223,8 @@ def _movement(repo: GitRepo, here: Where, since: Model | None) -> str:
 def move(repo: GitRepo, ref: str, old: str | None, new: str | None) -> None:
     """Move one of gitspace's refs here (a line, a turn mark) by compare-and-swap; ``new`` None
     deletes it. The one place these refs move."""
-    if new is not None:
-        repo.cas_ref(ref, old, new, COMMITTER, "gitspace: record")
-    elif old is not None:  # (a packed ref too: git pack-refs packs these with the person's)
-        repo.git("update-ref", "-d", ref, old)
+    if new is not None or old is not None:  # (a packed one too: git pack-refs packs these)
+        Writer(repo).apply(Change("gitspace: record", COMMITTER, [RefMove(ref, old, new)]))
 
 
 def lines(repo: GitRepo) -> list[tuple[str, str]]:

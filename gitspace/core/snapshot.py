@@ -17,7 +17,8 @@ from ..errors import FileRefused, PathRefused
 from ..storage.objects import Entry
 from . import exclude, paths
 from .result import Result
-from .transaction import Host, entry_of
+from .transaction import Host, commit_external, entry_of
+from .writer import Change, RefMove
 
 
 def pending_changes(
@@ -44,7 +45,7 @@ def pending_changes(
             continue
         stats: dict[str, os.stat_result] = {}
         try:
-            state = ws.transactions.files.read(rel, limit=ws.max_file_bytes, stats=stats)
+            state = ws.files.read(rel, limit=ws.max_file_bytes, stats=stats)
         except (FileRefused, PathRefused) as e:
             st = stats.get(rel)
             too_large = st is not None and st.st_size > ws.max_file_bytes
@@ -66,9 +67,7 @@ def pending_changes(
 
 
 def snapshot(ws: Host) -> Result:
-    txns = ws.transactions
-    with txns.lock():
-        txns.recover_locked()
+    with ws.writer.locked():
         branch, tip, tree = ws.branch(), ws.tip(), ws.tree()
         changes, skipped = pending_changes(ws, write=True)
         note = ""
@@ -78,34 +77,39 @@ def snapshot(ws: Host) -> Result:
         if not changes:
             return Result(ok=True, text="unchanged: no outside changes to commit." + note,
                           tool="snapshot")
-        commit, _, op_id = txns.commit_external(
-            tip, tree, {rel: e for rel, (e, _) in changes.items()}, "Recorded by snapshot.")
+        commit, _, op_id = commit_external(
+            ws, tip, tree, {rel: e for rel, (e, _) in changes.items()}, "Recorded by snapshot.")
         known = {rel: st for rel, (_, st) in changes.items() if st is not None}
-        before = {rel: None for rel in changes}  # nothing is written, so nothing to roll back
-        txns.publish(branch, tip, commit, {}, before, known, ws.external_identity, "snapshot")
+        _publish(ws, branch, tip, commit, list(changes), known)
     return Result(ok=True, text=f"Committed outside changes to {len(changes)} file(s)." + note,
                   tool="snapshot", op=op_id, commit=commit, changed=sorted(changes),
-                  notes=txns.take_notes())
+                  notes=ws.writer.take_notes())
 
 
 def record_paths(ws: Host, rels: list[str], note: str) -> str | None:
     """Commit the outside changes of just ``rels`` as one external op; its id (None: unchanged)."""
-    txns = ws.transactions
-    with txns.lock():
-        txns.recover_locked()
+    with ws.writer.locked():
         branch, tip, tree = ws.branch(), ws.tip(), ws.tree()
         changes: dict[str, Entry | None] = {}
         known: dict[str, os.stat_result] = {}
         for rel in rels:
             stats: dict[str, os.stat_result] = {}
-            entry = entry_of(ws.repo, ws.transactions.files.read(rel, limit=ws.max_file_bytes,
-                                                                 stats=stats), write=True)
+            entry = entry_of(ws.repo, ws.files.read(rel, limit=ws.max_file_bytes, stats=stats),
+                             write=True)
             if entry != ws.repo.entry_at(tree, rel):
                 changes[rel] = entry
                 known.update(stats)
         if not changes:
             return None
-        commit, _, op_id = txns.commit_external(tip, tree, changes, note)
-        txns.publish(branch, tip, commit, {}, dict.fromkeys(changes), known,
-                     ws.external_identity, "snapshot")
+        commit, _, op_id = commit_external(ws, tip, tree, changes, note)
+        _publish(ws, branch, tip, commit, list(changes), known)
     return op_id
+
+
+def _publish(ws: Host, branch: str, tip: str, commit: str, paths: list[str],
+             known: dict[str, os.stat_result]) -> None:
+    """Move ``branch`` to the external op and its index entries with it: nothing is written to
+    the work tree, so nothing there is rolled back."""
+    ws.writer.apply(Change("gitspace: snapshot", ws.external_identity,
+                           [RefMove(f"refs/heads/{branch}", tip, commit)], at=commit,
+                           before=dict.fromkeys(paths), known=known))

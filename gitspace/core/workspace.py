@@ -1,12 +1,14 @@
 """A workspace: a git work tree that gitspace operates on, and the front door for tool calls.
 
-Invariants: opening a workspace first finishes any op a crash interrupted; every mutating call goes
-through one ``Transactions.run`` (one op = one commit, or none when nothing changed); read-only
-calls never take the lock and never commit. Ownership (owner.py) is checked once per write, at
-its door: ``call`` for tools (the registry checks before it looks at the arguments), ``snapshot``
-for outside changes; ``transact`` trusts its caller. The library never prints and never reads
-the environment: identity, limits and the tools themselves are passed in (``gitspace.open`` wires
-the built-in tools; this module never imports them).
+Invariants: opening a workspace first finishes any change a crash interrupted; every change to
+its refs, HEAD, index or files goes through its one writer (``writer.Writer.apply``), and every
+mutating tool call through one op transaction (``transaction.run``: one op = one commit, or none
+when nothing changed); read-only calls never take the lock and never commit. Ownership
+(owner.py) is checked once per write, at its door: ``call`` for tools (the registry checks
+before it looks at the arguments), ``snapshot`` for outside changes; ``transact`` trusts its
+caller. The library never prints and never reads the environment: identity, limits and the
+tools themselves are passed in (``gitspace.open`` wires the built-in tools; this module never
+imports them).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Any, Protocol
 from ..errors import GitspaceError, NotAWorkspace, from_os_error
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
-from ..storage.objects import FILE_MODE, Identity
+from ..storage.objects import FILE_MODE, Signature
+from . import transaction
 from .result import Result
 from .snapshot import pending_changes, snapshot
-from .transaction import COMMITTER, Outcome, Stage, Transactions, Txn
+from .transaction import Outcome, Stage, Txn
+from .writer import COMMITTER, Change, RefMove, Writer
 
 DEFAULT_IGNORE = "# gitspace: session transcripts stay local unless you opt in\n.gitspace/\n"
 
@@ -66,9 +70,9 @@ class Workspace:
         # this on; gitspace's own private repositories (replay's scratch) are made owned.
         self._owned: bool | None = None if check_owner else True
         self._checked = check_owner  # ownership was verified, not assumed (see close)
-        # durable: fsync every work-tree file an op writes (survives a power cut; slower).
-        self.transactions = Transactions(self, durable=durable)
-        self.transactions.recover()
+        self.writer = Writer(repo, durable=durable)
+        self.files = self.writer.files  # the work tree's files, read never through a link
+        self.writer.recover()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -86,14 +90,14 @@ class Workspace:
         self.close()
 
     @property
-    def author(self) -> Identity:
+    def author(self) -> Signature:
         name = self.agent or "human"
-        return Identity(name, f"{name}@gitspace")
+        return Signature(name, f"{name}@gitspace")
 
     @property
-    def external_identity(self) -> Identity:
+    def external_identity(self) -> Signature:
         """Who outside changes are attributed to (a person's name, or 'unknown')."""
-        return Identity(self.external_author, f"{self.external_author}@gitspace")
+        return Signature(self.external_author, f"{self.external_author}@gitspace")
 
     @property
     def owned(self) -> bool:
@@ -146,7 +150,7 @@ class Workspace:
 
     def transact(self, op: ledger.Op, stage: Stage) -> Result:
         """Run ``stage(txn) -> Outcome`` as one op (the caller has checked ownership)."""
-        return self.transactions.run(op, stage, self.author)
+        return transaction.run(self, op, stage, self.author)
 
     def call(
         self,
@@ -202,8 +206,8 @@ def init(path: str | os.PathLike[str], *, branch: str = "main", **options: Any) 
     repo = GitRepo.init(target, branch)
     ws = Workspace(repo, **options)
     try:
-        if ws.transactions.files.stat(".gitignore") is None:  # a link there is the user's: kept
-            ws.transactions.files.put(".gitignore", (DEFAULT_IGNORE.encode(), FILE_MODE))
+        if ws.files.stat(".gitignore") is None:  # a link there is the user's: kept
+            ws.files.put(".gitignore", (DEFAULT_IGNORE.encode(), FILE_MODE))
         _first_commit(ws, branch)
     except BaseException:
         ws.close()
@@ -220,8 +224,10 @@ def _first_commit(ws: Workspace, branch: str) -> None:
     commit = ws.repo.write_commit(tree, [], ledger.encode_message(op, "init workspace", body),
                                   ws.author, COMMITTER)
     known = {rel: st for rel, (_, st) in changes.items() if st is not None}
-    ws.transactions.publish(branch, None, commit, {}, dict.fromkeys(changes), known, ws.author,
-                            "init")
+    with ws.writer.locked():
+        ws.writer.apply(Change("gitspace: init", ws.author,
+                               [RefMove(f"refs/heads/{branch}", None, commit)], at=commit,
+                               before=dict.fromkeys(changes), known=known, finish_if_failed=True))
 
 
 __all__ = ["Outcome", "Result", "Tools", "Txn", "Workspace", "init", "open"]

@@ -33,7 +33,8 @@ import os
 import time
 from pathlib import Path
 
-from ..core import exclude, identity, line
+from ..core import exclude, line
+from ..core import person as people
 from ..errors import FileRefused, GitspaceError, NotFound, PathRefused
 from ..storage import ledger, lockfile, privateindex
 from ..storage.files import Files
@@ -300,8 +301,8 @@ class Recorder:
 
     def person(self) -> tuple[Any, str]:
         if self._person is None:
-            who = identity.person(self.repo, self.options.author)
-            self._person = (who, identity.token(who.name))
+            who = people.person(self.repo, self.options.author)
+            self._person = (who, people.token(who.name))
         return self._person
 
     def _external(self, changes: dict[str, Entry | None], note: str) -> None:
@@ -423,9 +424,9 @@ def turn_marks(repo: GitRepo, agent: str, session: str) -> list[tuple[str, str]]
 
 
 def _agent_identity(agent: str) -> Any:
-    from ..storage.objects import Identity
+    from ..storage.objects import Signature
 
-    return Identity(agent, f"{agent}@gitspace")
+    return Signature(agent, f"{agent}@gitspace")
 
 
 def _op_id(repo: GitRepo, commit: str) -> str:

@@ -2,7 +2,7 @@
 
 Invariants:
 - A call's op is an ordinary op (one commit on the branch, ref/index moved by the same
-  ``Transactions.publish``), of source ``harness``: tool and input as the harness gave them,
+  ``Writer.apply``), of source ``harness``: tool and input as the harness gave them,
   agent = the harness, its session and tool-use id, and the paths it changed
   (``Gitspace-Paths``). A call that changed nothing records nothing, failed or not; a failed
   call that still changed files (a shell command that wrote, then exited 1) is recorded and says
@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core import owner
-from ..core.transaction import COMMITTER, entry_of
+from ..core.transaction import commit_external, entry_of
 from ..core.workspace import Workspace
+from ..core.writer import COMMITTER, Change, RefMove
 from ..errors import FileRefused, GitspaceError, NotAWorkspace, PathRefused
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
@@ -101,9 +102,7 @@ class Recorder:
     # -- the call ----------------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        txns = self.ws.transactions
-        with txns.lock(self.options.lock_timeout):
-            txns.recover_locked()
+        with self.ws.writer.locked(self.options.lock_timeout):
             self.branch = self.ws.branch()
             self.tip = self.parent = self.ws.tip()
             self.tree = self.repo.commit(self.tip).tree
@@ -157,7 +156,7 @@ class Recorder:
         changes: dict[str, Entry | None] = {}
         for rel in mine:
             try:
-                entry = entry_of(self.repo, self.ws.transactions.files.read(
+                entry = entry_of(self.repo, self.ws.files.read(
                     rel, limit=self.ws.max_file_bytes, stats=self.stats), write=True)
             except (FileRefused, PathRefused) as e:
                 self.outcome.notes.append(str(e))
@@ -235,8 +234,7 @@ class Recorder:
                                       + "; ".join(skipped))
 
     def _external(self, changes: dict[str, Entry | None], note: str) -> None:
-        commit, tree, op_id = self.ws.transactions.commit_external(
-            self.parent, self.tree, changes, note)
+        commit, tree, op_id = commit_external(self.ws, self.parent, self.tree, changes, note)
         self._advance(commit, tree, op_id, changes)
 
     def _call_op(self, call: Call, changes: dict[str, Entry | None], note: str) -> None:
@@ -279,8 +277,9 @@ class Recorder:
             return
         before: dict[str, tuple[bytes, int] | None] = dict.fromkeys(self.touched)
         known = {rel: st for rel, st in self.stats.items() if rel not in self.writes}
-        self.ws.transactions.publish(self.branch, self.tip, self.parent, self.writes, before,
-                                     known, self.ws.author, "harness")
+        self.ws.writer.apply(Change("gitspace: harness", self.ws.author,
+                                    [RefMove(f"refs/heads/{self.branch}", self.tip, self.parent)],
+                                    at=self.parent, files=self.writes, before=before, known=known))
         # The new tip sits on an owned one by first parent: the next before hook's cheap
         # ``known_owned`` then holds, and it takes the fast path (no walk, no git process).
         owner.remember(self.repo)

@@ -40,8 +40,8 @@ from types import FrameType
 
 from .. import config
 from ..core import branches
-from ..core.transaction import COMMITTER
 from ..core.workspace import Workspace
+from ..core.writer import COMMITTER, Change, RefMove
 from ..errors import BadArguments, ConcurrentUpdate, GitspaceError
 from ..storage import gitindex
 from ..storage.gitrepo import GitRepo
@@ -93,9 +93,11 @@ class Scratch:
 
     def set_tags(self, tags: dict[str, str]) -> None:
         """Create or move refs ``{refname: object}`` (checkpoint tags) in the scratch repo."""
-        if tags:
-            lines = "".join(f"update {name} {sha}\n" for name, sha in sorted(tags.items()))
-            self.repo.git("update-ref", "--stdin", input=lines.encode())
+        moves = [RefMove(name, self.repo.read_ref(name), sha) for name, sha in sorted(tags.items())]
+        moves = [m for m in moves if m.old != m.new]
+        if moves:
+            with self.ws.writer.locked():
+                self.ws.writer.apply(Change("replay: checkpoints", REPLAYER, moves))
 
     def commit_tree(self, tree: str, like: Commit) -> str:
         """Commit ``tree`` on the tip with ``like``'s author and message; update files and index."""
@@ -109,9 +111,11 @@ class Scratch:
             writes[change.path] = None if change.new is None else self._content(change.new)
         # Read (never through a link) before the ref moves: a path the tree names that no work
         # tree can hold ("..", ".git") is refused here, with nothing written.
-        before = {rel: self.ws.transactions.files.read(rel) for rel in writes}
-        with self.ws.transactions.lock():
-            self.ws.transactions.publish(BRANCH, tip, new, writes, before, {}, REPLAYER, "replay")
+        before = {rel: self.ws.files.read(rel) for rel in writes}
+        with self.ws.writer.locked():
+            self.ws.writer.apply(Change("gitspace: replay", REPLAYER,
+                                        [RefMove(f"refs/heads/{BRANCH}", tip, new)], at=new,
+                                        files=writes, before=before))
         return new
 
     def _content(self, entry: Entry) -> tuple[bytes, int]:
@@ -240,10 +244,14 @@ def open_scratch(user: GitRepo, start: str, max_file_bytes: int = 1 << 20,
             (root / ".git" / "objects" / "info" / "alternates").write_text(f"{user.objects}\n")
             repo = opened = ScratchRepo.open(root)
             opened.git("config", "gc.auto", "0")
-            opened.cas_ref(f"refs/heads/{BRANCH}", None, start, REPLAYER, "replay: start")
-            opened.git("read-tree", "--reset", "-u", start)
-            scratch = Scratch(user, Workspace(opened, tools=registry(),
-                                              max_file_bytes=max_file_bytes))
+            ws = Workspace(opened, tools=registry(), max_file_bytes=max_file_bytes)
+            files = {rel: (opened.read_blob(e.sha), e.mode)
+                     for rel, e in opened.walk_files(opened.commit(start).tree)}
+            with ws.writer.locked():  # the start tree checked out, its files and index
+                ws.writer.apply(Change("replay: start", REPLAYER,
+                                       [RefMove(f"refs/heads/{BRANCH}", None, start)], at=start,
+                                       files=files))
+            scratch = Scratch(user, ws)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, setup_mask)
         yield scratch
@@ -283,7 +291,9 @@ def create_branch(user_ws: Workspace, name: str, target: str) -> None:
         raise GitspaceError(f"The replayed commits did not all reach the repository: "
                             f"{check.stderr.decode(errors='replace').strip()}")
     try:
-        user_ws.transactions.create_ref(ref, target, REPLAYER, f"gitspace replay --onto: {name}")
+        with user_ws.writer.locked():
+            user_ws.writer.apply(Change(f"gitspace replay --onto: {name}", REPLAYER,
+                                        [RefMove(ref, None, target)]))
     except ConcurrentUpdate:
         check_new_branch(user_ws.repo, name)  # created meanwhile: say so as the check does
         raise

@@ -44,7 +44,9 @@ class Entry:
 
 
 @dataclass(frozen=True)
-class Identity:
+class Signature:
+    """A git name and email, as an author, committer or tagger line carries them."""
+
     name: str
     email: str
 
@@ -80,7 +82,7 @@ class Commit:
 
 
 @dataclass(frozen=True)
-class Change:
+class Difference:
     """One path that differs between two trees (None = absent on that side)."""
 
     path: str
@@ -185,7 +187,7 @@ class Objects:
     def write_blob(self, data: bytes) -> str:
         return self.write_object("blob", data)
 
-    def write_tag(self, name: str, target: str, message: str, tagger: Identity) -> str:
+    def write_tag(self, name: str, target: str, message: str, tagger: Signature) -> str:
         """An annotated tag object (the ref is the caller's to set)."""
         body = f"object {target}\ntype commit\ntag {name}\ntagger {tagger.line()}\n\n{message}"
         return self.write_object("tag", body.encode())
@@ -272,7 +274,7 @@ class Objects:
             return None
         return self.write_tree(entries)
 
-    def diff_trees(self, a: str | None, b: str | None, prefix: bytes = b"") -> Iterator[Change]:
+    def diff_trees(self, a: str | None, b: str | None, prefix: bytes = b"") -> Iterator[Difference]:
         """Every file path whose entry differs between trees ``a`` and ``b``."""
         if a == b:
             return
@@ -289,11 +291,11 @@ class Objects:
                     path + b"/",
                 )
             if (old is None or not old.is_tree) and (new is None or not new.is_tree):
-                yield Change(os.fsdecode(path), old, new)
+                yield Difference(os.fsdecode(path), old, new)
             elif old is not None and not old.is_tree:
-                yield Change(os.fsdecode(path), old, None)
+                yield Difference(os.fsdecode(path), old, None)
             elif new is not None and not new.is_tree:
-                yield Change(os.fsdecode(path), None, new)
+                yield Difference(os.fsdecode(path), None, new)
 
     def walk_files(self, tree: str | None, prefix: bytes = b"") -> Iterator[tuple[str, Entry]]:
         for name, entry in sorted(self.tree(tree).items()):
@@ -309,8 +311,8 @@ class Objects:
         tree: str,
         parents: list[str],
         message: str,
-        author: Identity,
-        committer: Identity,
+        author: Signature,
+        committer: Signature,
         when: float | None = None,
     ) -> str:
         lines = [f"tree {tree}", *(f"parent {p}" for p in parents)]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from .. import faults
 from ..errors import ConcurrentUpdate, GitspaceError
 from . import lockfile
-from .objects import Identity
+from .objects import Signature
 
 if TYPE_CHECKING:
     from subprocess import CompletedProcess
@@ -36,7 +36,7 @@ class RefUpdate:
         self._fd, self._lock, self._path = fd, lock, path
         self.done = False  # the ref was moved
 
-    def set(self, new: str | None, ident: Identity, message: str) -> None:
+    def set(self, new: str | None, ident: Signature, message: str) -> None:
         """Move the ref to ``new`` (None: delete it) through the held lock.
 
         The reflog line is written first, as git does: if it cannot be, the ref does not move.
@@ -59,10 +59,16 @@ class RefUpdate:
         self.done = True
 
     def _delete(self) -> None:
-        """Remove a loose ref and its reflog (one that is also packed is never deleted here: its
-        packed value would reappear)."""
+        """Remove a loose ref and its reflog; one that is also packed (``git pack-refs``) is
+        deleted by git, which rewrites ``packed-refs`` (its packed value would reappear)."""
         if not self._path.is_file() or self.ref in self.repo._packed_refs():
-            raise GitspaceError(f"{self.ref} is a packed ref, so gitspace does not delete it.")
+            os.close(self._fd)
+            self._fd = -1
+            self._lock.unlink()  # git takes the lock itself, and checks the ref is still at old
+            assert self.old is not None
+            self.repo.git("update-ref", "-d", self.ref, self.old)
+            self.done = True
+            return
         os.unlink(self._path)
         (self.repo.commondir / "logs" / self.ref).unlink(missing_ok=True)
         os.close(self._fd)
@@ -176,7 +182,7 @@ class Refs:
 
     # -- moving refs (core/writer.py only) ---------------------------------------------------
 
-    def set_head(self, branch: str, ident: Identity, old: str | None, new: str | None) -> None:
+    def set_head(self, branch: str, ident: Signature, old: str | None, new: str | None) -> None:
         """Point HEAD at ``branch``; its reflog line (``old`` to ``new``) is written first, under
         HEAD.lock, as git does."""
         head = self.gitdir / "HEAD"
@@ -191,7 +197,7 @@ class Refs:
         except lockfile.Locked:
             raise _locked(head.with_name("HEAD.lock")) from None
 
-    def cas_ref(self, ref: str, old: str | None, new: str | None, ident: Identity,
+    def cas_ref(self, ref: str, old: str | None, new: str | None, ident: Signature,
                 message: str) -> None:
         """Point ``ref`` at ``new`` if it currently points at ``old`` (None: must not exist;
         ``new`` None deletes the ref)."""
@@ -232,9 +238,10 @@ class Refs:
             update.release()
 
     @contextmanager
-    def ref_transaction(self, moves: list[tuple[str, str | None, str]], ident: Identity,
+    def ref_transaction(self, moves: list[tuple[str, str | None, str | None]], ident: Signature,
                         message: str) -> Iterator[None]:
-        """Move every ``(ref, old, new)`` (old None: must not exist) in one git ref transaction.
+        """Move every ``(ref, old, new)`` (old None: must not exist; new None: delete it) in one
+        git ref transaction.
 
         All refs are locked and verified ('prepare') before the block runs; they move together
         when it ends ('commit'), and none moves if it raises or the prepare fails.
@@ -268,7 +275,8 @@ class Refs:
 
         try:
             say("start\n", "start: ok")
-            say("".join(f"update {ref} {new} {old or ZERO}\n" for ref, old, new in moves)
+            say("".join(f"update {ref} {new} {old or ZERO}\n" if new is not None
+                        else f"delete {ref} {old}\n" for ref, old, new in moves)
                 + "prepare\n", "prepare: ok")
             try:
                 yield
@@ -283,7 +291,7 @@ class Refs:
             proc.stdout.close()
             proc.stderr.close()
 
-    def _reflog(self, ref: str, old: str, new: str, ident: Identity, message: str) -> None:
+    def _reflog(self, ref: str, old: str, new: str, ident: Signature, message: str) -> None:
         if ref.startswith("refs/tags/"):
             # git keeps no reflog for tags, and 'git gc' reports one whose entries name annotated
             # tag objects as "error: Object ... not a commit" (see drop_tag_reflogs).

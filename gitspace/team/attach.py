@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.owner import AGENT_MARK, is_agent_worktree, marked_agent, owns, worktrees_dir
-from ..core.transaction import COMMITTER, private_folder
+from ..core.writer import COMMITTER, Change, RefMove, Writer, private_folder
 from ..errors import BadArguments, Conflict, GitCommandError, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
@@ -255,7 +255,8 @@ def _attach(repo: GitRepo, name: str, at: Path | None) -> Attached:
     tip = repo.read_ref(ref)
     resumed = tip is not None
     if tip is None:
-        repo.cas_ref(ref, None, start, COMMITTER, f"gitspace: attach {name}")
+        Writer(repo).apply(Change(f"gitspace: attach {name}", COMMITTER,  # (the lock is held)
+                                  [RefMove(ref, None, start)]))
         tip = start
     else:
         holder = next((w for w in trees if w.branch == branch and w.path != target), None)
@@ -397,8 +398,7 @@ def detach(path: str | os.PathLike[str], name: str, force: bool = False) -> Deta
                                                    else "."),
                 hint="'gitspace agents' lists the agents of this repository.",
             )
-        with open_ws(found.path) as ws, ws.transactions.lock():  # no op of the agent mid-flight
-            ws.transactions.recover_locked()
+        with open_ws(found.path) as ws, ws.writer.locked():  # no op of the agent mid-flight
             unrecorded, ignored = _leftovers(ws.repo)
             if unrecorded and not force:
                 raise Conflict(

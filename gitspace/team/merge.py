@@ -39,10 +39,10 @@ from typing import Any
 
 from ..core import branches
 from ..core.hookentries import without_gitspace_hooks
-from ..core.transaction import COMMITTER
+from ..core.writer import COMMITTER, Change, RefMove, Writer
 from ..errors import Conflict, GitCommandError, GitspaceError, NotFound
 from ..storage.gitrepo import GitRepo
-from ..storage.objects import Entry, Identity
+from ..storage.objects import Entry, Signature
 from . import merge_journal
 from .attach import (
     BRANCH_PREFIX,
@@ -149,14 +149,11 @@ def _merge(repo: GitRepo, journal: MergeJournal, name: str, into: str | None,
         parents = [ours, theirs]
     commit = repo.write_commit(tree, parents, message, _author(repo), COMMITTER)
     ref, reflog = f"refs/heads/{target}", f"gitspace: merge {branch}"
-    journal.begin(ref, ours, commit, files, checkout)  # before any lock: see merge_journal
     if checkout:
+        journal.begin(ref, ours, commit, files, checkout)  # before any lock: see merge_journal
         _update_checkout(repo, journal, ref, ours, commit, files, reflog)
-    else:
-        try:
-            repo.cas_ref(ref, ours, commit, COMMITTER, reflog)
-        finally:
-            journal.end()  # the compare-and-swap moved the ref or changed nothing
+    else:  # a ref move alone, through the checkout's writer (whose lock ``merge`` holds)
+        Writer(repo).apply(Change(reflog, COMMITTER, [RefMove(ref, ours, commit)]))
     return Merged(name, branch, target, commit, files, checkout, squash)
 
 
@@ -250,7 +247,7 @@ def _squash_message(repo: GitRepo, branch: str, target: str, name: str, ours: st
             f"{branch}):\n" + "\n".join(subjects[:200]) + more + "\n")
 
 
-def _author(repo: GitRepo) -> Identity:
+def _author(repo: GitRepo) -> Signature:
     name = repo.git("config", "--get", "user.name", check=False).decode().strip()
     email = repo.git("config", "--get", "user.email", check=False).decode().strip()
-    return Identity(name, email) if name and email else Identity("human", "human@gitspace")
+    return Signature(name, email) if name and email else Signature("human", "human@gitspace")

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..core.transaction import break_stale_locks, hold_lock, private_folder
+from ..core.writer import Writer, break_stale_locks, private_folder
 from ..storage import lockfile
 from ..storage.files import Files
 from ..storage.gitrepo import GitRepo
@@ -97,7 +97,7 @@ class MergeJournal:
 def locked(repo: GitRepo) -> Iterator[MergeJournal]:
     """Hold the checkout's gitspace lock, with any merge a crash interrupted undone first."""
     journal = MergeJournal(repo)
-    with hold_lock(journal.folder):
+    with Writer(repo).locked():  # (the writer's lock, and any change of its a crash cut finished)
         journal.recovered = journal.recover()
         yield journal
 

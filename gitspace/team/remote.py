@@ -28,15 +28,16 @@ remote that needs a password must get it from a credential helper).
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..core import branches, checkpoints
-from ..core.transaction import COMMITTER, Transactions, checkout_changes
+from ..core.transaction import checkout_changes
 from ..core.workspace import Workspace
+from ..core.writer import COMMITTER, Change, RefMove
 from ..errors import Conflict, GitspaceError
+from ..storage.files import State
 from ..storage.gitrepo import GitRepo
 from .attach import BRANCH_PREFIX
 
@@ -235,37 +236,25 @@ def pull(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
             report.notes.append(f"{remote} has no branch {name} yet.")
     wanted.update({ref: sha for ref, sha in theirs.items() if ref.startswith(TAGS)})
     fetch(repo, remote, wanted)
-    txns = ws.transactions
-    with txns.lock():
-        txns.recover_locked()
+    with ws.writer.locked():
         moves, current_move = _plan_pull(ws, remote, wanted, report, owned)
-        # Every other ref is locked and verified first; the checkout moves only then, and the
-        # refs move after it, together, or (if the checkout could not move) not at all. The
-        # journal names the refs the git child locks: if this process and the child are killed,
-        # the next open breaks those locks (a kill of this process alone makes the child abort).
-        locked = [ref for ref, _, _ in moves]
-        since = None
-        if locked:
-            txns.journal_write({"ref": None, "old": None, "new": None, "paths": [],
-                                "locks": locked})
-            since = txns.journal.stat().st_mtime_ns
-        try:
-            with repo.ref_transaction(moves, COMMITTER, f"gitspace: pull {remote}"):
-                if current_move is not None:
-                    _fast_forward_checkout(ws, *current_move, locked, since)
-        except BaseException:
-            if _journal_ref(txns) is None:  # only the locks' record: the transaction aborted
-                txns.journal.unlink(missing_ok=True)
-            raise  # a checkout journal stays only if its rollback failed: recovery finishes it
-        txns.journal.unlink(missing_ok=True)
+        # One change: every ref locked and verified first, the checkout's files and index
+        # written, then all the refs moved together (or, if anything failed, none).
+        refs = [RefMove(ref, old, new) for ref, old, new in moves]
+        writes: dict[str, State] = {}
+        before: dict[str, State] = {}
+        at = None
+        if current_move is not None and current_move[1] != current_move[2]:
+            branch, old, at = current_move
+            writes, before = checkout_changes(
+                ws, repo.commit(old).tree, repo.commit(at).tree, "Pulling",
+                "Nothing was changed here; run 'gitspace snapshot' to record them, then pull "
+                "again.")
+            refs.insert(0, RefMove(f"refs/heads/{branch}", old, at))
+        if refs:
+            ws.writer.apply(Change(f"gitspace: pull {remote}", COMMITTER, refs, at=at,
+                                   files=writes, before=before))
     return report
-
-
-def _journal_ref(txns: Transactions) -> str | None:
-    try:
-        return json.loads(txns.journal.read_text()).get("ref")
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 def fetch(repo: GitRepo, remote: str, wanted: dict[str, str]) -> None:
@@ -353,14 +342,3 @@ def _name_clash(ref: str, local: Iterable[str]) -> str | None:
         if "/".join(parts[:n]) in names:
             return "/".join(parts[:n])
     return next((r for r in local if r.startswith(ref + "/")), None)
-
-
-def _fast_forward_checkout(ws: Workspace, branch: str, old: str, new: str,
-                           locks: list[str], since: int | None) -> None:
-    """Move the checked-out branch and its files from ``old`` to ``new`` as one journaled step
-    (its journal also names ``locks``, the refs the pull's transaction holds since ``since``)."""
-    writes, before = checkout_changes(
-        ws, ws.repo.commit(old).tree, ws.repo.commit(new).tree, "Pulling",
-        "Nothing was changed here; run 'gitspace snapshot' to record them, then pull again.")
-    ws.transactions.publish(branch, old, new, writes, before, {}, COMMITTER, "pull", locks=locks,
-                            keep_journal=True, locked_since=since)

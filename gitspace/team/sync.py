@@ -41,8 +41,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core.transaction import COMMITTER, checkout_changes
+from ..core.transaction import checkout_changes
 from ..core.workspace import Workspace
+from ..core.writer import COMMITTER, Change, RefMove
 from ..errors import BadArguments, ConcurrentUpdate, Conflict, GitspaceError
 from ..replay.engine import branch_commits
 from ..replay.onto import merge_base
@@ -104,16 +105,14 @@ def sync(ws: Workspace, remote: str = "origin", *, drop: tuple[str, ...] = (),
                                hint="'gitspace log' lists op ids (26 letters and digits).")
     with sync_state.lock(ws):
         sync_state.clear_scratch(ws)
-        with ws.transactions.lock():
-            ws.transactions.recover_locked()
-            notes = sync_state.finish(ws)
+        with ws.writer.locked():
+            pass  # a sync a crash cut short is finished from the writer's journal first
         pace = sync_state.load_pace(ws, remote, branch)
         turns = _Turns(pace, attempts, wait, pause, clock, rng)
         try:
             done = _rounds(ws, remote, branch, set(drop), turns, on_step or _quiet)
         finally:
             sync_state.save_pace(ws, remote, branch, pace)
-        done.notes[:0] = notes
         return done
 
 
@@ -239,7 +238,7 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     report.checkpoints = [r[len(TAGS):] for r in tag_moves]
     if new != local or moves:
         on_step("move")
-        if _move(ws, branch, local, new, moves, report) is not None:
+        if _move(ws, branch, local, new, moves) is not None:
             return _Again("moved")
         turns.dropped += report.dropped
     report.tip = new
@@ -258,8 +257,7 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
                             "again, with every commit it had when the sync read it and yours.")
     report.checkpoints = sorted(set(report.checkpoints) | {
         spec.split(":", 1)[1][len(TAGS):] for spec in refspecs if TAGS in spec})
-    report.notes += sync_state.move(ws, sync_state.Move(branch, new, new, [
-        (tracking, repo.read_ref(tracking), new)]))
+    report.notes += sync_state.move_tracking(ws, tracking, new)
     return report
 
 
@@ -372,25 +370,26 @@ def _ref_moves(repo: GitRepo, remote: str, tag_moves: dict[str, tuple[str, str]]
 
 
 def _move(ws: Workspace, branch: str, local: str, new: str,
-          moves: list[tuple[str, str | None, str]], report: Synced) -> str | None:
-    """Move the branch (files, index) and ``moves`` as one journaled step; "moved" when an op
-    landed here since the fetch (the caller starts again)."""
+          moves: list[tuple[str, str | None, str]]) -> str | None:
+    """Move the branch (files, index) and ``moves`` as one change; "moved" when an op landed
+    here since the fetch, or a ref moved meanwhile (the caller starts again)."""
     repo = ws.repo
-    with ws.transactions.lock():
-        ws.transactions.recover_locked()
+    with ws.writer.locked():
         if repo.read_ref(f"refs/heads/{branch}") != local or repo.head_branch() != branch:
             return "moved"
         writes, before = ({}, {}) if new == local else checkout_changes(
             ws, repo.commit(local).tree, repo.commit(new).tree, "Syncing",
             "Nothing was changed here; run 'gitspace snapshot' to record them, then sync again.")
-        sync_state.begin(ws, sync_state.Move(branch, local, new, moves))
+        refs = [RefMove(ref, old, sha) for ref, old, sha in moves]
+        if new != local:
+            refs.insert(0, RefMove(f"refs/heads/{branch}", local, new))
+        if not refs:
+            return None
         try:
-            if new != local:
-                ws.transactions.publish(branch, local, new, writes, before, {}, COMMITTER, "sync")
+            ws.writer.apply(Change("gitspace: sync", COMMITTER, refs,
+                                   at=None if new == local else new, files=writes, before=before))
         except ConcurrentUpdate:
             return "moved"
-        finally:
-            report.notes += sync_state.finish(ws)
     return None
 
 

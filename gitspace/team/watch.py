@@ -442,7 +442,7 @@ class Watcher:
         """
         if not paths:
             return False
-        tree, repo, files = ws.tree(), ws.repo, ws.transactions.files
+        tree, repo, files = ws.tree(), ws.repo, ws.files
         changed = False
         large = []
         for rel in sorted(paths):

@@ -62,7 +62,7 @@ def view(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
     rel = paths.resolve(ws.root, args["path"], allow_root=True)[0]
     # Read through the no-follow reader, never by name: the check above is not the read, and a
     # folder swapped for a link in between must not show what lies beyond it.
-    files = ws.transactions.files
+    files = ws.files
     listing = files.listing(rel)
     if listing is not None:
         return Result(ok=True, text=_listing(files, rel, listing), tool="view")
@@ -375,7 +375,7 @@ def _as_on_disk(ws: Workspace, matches: list[Match]) -> tuple[list[tuple[str, in
     for path, number, line in matches:
         if path not in files:
             try:
-                state = ws.transactions.files.read(path, limit=SEARCH_READ_CAP)
+                state = ws.files.read(path, limit=SEARCH_READ_CAP)
             except GitspaceError:
                 state = None
             files[path] = None if state is None or state[1] == LINK_MODE else \

@@ -28,6 +28,7 @@ from pathlib import Path
 from ..core import paths
 from ..core.transaction import disk_state
 from ..core.workspace import Workspace
+from ..core.writer import COMMITTER, Change
 from ..errors import GitspaceError, LockTimeout, PathRefused, WriteFailed
 from ..storage import ledger, racyindex
 from ..storage.files import parts_of
@@ -69,7 +70,7 @@ class Before:
 
 
 @dataclass(frozen=True)
-class Change:
+class ScriptChange:
     rel: str
     before: State | Unknown | Path  # Path: a copy of a file over the cap
     after: State  # None: absent, or a folder now (git tracks no folders)
@@ -119,7 +120,7 @@ def _plain(rel: str) -> bool:
 
 def _stat(ws: Workspace, rel: str) -> os.stat_result | None:
     """The path's own stat, never through a link (a path git status listed: no link above it)."""
-    return ws.transactions.files.stat(rel) if _plain(rel) else _lstat(ws.root / rel)
+    return ws.files.stat(rel) if _plain(rel) else _lstat(ws.root / rel)
 
 
 def _read(ws: Workspace, rel: str) -> State:
@@ -159,11 +160,11 @@ def settle(ws: Workspace, *, locked: bool = False) -> None:
     if found is None or not found.worth_settling() or not found.settled_by_now():
         return
     if locked:
-        racyindex.settle(index, ws.root, private=ws.repo.private)
+        ws.writer.settle_index()
         return
     try:
-        with ws.transactions.lock(timeout=_SETTLE_WAIT):
-            racyindex.settle(index, ws.root, private=ws.repo.private)
+        with ws.writer.locked(timeout=_SETTLE_WAIT):
+            ws.writer.settle_index()
     except (LockTimeout, WriteFailed, OSError):
         pass  # an op is running (or the lock cannot be had here): a later call settles them
 
@@ -199,7 +200,7 @@ def take(ws: Workspace, copy_budget: int = 0) -> Before:
     return before
 
 
-def changes(ws: Workspace, tree: str, before: Before) -> list[Change]:
+def changes(ws: Workspace, tree: str, before: Before) -> list[ScriptChange]:
     """What the script changed, by path (see the module docstring for what counts)."""
     now_visible = [rel.rstrip("/") for rel in ws.repo.status_paths()]
     own_now = _own_files(ws.root)
@@ -212,11 +213,11 @@ def changes(ws: Workspace, tree: str, before: Before) -> list[Change]:
         st = own_now.get(rel) or _stat(ws, rel)
         if rel in before.copies:
             if st is None or _print(st) != before.copies[rel][0]:
-                found.append(Change(rel, before.copies[rel][1], _after(ws, rel, st)))
+                found.append(ScriptChange(rel, before.copies[rel][1], _after(ws, rel, st)))
             continue
         if rel in before.prints:
             if st is None or _print(st) != before.prints[rel]:
-                found.append(Change(rel, Unknown(existed=True), _after(ws, rel, st)))
+                found.append(ScriptChange(rel, Unknown(existed=True), _after(ws, rel, st)))
             continue
         touched = st is None or st.st_ctime_ns >= since
         if rel in before.states:
@@ -233,7 +234,7 @@ def changes(ws: Workspace, tree: str, before: Before) -> list[Change]:
                 pre = Unknown(existed=False)  # maybe an ignored file the new rules uncovered
         post = _after(ws, rel, st)
         if isinstance(pre, Unknown) or pre != post:
-            found.append(Change(rel, pre, post))
+            found.append(ScriptChange(rel, pre, post))
     return found
 
 
@@ -248,7 +249,7 @@ def _after(ws: Workspace, rel: str, st: os.stat_result | None) -> State:
         return (b"", -1)  # (unreadable: never committed, never restored by content)
 
 
-def refusal(change: Change, cap: int) -> str | None:
+def refusal(change: ScriptChange, cap: int) -> str | None:
     """Why a mutating script's change cannot become part of an op, or None."""
     why = paths.owner_refusal(change.rel)
     if why is not None:
@@ -269,7 +270,7 @@ def refusal(change: Change, cap: int) -> str | None:
     return None
 
 
-def undo(ws: Workspace, found: list[Change]) -> Undone:
+def undo(ws: Workspace, found: list[ScriptChange]) -> Undone:
     """Put back what was on disk before the run (the module docstring says how)."""
     done = Undone()
     aside = _aside(ws)
@@ -281,8 +282,8 @@ def undo(ws: Workspace, found: list[Change]) -> Undone:
     # Back through the one work-tree writer: deletions first, never through a link, folders
     # left empty pruned. A name it refuses (a .git spelling) the script can only have made.
     plain = {c.rel: _state_of(c.before) for c in restorable if _plain(c.rel)}
-    written: list[str] = []
-    ws.transactions.apply(plain, lenient=True, done=written)
+    written = ws.writer.apply(Change("gitspace: put back a script's changes", COMMITTER,
+                                     files=plain, lenient=True))
     for change in restorable:
         if not _plain(change.rel) and change.before is None:
             _remove_odd(ws.root, change.rel)

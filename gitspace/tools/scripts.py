@@ -130,7 +130,7 @@ def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any]
     result = _run(ws, script, args)
     changes = script_guard.changes(ws, tree, before)
     if changes:
-        with ws.transactions.lock():
+        with ws.writer.locked():
             undone = script_guard.undo(ws, changes)
         raise ToolFailed(
             f"{script.name} declares that it does not change files, but it changed "
@@ -169,7 +169,7 @@ def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, A
 
 
 def _outcome(ws: Workspace, txn: Txn, script: script_header.Script,
-             changes: list[script_guard.Change], result: script_runner.RunResult,
+             changes: list[script_guard.ScriptChange], result: script_runner.RunResult,
              now: int) -> Outcome:
     """The op a mutating script's run makes, or an error with its changes undone."""
     if not result.ok:

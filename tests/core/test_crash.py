@@ -108,7 +108,7 @@ CRASH_AT = textwrap.dedent("""
     import os, sys
     from pathlib import Path
     import gitspace
-    from gitspace.core import transaction
+    from gitspace.core import writer
     from gitspace.storage import gitindex, gitrepo
     root, point, tool, args = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     ws = gitspace.open(root, agent="crasher")
@@ -139,11 +139,11 @@ CRASH_AT = textwrap.dedent("""
     elif point == "holding-tag-lock":
         die_renaming_lock("/refs/tags/")
     elif point == "after-cas-before-files":
-        die_on(transaction.Transactions, "put_file")
+        die_on(writer.Writer, "put_file")
     elif point == "between-files":
-        die_on(transaction.Transactions, "put_file", nth=2)
+        die_on(writer.Writer, "put_file", nth=2)
     elif point == "after-files-before-index":
-        die_on(transaction.Transactions, "sync_index")
+        die_on(writer.Writer, "sync_index")
     elif point == "holding-index-lock":
         die_on(gitindex.Index, "encode")
     elif point == "before-journal-removed":

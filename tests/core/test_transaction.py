@@ -25,7 +25,7 @@ from conftest import (
 )
 
 import gitspace
-from gitspace.core import transaction
+from gitspace.core import transaction, writer
 from gitspace.errors import (
     BadArguments,
     FileRefused,
@@ -224,7 +224,7 @@ def test_a_write_over_the_file_size_cap_is_refused_with_what_to_do(
 
 
 def test_a_refused_write_says_what_the_system_said_and_where() -> None:
-    failure = transaction.write_failed(OSError(errno.ENOSPC, "No room (quota)", "/ws/a.txt"))
+    failure = writer.write_failed(OSError(errno.ENOSPC, "No room (quota)", "/ws/a.txt"))
     assert failure.message == "A write failed: No room (quota) (/ws/a.txt). Nothing was changed."
     assert failure.hint == system_hint(errno.ENOSPC)
 
@@ -431,7 +431,7 @@ def test_a_link_where_gitspace_keeps_its_state_is_refused_with_what_to_do(
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "gitspace").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(gitspace.GitspaceError) as refused:
-        transaction.private_folder(tmp_path, "gitspace")
+        writer.private_folder(tmp_path, "gitspace")
     folder = tmp_path / "gitspace"
     assert refused.value.message == (
         f"{folder} is not a folder (a link or a file stands there), so gitspace will not keep "

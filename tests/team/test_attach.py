@@ -221,7 +221,7 @@ def test_agents_lists_branch_worktree_ops_and_last_op(user: Path) -> None:
 def test_worktree_ops_use_the_worktrees_own_lock_and_journal(user: Path) -> None:
     a = attach.attach(user, "bob")
     with gitspace.open(a.path, agent="bob") as ws:
-        assert ws.transactions.state_dir == user / ".git" / "worktrees" / "bob" / "gitspace"
+        assert ws.writer.state_dir == user / ".git" / "worktrees" / "bob" / "gitspace"
         assert ws.repo.commondir == user / ".git"
 
 

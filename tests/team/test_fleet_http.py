@@ -28,7 +28,7 @@ from gitspace.team.sync_watch import Watch
 def everything_gitspace_keeps(ws: gitspace.Workspace) -> str:
     """The clone's config and every file of gitspace's own state, as text."""
     parts = [git(ws.root, "config", "--list", "--show-origin")]
-    for path in sorted(ws.transactions.state_dir.rglob("*")):
+    for path in sorted(ws.writer.state_dir.rglob("*")):
         if path.is_file():
             parts.append(path.read_text(errors="replace"))
     return "\n".join(parts)

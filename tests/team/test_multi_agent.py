@@ -145,9 +145,9 @@ def test_a_busy_worktree_blocks_only_writers_in_that_worktree(tmp_path: Path) ->
     a, b = attach.attach(user, "a").path, attach.attach(user, "b").path
     with gitspace.open(a, agent="a") as ws_a, gitspace.open(a, agent="a2") as ws_a2, \
             gitspace.open(b, agent="b") as ws_b:
-        with ws_a.transactions.lock():
+        with ws_a.writer.locked():
             assert ws_b.call("create", {"path": "b.txt", "file_text": "b\n"}).ok
             with pytest.raises(LockTimeout):
-                with ws_a2.transactions.lock(timeout=0.2):
+                with ws_a2.writer.locked(timeout=0.2):
                     pass
         assert ws_a2.call("create", {"path": "a.txt", "file_text": "a\n"}).ok

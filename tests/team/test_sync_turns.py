@@ -273,7 +273,7 @@ def test_pace_rules_at_their_edges() -> None:
 
 def test_a_malformed_pace_file_starts_afresh(tmp_path: Path, git_server: GitServer) -> None:
     a = seed(tmp_path, git_server)
-    path = a.transactions.state_dir / sync_state.PACE
+    path = a.writer.state_dir / sync_state.PACE
     good = Pace(owed=False, lost=2, won_at=T0, won_tip="x" * 40)
     assert Pace.from_json(good.as_json()) == good
     for bad in ([], {"origin/main": {"won_at": "soon"}}, {"origin/main": {"owed": 1}},

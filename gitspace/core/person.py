@@ -1,4 +1,4 @@
-"""Who a person is, as their git knows them: the identity their own edits are recorded under.
+"""Who a person is, as their git knows them: the signature their own edits are recorded under.
 
 Invariants:
 - A person's edits (``external`` ops) carry their git identity: the commit's author is
@@ -17,7 +17,7 @@ import unicodedata
 
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
-from ..storage.objects import Identity
+from ..storage.objects import Signature
 
 UNKNOWN = "unknown"
 _NOT_IN_TOKEN = re.compile(r"[^A-Za-z0-9._:@+=/-]+")
@@ -49,14 +49,14 @@ def configured(repo: GitRepo) -> tuple[str | None, str | None]:
     return _cache[key]
 
 
-def person(repo: GitRepo, explicit: str | None = None) -> Identity:
+def person(repo: GitRepo, explicit: str | None = None) -> Signature:
     """The identity a person's own edits in ``repo`` are committed as (``explicit``: a name
     someone gave instead, kept as given)."""
     name, email = configured(repo)
     if explicit:
         name = explicit
     name = name or UNKNOWN
-    return Identity(name, email or f"{token(name)}@gitspace")
+    return Signature(name, email or f"{token(name)}@gitspace")
 
 
 def person_token(repo: GitRepo, explicit: str | None = None) -> str:

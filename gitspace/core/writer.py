@@ -1,0 +1,637 @@
+"""The one writer: every change to a checkout's refs, HEAD, index or work-tree files is one
+``Change`` value, applied whole by ``Writer.apply``, or not at all.
+
+Invariants:
+- One writer at a time per checkout: ``Writer.locked`` holds the lock of its gitspace state
+  folder, and first finishes any change a crash interrupted.
+- Order: objects (written by the caller: harmless if orphaned) → journal → refs (one: by
+  compare-and-swap under its lock file; several: one git ref transaction, locked and verified
+  first, moved together once the files and index are written) → HEAD → work-tree files (each by
+  tmp-file-and-rename through ``storage.files``: deletions first, never through a link) → index
+  → journal removed.
+- A failure before a ref or HEAD moves changes nothing; one after it is rolled back (files and
+  index entries as they were, refs and HEAD moved back) before the error surfaces. When the
+  rollback fails too, the journal stays and the next ``locked`` finishes the change instead.
+- A crash at any point leaves the journal, and ``recover`` finishes the change from it (roll
+  forward): a change whose ref moved is never lost, and none stays half applied. Each ref moves
+  on only from where the change found it: one moved by someone else meanwhile is left, with the
+  files.
+- The index holds exactly the tree's entries for the paths a change touched: never a file and a
+  folder of one name (``fd`` and ``fd/x``). It is the checkout's own ``.git/index``, another
+  index file named by the change, or none.
+- A private repository (``GitRepo.private``: replay's scratch) keeps no journal.
+
+Nothing else above ``storage/`` moves a ref, HEAD or the index (``tests/test_layers.py`` holds
+the rule and its listed exceptions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat as statmod
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import faults
+from ..errors import (
+    FileRefused,
+    GitspaceError,
+    LockTimeout,
+    PathRefused,
+    ToolFailed,
+    WriteFailed,
+    system_hint,
+)
+from ..storage import gitindex, lockfile, racyindex
+from ..storage.files import Files, InTheWay, State, order, parts_of
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Signature
+from .paths import check_tree_paths
+
+COMMITTER = Signature("gitspace", "gitspace@localhost")
+INDEX_TRIES = 5  # loads of an index another git process keeps replacing under us
+
+
+@dataclass(frozen=True)
+class RefMove:
+    """Move ``ref`` from ``old`` to ``new`` (old None: it must not exist; new None: delete it)."""
+
+    ref: str
+    old: str | None
+    new: str | None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change to a checkout, whole or not at all. Any part may be empty:
+    a ref-only move (a branch or tag made, a ref outside ``refs/heads``), files only (no index,
+    no HEAD), or everything at once (an op: its branch, files and index)."""
+
+    why: str  # the reflog message: "gitspace: create"
+    who: Signature  # the reflog lines' name
+    refs: Sequence[RefMove] = ()
+    head: str | None = None  # point HEAD at this branch (a switch)
+    # The commit whose tree the paths below follow (their files and index entries). None: the
+    # files are written as given and nothing is journaled for them (a put-back).
+    at: str | None = None
+    files: Mapping[str, State] = field(default_factory=dict)  # what the work tree is to hold
+    # What each path the change syncs holds on disk now (what a rollback puts back): every path
+    # here and in ``files`` gets its index entry from ``at``'s tree.
+    before: Mapping[str, State] = field(default_factory=dict)
+    known: Mapping[str, os.stat_result] = field(default_factory=dict)  # stats taken before hashing
+    index: bool = True  # update the index entries of the paths (False: the work tree only)
+    index_file: Path | None = None  # a private index instead of the checkout's own .git/index
+    lenient: bool = False  # a path whose way is blocked is skipped (put-backs), not refused
+    # A failure after the refs moved is finished by the next ``locked``, not rolled back (a
+    # repository's first commit: there is nothing to roll back to).
+    finish_if_failed: bool = False
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted(set(self.before) | set(self.files))
+
+
+@dataclass(frozen=True)
+class IndexUndo:
+    """What ``sync_index`` replaced, to put back: the old raw entries of its paths, or None when
+    the index is in a format only git writes (then git re-syncs them instead)."""
+
+    entries: dict[bytes, tuple[bytes, int] | None] | None
+
+
+@dataclass
+class _Moved:
+    """What a change has moved so far, so a rollback moves exactly that back."""
+
+    refs: list[RefMove] = field(default_factory=list)
+    head: tuple[str, str | None, str | None] | None = None  # (old branch, old tip, new tip)
+
+
+class Writer:
+    """The writer of one checkout: its lock, its journal, and ``apply``."""
+
+    def __init__(self, repo: GitRepo, *, durable: bool = False) -> None:
+        self.repo = repo
+        self.root = repo.root
+        # durable: fsync every work-tree file a change writes (survives a power cut; slower).
+        self.files = Files(repo.root, durable=durable, private=repo.private)
+        self.state_dir = private_folder(repo.gitdir, "gitspace")
+        self.journal = self.state_dir / "journal.json"
+        self._split_config: bool | None | str = "unread"  # core.splitIndex, read when it matters
+        self.notes: list[str] = []  # said once to the user: collected by the next Result
+
+    # -- locking -----------------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self, timeout: float = 30.0) -> Iterator[None]:
+        """Hold this checkout's lock, with any change a crash interrupted finished first."""
+        with hold_lock(self.state_dir, timeout):
+            self.recover_locked()
+            yield
+
+    def take_notes(self) -> list[str]:
+        notes, self.notes = self.notes, []
+        return notes
+
+    # -- the one write -----------------------------------------------------------------------
+
+    def apply(self, change: Change) -> list[str]:
+        """Apply ``change`` (hold ``locked``): the order, rollback and journal of the module
+        docstring. Returns the paths written (with ``lenient``, those not in the way)."""
+        paths = change.paths
+        if change.at is not None:  # files from a tree: refused before the journal, nothing moved
+            check_tree_paths(change.files, change.why)  # (a put-back restores what the disk held)
+        journaled = change.at is not None or bool(change.refs) or change.head is not None
+        if journaled:
+            self.journal_write(_record(change, paths, self.repo.gitdir))
+        # A path counts as written once it changed: put_file changes nothing when it fails
+        # (but for a failed flush after its rename, which it reports), and "restoring" a path
+        # it refused (a folder in the way) would destroy what is there.
+        written: list[str] = []
+        index: IndexUndo | None = None
+        moved = _Moved()
+        try:
+            with self._moving(change, moved):
+                stats = self.put_files(change.files, lenient=change.lenient, done=written)
+                if change.index and change.at is not None and paths:
+                    index = self.sync_index(paths, change.at, {**change.known, **stats},
+                                            change.index_file)
+            if journaled:
+                self.journal_remove()
+        except BaseException as failure:
+            if not journaled or change.finish_if_failed and moved.refs:
+                raise  # a put-back has nothing behind it; a first commit is finished next time
+            # The index goes back to what the checkout was at: the first ref's old commit, or
+            # the tip HEAD named before a switch.
+            back_to = (moved.head[1] if moved.head else None) or (
+                change.refs[0].old if change.refs else None) or change.at or ""
+            self.roll_back(failure, written, change.before, paths, index,
+                           lambda: self._move_back(change, moved), back_to, change.index_file)
+            raise
+        return written
+
+    @contextmanager
+    def _moving(self, change: Change, moved: _Moved) -> Iterator[None]:
+        """Move the refs (one by compare-and-swap now; several in one git ref transaction that
+        commits when the block ends) and HEAD, recording in ``moved`` what moved."""
+        refs = list(change.refs)
+        if len(refs) > 1:
+            with self.repo.ref_transaction([(m.ref, m.old, m.new) for m in refs], change.who,
+                                           change.why):
+                self._move_head(change, moved)
+                yield
+            moved.refs = refs
+            return
+        for m in refs:
+            self.repo.cas_ref(m.ref, m.old, m.new, change.who, change.why)
+            moved.refs.append(m)
+        self._move_head(change, moved)
+        yield
+
+    def _move_head(self, change: Change, moved: _Moved) -> None:
+        if change.head is None:
+            return
+        current = self.repo.head_branch()
+        if current is None:
+            raise GitspaceError("HEAD is detached, so gitspace will not move it.",
+                                hint="Run 'git switch BRANCH' first.")
+        old = self.repo.read_ref(f"refs/heads/{current}")
+        new = self.repo.read_ref(f"refs/heads/{change.head}")
+        self.repo.set_head(change.head, change.who, old, new)
+        moved.head = (current, old, new)
+
+    def _move_back(self, change: Change, moved: _Moved) -> None:
+        if moved.head is not None:
+            branch, old, new = moved.head
+            self.repo.set_head(branch, change.who, new, old)
+        back = [RefMove(m.ref, m.new, m.old) for m in reversed(moved.refs)]
+        why = f"{change.why}: rolled back"
+        if len(back) == 1:
+            self.repo.cas_ref(back[0].ref, back[0].old, back[0].new, change.who, why)
+        elif back:
+            with self.repo.ref_transaction([(m.ref, m.old, m.new) for m in back], change.who, why):
+                pass
+
+    def roll_back(self, failure: BaseException, written: list[str],
+                  before: Mapping[str, State], paths: list[str], index: IndexUndo | None,
+                  move_back: Callable[[], None], commit: str,
+                  index_file: Path | None = None) -> None:
+        """Undo a change that failed past its ref (or HEAD) move: put ``written`` back to their
+        ``before`` states, the index entries of ``paths`` back (``index``: what ``sync_index``
+        returned, None when it did not store), then ``move_back()``, then drop the journal. If
+        a step fails, the journal stays and the next open finishes the change instead
+        (WriteFailed says so). ``commit`` is what the index entries came from."""
+        try:
+            self.put_files({rel: before.get(rel) for rel in written}, lenient=True)
+            if index is not None:
+                self._restore_index(index, paths, commit, index_file)
+            move_back()
+        except Exception as e:
+            raise WriteFailed(
+                f"{_sentence(failure)} Rolling it back failed too ({_sentence(e)}), so the next "
+                "gitspace command in this workspace will finish it from its journal.",
+                hint=_hint(failure)) from failure
+        self.cancel_journal()
+
+    # -- files -------------------------------------------------------------------------------
+
+    def put_files(self, changes: Mapping[str, State], *, lenient: bool = False,
+                  done: list[str] | None = None) -> dict[str, os.stat_result]:
+        """Write ``changes`` to the work tree in ``files.order`` (deletions first), one
+        ``put_file`` each; the stats of the files written. ``lenient`` (recovery, rollback)
+        leaves a path whose way is blocked for the next snapshot instead of raising. ``done``
+        gets each path written, and the path whose write failed after it changed it."""
+        stats: dict[str, os.stat_result] = {}
+        for rel in order(changes):
+            try:
+                st = self.put_file(rel, changes[rel], done)
+            except InTheWay:
+                if not lenient:
+                    raise
+                continue
+            if st is not None:
+                stats[rel] = st
+            if done is not None:
+                done.append(rel)
+        return stats
+
+    def put_file(self, rel: str, state: State, changed: list[str] | None = None
+                 ) -> os.stat_result | None:
+        """Make the work-tree path hold ``state`` (None: absent), atomically, never through a
+        link (``storage.files``); the stat of the file written. A failure after the path
+        changed (a durable folder's flush) adds it to ``changed`` first."""
+        return self.files.put(rel, state, changed=changed)
+
+    # -- the index ---------------------------------------------------------------------------
+
+    def sync_index(self, paths: Iterable[str], commit: str,
+                   known: dict[str, os.stat_result] | None = None,
+                   index_file: Path | None = None) -> IndexUndo:
+        """Make the index entries of ``paths`` match ``commit``'s tree and the work tree.
+
+        ``known`` holds stats taken before content was hashed; other paths are stat'ed now (we
+        just wrote them). Returns what ``_restore_index`` needs to put the entries back.
+        """
+        known = known or {}
+        paths = list(paths)
+        tree = self.repo.commit(commit).tree
+        saved: list[dict[bytes, tuple[bytes, int] | None]] = []
+
+        def update(index: gitindex.Index) -> None:
+            saved[:] = [index.entries_of(paths)]
+            self._update_entries(index, paths, tree, known)
+
+        try:
+            self._change_index(update, "updated it", index_file)
+        except gitindex.IndexUnsupported:
+            self._sync_index_with_git(paths, tree, index_file)
+            return IndexUndo(None)
+        return IndexUndo(saved[0])
+
+    def settle_index(self) -> None:
+        """Rewrite the stat data of the index's racy entries (``racyindex.settle``: what
+        ``git status`` would store); no entry changes."""
+        racyindex.settle(self.repo.gitdir / "index", self.root, private=self.repo.private)
+
+    def _index_path(self, index_file: Path | None) -> Path:
+        return self.repo.gitdir / "index" if index_file is None else index_file
+
+    def _change_index(self, change: Callable[[gitindex.Index], None], doing: str,
+                      index_file: Path | None = None) -> None:
+        """Load the index, ``change`` it, store it; once more when another git process replaced
+        it meanwhile (their change is kept, ours redone on it)."""
+        index_path = self._index_path(index_file)
+        for _ in range(INDEX_TRIES):
+            # No defensive copy of a 10,000-entry index per op: on any failure we forget it.
+            index = gitindex.load(index_path, copy=False)
+            try:
+                change(index)
+                was_split = index.shared is not None
+                split = self._split_index(index)
+                since = index.origin[2] // racyindex.NS if index.origin else None
+                gitindex.store(index_path, index, split=split, private=self.repo.private)
+                if since is not None:
+                    self._smudge_unseen(index_path, index, since, split)
+                if split and not was_split:
+                    self.notes.append(_split_note(len(index.paths)))
+                return
+            except BaseException as e:
+                gitindex.forget(index_path)  # the cached index holds a change never stored
+                if isinstance(e, gitindex.IndexLocked):
+                    raise LockTimeout(
+                        f"{index_path}.lock exists: another git process is updating the index.",
+                        hint="If no git process is running, remove that file and try again.",
+                    ) from None
+                if not isinstance(e, gitindex.IndexChanged):
+                    raise
+        raise LockTimeout(f"{index_path} kept changing while gitspace {doing}.",
+                          hint="Wait for the other git process to finish, then try again.")
+
+    def _smudge_unseen(self, index_path: Path, index: gitindex.Index, since: int,
+                       split: bool) -> None:
+        """git's racy-git rule for the index just stored: an entry it now trusts whose file
+        changed unseen in the entry's own second is smudged (racyindex.unseen_changes), and the
+        index stored again."""
+        assert index.origin is not None
+        unseen = racyindex.unseen_changes(self.root, index, since, index.origin[2] // racyindex.NS)
+        if unseen:
+            for path in unseen:
+                index.raw[path] = gitindex.smudged(index.raw[path])
+                index.changed.add(path)
+            gitindex.store(index_path, index, split=split, private=self.repo.private)
+
+    def _restore_index(self, saved: IndexUndo, paths: list[str], commit: str,
+                       index_file: Path | None = None) -> None:
+        """Put back the index entries ``sync_index`` replaced, byte for byte; an index only git
+        can write is re-synced to ``commit`` by git instead."""
+        entries = saved.entries
+        if entries is None:
+            self._sync_index_with_git(paths, self.repo.commit(commit).tree, index_file)
+            return
+        self._change_index(lambda index: index.put_back(entries), "rolled it back", index_file)
+
+    def _split_index(self, index: gitindex.Index) -> bool:
+        """Write this index split? Only a large one (see gitindex), as core.splitIndex says."""
+        entries = len(index.paths)
+        if entries < gitindex.SPLIT_OPT_IN_AT:
+            return False  # no config read: the common case costs no git process
+        if self._split_config == "unread":
+            value = self.repo.git("config", "--type=bool", "--get", "core.splitIndex",
+                                  check=False).strip()
+            self._split_config = {b"true": True, b"false": False}.get(value)
+        if self._split_config is None:
+            return entries >= gitindex.SPLIT_AT
+        return bool(self._split_config)
+
+    def _update_entries(self, index: gitindex.Index, paths: Iterable[str], tree: str,
+                        known: dict[str, os.stat_result]) -> None:
+        for rel in paths:
+            entry = self.repo.entry_at(tree, rel)
+            if entry is None or entry.is_tree:
+                index.remove(rel)
+            else:
+                st: os.stat_result | None = known.get(rel)
+                if st is None:
+                    st = self.files.stat(rel)
+                # A file here means no folder here and no file above: the index must never hold
+                # both fd and fd/x (git write-tree fails, git status stays dirty for good).
+                index.remove_conflicts(rel)
+                index.set(rel, entry.sha, entry.mode, st)
+
+    def _sync_index_with_git(self, paths: list[str], tree: str,
+                             index_file: Path | None = None) -> None:
+        lines = []
+        for rel in paths:
+            entry = self.repo.entry_at(tree, rel)
+            if entry is None or entry.is_tree:
+                lines.append(f"0 {'0' * 40}\t{rel}")
+            else:
+                lines.append(f"{entry.mode:o} {entry.sha}\t{rel}")
+        self.repo.git("update-index", "--replace", "-z", "--index-info", index=index_file,
+                      input=("\0".join(lines) + "\0").encode("utf-8", "surrogateescape"))
+        self.repo.git("update-index", "-q", "--refresh", check=False, index=index_file)
+
+    # -- journal and recovery ----------------------------------------------------------------
+
+    def journal_write(self, record: dict[str, object]) -> None:
+        """Replace the journal by ``record`` (tmp file and rename: never torn, never half)."""
+        if self.repo.private:
+            return  # a private repository is thrown away whole: nothing to recover
+        tmp = self.journal.with_suffix(".tmp")
+        try:
+            with open(tmp, "w", encoding="utf-8") as out:
+                faults.hit("journal.write")
+                out.write(json.dumps(record))
+            os.replace(tmp, self.journal)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # (a full disk: nothing half-written stays behind)
+            raise
+
+    def journal_remove(self) -> None:
+        if self.repo.private:
+            return
+        faults.hit("journal.remove")
+        self.journal.unlink(missing_ok=True)
+
+    def cancel_journal(self) -> None:
+        """Drop the journal of a change that did not happen (or was rolled back). If it cannot be
+        removed it is overwritten by one that finishes nothing: a stale journal must never
+        re-apply a change that was reported failed."""
+        try:
+            self.journal_remove()
+        except BaseException:
+            try:
+                self.journal_write({"ref": None, "paths": []})
+            except BaseException:
+                pass  # the first error says what happened; nothing more can be done here
+            raise
+
+    def recover(self) -> bool:
+        if not self.journal.exists():
+            return False
+        with hold_lock(self.state_dir):
+            return self.recover_locked()
+
+    def recover_locked(self) -> bool:
+        """Finish a change a crashed process left half-applied. True if there was one."""
+        try:
+            record = json.loads(self.journal.read_text())
+        except FileNotFoundError:
+            return False
+        except ValueError:
+            # The journal is written by rename, so a torn one means it never took effect.
+            self.journal.unlink(missing_ok=True)
+            return False
+        journal = _Journal.of(record)
+        index_file = self.repo.gitdir / journal.index if isinstance(journal.index, str) else None
+        self._break_stale_locks(journal.locks, journal.since, index_file)
+        self.files.remove_tmp_files(journal.paths)
+        if journal.head is not None:  # an interrupted switch: finish moving HEAD, then the files
+            self.repo.set_head(journal.head, COMMITTER, None, None)
+        for n, (ref, old, new) in enumerate(journal.moves):
+            tip = self.repo.read_ref(ref)
+            if tip == old and tip != new:
+                self.repo.cas_ref(ref, old, new, COMMITTER, "gitspace: finish interrupted op")
+            elif tip != new and n == 0:
+                journal.paths = []  # someone outside gitspace moved it: leave their work alone
+                break
+        if journal.at is not None and journal.paths:  # (a created branch or tag has no files)
+            tree = self.repo.commit(journal.at).tree
+            wanted: dict[str, State] = {}
+            for rel in journal.paths:
+                entry = self.repo.entry_at(tree, rel)
+                want = None if entry is None or entry.is_tree else (
+                    self.repo.read_blob(entry.sha), entry.mode)
+                try:
+                    if self.files.read(rel) != want:
+                        wanted[rel] = want
+                except (FileRefused, ToolFailed):
+                    pass  # a fifo or the like appeared there meanwhile: an outside change, left
+            self.put_files(wanted, lenient=True)
+            if journal.index is not False:
+                self.sync_index(journal.paths, journal.at, index_file=index_file)
+        self.journal_remove()
+        return True
+
+    def _break_stale_locks(self, refs: list[str], since: int | None,
+                           index_file: Path | None, wait: float = 0.5) -> None:
+        """Remove the lock files a crashed change left behind.
+
+        We hold the checkout's lock and a journal exists, so the process that wrote it died
+        mid-change; a ref/index/HEAD lock taken after its journal (or ``since``) is its own (or
+        its git child's), unless a live git process is at work in this repository.
+        """
+        if since is None:
+            since = self.journal.stat().st_mtime_ns if self.journal.exists() else 0
+        locks = [self.repo.commondir / f"{ref}.lock" for ref in refs]
+        index = self._index_path(index_file)
+        break_stale_locks([*locks, index.with_name(index.name + ".lock"),
+                           self.repo.gitdir / "HEAD.lock"], since, self.repo, wait)
+
+
+@dataclass
+class _Journal:
+    """A journal as read back: this version's, or an older one's (``ref``/``old``/``new``, and a
+    pull's ``locks`` since ``since``)."""
+
+    moves: list[tuple[str, str | None, str | None]]
+    at: str | None
+    head: str | None
+    paths: list[str]
+    index: str | bool
+    locks: list[str]
+    since: int | None
+
+    @classmethod
+    def of(cls, record: dict[str, object]) -> _Journal:
+        moves = [tuple(m) for m in record.get("moves", [])]  # type: ignore[attr-defined]
+        ref = record.get("ref")
+        if ref is not None and not moves:
+            moves = [(ref, record.get("old"), record.get("new"))]
+        at = record.get("at", record.get("new") if ref is not None else None)
+        paths = [rel for rel in record.get("paths", []) if _plain(rel)]  # type: ignore[attr-defined]
+        locks = [m[0] for m in moves] + list(record.get("locks", []))  # type: ignore[call-overload]
+        return cls(moves, at, record.get("head"), paths,  # type: ignore[arg-type]
+                   record.get("index", True), locks, record.get("since"))  # type: ignore[arg-type]
+
+
+def _record(change: Change, paths: list[str], gitdir: Path) -> dict[str, object]:
+    """The journal of ``change``: what ``recover`` needs to finish it (a private index inside
+    the git directory is named relative to it)."""
+    record: dict[str, object] = {"moves": [[m.ref, m.old, m.new] for m in change.refs],
+                                 "at": change.at, "paths": paths if change.at else []}
+    if change.head is not None:
+        record["head"] = change.head
+    if not change.index:
+        record["index"] = False
+    elif change.index_file is not None:
+        inside = change.index_file.is_relative_to(gitdir)
+        record["index"] = str(change.index_file.relative_to(gitdir) if inside
+                              else change.index_file)
+    return record
+
+
+@contextmanager
+def hold_lock(state_dir: Path, timeout: float = 30.0) -> Iterator[None]:
+    """Hold the lock of one checkout's gitspace state folder (one writer at a time there). A
+    refused write inside it (disk full, no permission, I/O error: ``errors.system_hint``) leaves it
+    as WriteFailed, an expected error: the code inside has rolled back whatever it wrote before
+    the error surfaces."""
+    busy = LockTimeout(f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
+                       hint="Wait for it to finish, then run the command again.")
+    with lockfile.flocked(state_dir / "lock", timeout, busy), refused_writes():
+        yield
+
+
+def break_stale_locks(locks: Iterable[Path], since_ns: int, repo: GitRepo,
+                      wait: float = 0.5) -> None:
+    """Remove each of ``locks`` taken at or after ``since_ns`` (the crashed process's journal),
+    and only those: an older lock belongs to someone else and stays, and so does every lock while
+    a live git process is at work in ``repo`` (its work tree or git folders: git keeps
+    ``index.lock`` for as long as ``git commit -a`` waits for its editor). A git process
+    finishing within ``wait`` seconds is waited for. Without /proc, a lock that outlives ``wait``
+    is taken for the crashed one's."""
+    locks = list(locks)
+    deadline = time.monotonic() + wait
+    for lock in locks:
+        while lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    stale = []
+    for lock in locks:
+        try:
+            if lock.stat().st_mtime_ns >= since_ns:
+                stale.append(lock)
+        except FileNotFoundError:
+            pass
+    if not stale or lockfile.git_running_in({repo.root, repo.gitdir, repo.commondir}):
+        return
+    for lock in stale:
+        lock.unlink(missing_ok=True)
+
+
+def private_folder(parent: Path, name: str) -> Path:
+    """``parent/name``, made if missing, and refused if it is a link: gitspace keeps its state
+    (lock, journal, agents' worktrees) only in a folder of its own inside the git directory."""
+    folder = parent / name
+    try:
+        os.mkdir(folder)
+    except FileExistsError:
+        pass
+    if not statmod.S_ISDIR(os.lstat(folder).st_mode):
+        raise GitspaceError(
+            f"{folder} is not a folder (a link or a file stands there), so gitspace will not keep "
+            "its state in it.", hint=f"Move {folder} away, then run the command again.")
+    return folder
+
+
+def _plain(rel: str) -> bool:
+    try:
+        parts_of(rel)
+    except PathRefused:
+        return False
+    return True
+
+
+def _sentence(e: BaseException) -> str:
+    if isinstance(e, GitspaceError):
+        return e.message
+    if isinstance(e, OSError) and system_hint(e.errno) is not None:
+        return write_failed(e).message
+    return f"{type(e).__name__}: {e}"
+
+
+def _hint(e: BaseException) -> str | None:
+    if isinstance(e, GitspaceError):
+        return e.hint
+    return system_hint(e.errno) if isinstance(e, OSError) else None
+
+
+@contextmanager
+def refused_writes() -> Iterator[None]:
+    """Turn a write the system refused (``errors.system_hint``) into WriteFailed, an expected error.
+    Only around code that changes nothing, or rolls back what it changed, when it fails."""
+    try:
+        yield
+    except OSError as e:
+        if system_hint(e.errno) is None:
+            raise
+        raise write_failed(e) from e
+
+
+def write_failed(e: OSError) -> WriteFailed:
+    """The expected error for a write the system refused (an errno ``errors.system_hint`` knows)."""
+    what = e.strerror or os.strerror(e.errno or 0)
+    where = f" ({os.fsdecode(e.filename)})" if e.filename else ""
+    return WriteFailed(f"A write failed: {what}{where}. Nothing was changed.",
+                       hint=system_hint(e.errno))
+
+
+def _split_note(entries: int) -> str:
+    return (f"The index now holds {entries:,} entries, so gitspace writes it in git's split-index "
+            "format (core.splitIndex), which keeps each op fast. git reads it; tools built on "
+            "libgit2 (GitKraken, many IDE plugins) and dulwich do not. To keep a plain index, run "
+            "'git config core.splitIndex false' in this workspace.")

@@ -1,0 +1,164 @@
+"""core/writer.py: one Change, applied whole or not at all, for every shape a change takes.
+
+The shapes beyond an op's (branch, files and index together): a ref alone (outside refs/heads
+too), files alone (no index, no HEAD), an index other than the checkout's own, several refs in
+one ref transaction. Each is checked applied, failed (nothing moved), and cut short by a crash
+(a copy of the workspace taken at that instant finishes it when opened).
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import call_ok, git
+
+import gitspace
+from gitspace import faults
+from gitspace.core.writer import COMMITTER, Change, RefMove
+from gitspace.errors import ConcurrentUpdate, WriteFailed
+from gitspace.storage import gitindex
+from gitspace.storage.objects import FILE_MODE
+
+PRIVATE = "refs/gitspace/private/main"
+
+
+@pytest.fixture
+def two(ws: gitspace.Workspace) -> tuple[str, str]:
+    """Two ops on main: (the first's commit, the tip)."""
+    first = call_ok(ws, "create", {"path": "a.txt", "file_text": "one\n"}).commit
+    call_ok(ws, "create", {"path": "a.txt", "file_text": "two\n"})
+    assert first is not None
+    return first, ws.tip()
+
+
+def _index(ws: gitspace.Workspace) -> bytes:
+    return (ws.repo.gitdir / "index").read_bytes()
+
+
+def _apply(ws: gitspace.Workspace, change: Change) -> list[str]:
+    with ws.writer.locked():
+        return ws.writer.apply(change)
+
+
+def test_a_ref_alone_outside_refs_heads(ws: gitspace.Workspace, two: tuple[str, str]) -> None:
+    first, tip = two
+    index, head = _index(ws), (ws.repo.gitdir / "HEAD").read_text()
+    _apply(ws, Change("gitspace: private line", COMMITTER, [RefMove(PRIVATE, None, first)]))
+    assert ws.repo.read_ref(PRIVATE) == first
+    _apply(ws, Change("gitspace: private line", COMMITTER, [RefMove(PRIVATE, first, tip)]))
+    assert ws.repo.read_ref(PRIVATE) == tip
+    assert _index(ws) == index and (ws.repo.gitdir / "HEAD").read_text() == head
+    assert (ws.root / "a.txt").read_text() == "two\n"
+    assert not ws.writer.journal.exists()
+
+
+def test_files_alone_never_touch_the_index_or_head(ws: gitspace.Workspace,
+                                                   two: tuple[str, str]) -> None:
+    """Files written as the first op left them, journaled (a crash finishes them), with the
+    index, HEAD and every ref as they were."""
+    first, tip = two
+    index, refs = _index(ws), git(ws.root, "for-each-ref")
+    written = _apply(ws, Change("gitspace: rewind in place", COMMITTER, at=first,
+                                files={"a.txt": (b"one\n", FILE_MODE)},
+                                before={"a.txt": (b"two\n", FILE_MODE)}, index=False))
+    assert written == ["a.txt"]
+    assert (ws.root / "a.txt").read_text() == "one\n"
+    assert _index(ws) == index and git(ws.root, "for-each-ref") == refs and ws.tip() == tip
+    assert git(ws.root, "status", "--porcelain") == " M a.txt\n"
+
+
+def test_a_private_index_instead_of_the_checkouts_own(ws: gitspace.Workspace,
+                                                      two: tuple[str, str]) -> None:
+    first, _ = two
+    private = ws.writer.state_dir / "private-index"
+    index = _index(ws)
+    _apply(ws, Change("gitspace: private line", COMMITTER, [RefMove(PRIVATE, None, first)],
+                      at=first, before={"a.txt": (b"two\n", FILE_MODE)}, index_file=private))
+    assert _index(ws) == index
+    entries = gitindex.load(private).raw
+    assert list(entries) == [b"a.txt"]
+    assert gitindex.entry_sha(entries[b"a.txt"]) == git(ws.root, "rev-parse", f"{first}:a.txt").strip()
+
+
+def test_several_refs_move_together_or_not_at_all(ws: gitspace.Workspace,
+                                                  two: tuple[str, str]) -> None:
+    first, tip = two
+    moves = [RefMove("refs/tags/gitspace/x", None, tip), RefMove(PRIVATE, None, first)]
+    _apply(ws, Change("gitspace: both", COMMITTER, moves))
+    assert ws.repo.read_ref(PRIVATE) == first and ws.repo.read_ref("refs/tags/gitspace/x") == tip
+    refs = git(ws.root, "for-each-ref")
+    stale = [RefMove("refs/tags/gitspace/y", None, tip), RefMove(PRIVATE, tip, first)]  # not at tip
+    with pytest.raises(ConcurrentUpdate):
+        _apply(ws, Change("gitspace: both", COMMITTER, stale))
+    assert git(ws.root, "for-each-ref") == refs
+    assert not ws.writer.journal.exists()
+
+
+def test_a_failed_write_moves_every_ref_back(ws: gitspace.Workspace, two: tuple[str, str]) -> None:
+    """Branch, a tag and a private ref in one change whose second file fails: nothing moved."""
+    first, tip = two
+    call_ok(ws, "create", {"path": "b.txt", "file_text": "bee\n"})
+    new = ws.tip()
+    git(ws.root, "update-ref", "refs/heads/main", tip)  # the branch back at tip, files at new
+    git(ws.root, "checkout", "-f", "main")
+    before = {"refs": git(ws.root, "for-each-ref"), "index": _index(ws),
+              "files": sorted(p.name for p in ws.root.iterdir())}
+    change = Change("gitspace: all", COMMITTER,
+                    [RefMove("refs/heads/main", tip, new), RefMove(PRIVATE, None, first)], at=new,
+                    files={"b.txt": (b"bee\n", FILE_MODE), "c/d.txt": (b"d\n", FILE_MODE)},
+                    before={"b.txt": None, "c/d.txt": None})
+    with faults.inject("file.write", errno.EIO, after=1), pytest.raises(WriteFailed):
+        _apply(ws, change)
+    assert {"refs": git(ws.root, "for-each-ref"), "index": _index(ws),
+            "files": sorted(p.name for p in ws.root.iterdir())} == before
+    assert not ws.writer.journal.exists()
+
+
+def _cut_short(ws: gitspace.Workspace, copy: Path, point: str, change: Change) -> None:
+    """Apply ``change``, copying the workspace to ``copy`` at ``point`` (the crash's instant)."""
+    with faults.inject(point, lambda: shutil.copytree(ws.root, copy, symlinks=True)):
+        _apply(ws, change)
+
+
+CUTS: dict[str, tuple[str, Callable[[str, str], Change]]] = {
+    "a ref alone": ("ref.update", lambda first, tip: Change(
+        "gitspace: private line", COMMITTER, [RefMove(PRIVATE, None, first)])),
+    "files alone": ("file.replace", lambda first, tip: Change(
+        "gitspace: rewind in place", COMMITTER, at=first, files={"a.txt": (b"one\n", FILE_MODE)},
+        before={"a.txt": (b"two\n", FILE_MODE)}, index=False)),
+    "a private index": ("index.store", lambda first, tip: Change(
+        "gitspace: private line", COMMITTER, [RefMove(PRIVATE, None, first)], at=first,
+        before={"a.txt": (b"two\n", FILE_MODE)}, index_file=Path("private-index"))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUTS))
+def test_a_change_cut_short_is_finished_by_the_next_open(ws: gitspace.Workspace,
+                                                         two: tuple[str, str], tmp_path: Path,
+                                                         name: str) -> None:
+    first, tip = two
+    point, make = CUTS[name]
+    change = make(first, tip)
+    if change.index_file is not None:  # (the private index lives in the workspace copied)
+        change = replace(change, index_file=ws.writer.state_dir / change.index_file)
+    crashed = tmp_path / "crashed"
+    _cut_short(ws, crashed, point, change)
+    assert (crashed / ".git" / "gitspace" / "journal.json").exists()
+    index = (crashed / ".git" / "index").read_bytes()
+    with gitspace.open(crashed, agent="tester") as again:
+        assert not again.writer.journal.exists()
+        assert again.repo.read_ref("refs/heads/main") == tip
+        if change.refs:
+            assert again.repo.read_ref(PRIVATE) == first
+    if change.at is not None:
+        assert (crashed / "a.txt").read_text() == "one\n"
+    if not change.index:
+        assert (crashed / ".git" / "index").read_bytes() == index
+    if change.index_file is not None:  # named inside .git: the copy's own private index
+        entries = gitindex.load(crashed / ".git" / "gitspace" / "private-index").raw
+        assert list(entries) == [b"a.txt"]
