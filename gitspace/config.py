@@ -92,12 +92,11 @@ def default_author() -> str | None:
     return os.environ.get("GITSPACE_AUTHOR") or None
 
 
-def harness_project_dir(agent: str) -> str | None:
-    """The project folder a harness runs its hooks for, when it says (Claude Code sets
-    CLAUDE_PROJECT_DIR, Gemini CLI GEMINI_PROJECT_DIR); the hook's own folder may be a subfolder
-    the agent's shell moved to."""
-    name = {"claude-code": "CLAUDE_PROJECT_DIR", "gemini-cli": "GEMINI_PROJECT_DIR"}.get(agent)
-    return (os.environ.get(name) or None) if name else None
+def project_dir(variable: str | None) -> str | None:
+    """The project folder a harness runs its hooks for, when it says in ``variable`` (its
+    ``HookSpec.project_dir``: Claude Code sets CLAUDE_PROJECT_DIR); the hook's own folder may be a
+    subfolder the agent's shell moved to."""
+    return (os.environ.get(variable) or None) if variable else None
 
 
 def home() -> Path:

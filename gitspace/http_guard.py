@@ -1,15 +1,18 @@
-"""The front door of gitspace's HTTP servers: which address, which Host, which Origin, which token.
+"""The front door of gitspace's HTTP servers (MCP, the web view): which address, which Host,
+which Origin, which token, which methods. One guard for both, so a header is read one way.
 
 Invariants:
-- ``check_bind``: a loopback address (127.0.0.0/8, ::1, ``localhost``) needs nothing more; any
-  other address is refused before a socket is opened unless a bearer token is configured,
-  because whoever can reach the server can change the workspace.
+- ``check_bind`` (MCP): a loopback address (127.0.0.0/8, ::1, ``localhost``) needs nothing more;
+  any other address is refused before a socket is opened unless a bearer token is configured,
+  because whoever can reach the server can change the workspace. ``loopback_only`` (the web
+  view, which has no login): anything but loopback is refused.
 - ``Guard``, on every address, before the app sees a request: the ``Host`` header must name this
-  server (one of ``server_names`` with its port; 421 otherwise), so a web page whose DNS name was
+  server (one of its names with its port; 421 otherwise), so a web page whose DNS name was
   re-pointed at this machine cannot talk to it; an ``Origin``, when a browser sends one, must be
-  this server too (403); and when a token is set, ``Authorization: Bearer <token>`` must carry it
-  (compared in constant time; 401 otherwise). Refusals say why in one sentence and never echo
-  the token.
+  this server too (403); when a token is set, ``Authorization: Bearer <token>`` must carry it
+  (compared in constant time; 401 otherwise); when only some methods are served, any other is
+  405. A header sent twice counts by its first value. Refusals say why in one sentence and never
+  echo the token. No websocket is served.
 """
 
 from __future__ import annotations
@@ -60,6 +63,17 @@ def check_bind(host: str, token: str | None, what: str) -> None:
     )
 
 
+def loopback_only(host: str) -> str:
+    """``host`` if it is a loopback address or ``localhost`` (brackets dropped); GitspaceError
+    otherwise: the web view has no login, so it is never served beyond this machine."""
+    if not is_loopback(host):
+        raise GitspaceError(
+            f"The web view only listens on loopback, not on {host!r}: it has no login, and "
+            "anyone who can reach it can read the whole repository.",
+            hint="Use --host 127.0.0.1 (the default), and an SSH tunnel to view it from elsewhere.")
+    return host if host == "localhost" else host.strip("[]")
+
+
 def _bracketed(address: str) -> str:
     return f"[{address}]" if ":" in address else address
 
@@ -87,12 +101,18 @@ def server_names(host: str, extra: Iterable[str] = ()) -> frozenset[str]:
 class Guard:
     """ASGI middleware enforcing the invariants above."""
 
-    def __init__(self, app: ASGIApp, names: frozenset[str], port: int,
-                 token: str | None = None) -> None:
+    def __init__(self, app: ASGIApp, names: frozenset[str], port: int | Callable[[], int],
+                 token: str | None = None, methods: tuple[str, ...] | None = None) -> None:
         self.app = app
-        self.hosts = frozenset(f"{name}:{port}" for name in names) | (
-            names if port == 80 else frozenset())
+        self.names = names
+        self.port = port  # a callable when known only once the socket is bound (--port 0)
         self.token = token
+        self.methods = methods  # None: every method
+
+    def hosts(self) -> frozenset[str]:
+        port = self.port() if callable(self.port) else self.port
+        return frozenset(f"{name}:{port}" for name in self.names) | (
+            self.names if port == 80 else frozenset())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -104,12 +124,13 @@ class Guard:
         headers: dict[str, str] = {}
         for key, value in scope["headers"]:
             headers.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
-        if headers.get("host", "").lower() not in self.hosts:
+        hosts = self.hosts()
+        if headers.get("host", "").lower() not in hosts:
             await refuse(send, 421, "This server answers only to its own names (the Host header "
                          "names another).")
             return
         origin = headers.get("origin")
-        if origin is not None and origin.lower().partition("://")[2] not in self.hosts:
+        if origin is not None and origin.lower().partition("://")[2] not in hosts:
             await refuse(send, 403, "Requests from other sites are refused (the Origin header "
                          "names another).")
             return
@@ -122,6 +143,11 @@ class Guard:
                              "'Authorization: Bearer <token>'.",
                              [(b"www-authenticate", b'Bearer realm="gitspace"')])
                 return
+        if self.methods is not None and scope["method"] not in self.methods:
+            allowed = ", ".join(self.methods)
+            await refuse(send, 405, f"This server is read-only: only {allowed} are served.",
+                         [(b"allow", allowed.encode())])
+            return
         await self.app(scope, receive, send)
 
 

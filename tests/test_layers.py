@@ -249,6 +249,27 @@ def test_only_the_writer_moves_refs_head_or_the_index() -> None:
     assert not stale, f"ALLOWED_MOVERS lists modules that no longer move anything: {stale}"
 
 
+IDENTITY_FIELDS = {"agent", "session", "clock", "rebased_from", "tool_use_id", "op_id"}
+
+
+def test_a_calls_identity_is_handed_down_never_set_on_the_workspace() -> None:
+    """A call's identity (core/identity.py) is a value built where the call enters; setting
+    ``ws.agent`` or ``sc.ws.clock`` so that something deeper reads it back is a hidden parameter."""
+    offenders = []
+    for path in MODULES.values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if \
+                isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+            for target in targets:
+                for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                    if isinstance(t, ast.Attribute) and t.attr in IDENTITY_FIELDS and (
+                            isinstance(t.value, ast.Name) and t.value.id == "ws"
+                            or isinstance(t.value, ast.Attribute) and t.value.attr == "ws"):
+                        offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not offenders, ("A workspace's identity attribute is set to pass a call's identity "
+                           f"down: {offenders}. Build an Identity and hand it to ws.call_as.")
+
+
 # -- docs/architecture.md names real places --------------------------------------------------
 
 DOC = PACKAGE.parent / "docs" / "architecture.md"

@@ -20,7 +20,7 @@ from ..core import checkpoints, timeline
 from ..core.workspace import Workspace
 from ..errors import GitspaceError
 from . import runner
-from .loop import Loop, Options, Outcome
+from .loop import Loop, Options, RunOutcome
 from .model import ModelClient
 from .policies.journal_tree import FOLDER, LEAF
 
@@ -62,7 +62,7 @@ class Figures:
     largest_result: int = 0
     peak_request: int = 0
     compactions: int = 0
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    outcomes: dict[str, RunOutcome] = field(default_factory=dict)
 
 
 def run_demo(directory: Path | None, echo: Echo, *, model: str | None = None,
@@ -107,7 +107,7 @@ def _prepare(directory: Path | None) -> Path:
 
 
 def _run(root: Path, agent: str, client: ModelClient, task: str, options: Options,
-         echo: Echo) -> Outcome:
+         echo: Echo) -> RunOutcome:
     def show(event: object) -> None:
         line = runner.describe(event)  # type: ignore[arg-type]
         if line:

@@ -52,7 +52,10 @@ class Event:
 
 
 @dataclass
-class Outcome:
+class RunOutcome:
+    """How a run of the loop ended (a tool's stage ends in a ``transaction.Outcome``, another
+    thing)."""
+
     # done | gave_up | no_action | refusal | max_steps | max_tokens | context_window | api_error |
     # stopped. A final answer is "done" unless the agent could not act: a policy that declares
     # it could not do the task is "gave_up"; a run that called tools and saw every one of them
@@ -91,20 +94,20 @@ class Loop:
 
     # -- entry points ------------------------------------------------------------------------
 
-    def start(self, task: str) -> Outcome:
+    def start(self, task: str) -> RunOutcome:
         session = Session.new(self.ws.root, task, agent=self.ws.agent, client=self.client.name,
                               scripted=self.client.scripted)
         session.client_state = self.client.state()
         session.save()
         return self._run(session)
 
-    def resume(self, session_id: str, message: str | None = None) -> Outcome:
+    def resume(self, session_id: str, message: str | None = None) -> RunOutcome:
         """Continue a saved session where it stopped; with ``message``, continue one that ended
         (done, or stopped at a limit) with a new message from the user: its history, compaction
         and ops carry on as they were."""
         session = Session.load(self.ws.root, session_id)
         if session.status == "done" and message is None:
-            return Outcome("done", "This session already finished; start a new run, or give it "
+            return RunOutcome("done", "This session already finished; start a new run, or give it "
                                    "a next message.", session, 0)
         if session.scripted != self.client.scripted or (
                 session.scripted and session.client != self.client.name):
@@ -119,24 +122,18 @@ class Loop:
 
     # -- the loop ----------------------------------------------------------------------------
 
-    def _run(self, s: Session) -> Outcome:
-        """Drive the session with the workspace recording this session (and an agent name: the
-        policy's or the model's when the caller gave none) on every op."""
-        previous = self.ws.session, self.ws.agent
-        self.ws.session = s.id
-        self.ws.agent = self.ws.agent or s.agent or _agent_name(self.client.name)
-        s.agent = self.ws.agent
+    def _run(self, s: Session) -> RunOutcome:
+        """Drive the session: every call it makes is this session's, by its agent (the
+        workspace's, or the policy's or the model's when the caller gave none)."""
+        s.agent = self.ws.agent or s.agent or _agent_name(self.client.name)
         # One tool list per run: byte-stable for the prompt cache, and scripts are discovered
         # once rather than at every model call and tool call.
         self._tools = all_tools(self.ws)
         self._definitions = tool_definitions(self._tools)
-        try:
-            with s.running():
-                return self._drive(s)
-        finally:
-            self.ws.session, self.ws.agent = previous
+        with s.running():
+            return self._drive(s)
 
-    def _drive(self, s: Session) -> Outcome:
+    def _drive(self, s: Session) -> RunOutcome:
         while True:
             if s.next == TOOLS:
                 self._run_tools(s)
@@ -177,8 +174,8 @@ class Loop:
                             size=compaction.size(s.messages)))
         return reply
 
-    def _handle(self, s: Session, reply: Reply) -> Outcome | None:
-        """Act on one reply; an Outcome means the run ends here."""
+    def _handle(self, s: Session, reply: Reply) -> RunOutcome | None:
+        """Act on one reply; an RunOutcome means the run ends here."""
         reason = reply.stop_reason
         if reply.tool_uses() and reason in ("tool_use", *DONE):
             self._append(s, reply.content, TOOLS)  # the model asked for tools: answer them
@@ -208,7 +205,7 @@ class Loop:
         return self._stop(s, "stopped", f"The model stopped for a reason gitspace does not know "
                                         f"({reason!r}); nothing was run.")
 
-    def _max_tokens(self, s: Session, reply: Reply) -> Outcome | None:
+    def _max_tokens(self, s: Session, reply: Reply) -> RunOutcome | None:
         if reply.tool_uses():
             # The last tool call may be cut off mid-arguments: run none of them, ask again with room.
             if self.max_tokens < MAX_TOKENS_CEILING:
@@ -228,10 +225,10 @@ class Loop:
         s.next = next_step
         s.save()
 
-    def _stop(self, s: Session, status: str, text: str) -> Outcome:
+    def _stop(self, s: Session, status: str, text: str) -> RunOutcome:
         s.status = status
         s.save()
-        return Outcome(status, text, s, self.calls)
+        return RunOutcome(status, text, s, self.calls)
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -258,7 +255,9 @@ class Loop:
         elif tool is not None and tool.mutates:
             op_id = s.pending[use_id] = ledger.new_op_id()
             s.save()
-        result = self.ws.call(name, args, tool_use_id=use_id, op_id=op_id)
+        who = self.ws.identity(name, tool_use_id=use_id, op_id=op_id, agent=s.agent,
+                               session=s.id)
+        result = self.ws.call_as(who, args)
         return self._result(s, use, result)
 
     def _result(self, s: Session, use: Block, result: Result, recovered: bool = False) -> Block:

@@ -34,7 +34,7 @@ def commit_transcript(ws: Workspace, session: Session) -> Result:
         raise FileRefused(f"The transcript is {len(data):,} bytes, over the {ws.max_file_bytes:,}-byte "
                           "cap for committed files; it stays in .gitspace/sessions.",
                           hint="Raise GITSPACE_MAX_FILE_BYTES if you do want it committed.")
-    op = ws.new_op("transcript", {"path": rel, "session": session.id}, source="transcript")
+    op = ws.identity("transcript", source="transcript").op({"path": rel, "session": session.id})
 
     def stage(txn: Txn) -> Outcome:
         txn.write(rel, data)

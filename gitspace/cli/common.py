@@ -127,11 +127,6 @@ def find_entry(ws: Any, text: str) -> Any:
     return timeline.find(ws, text)
 
 
-def resolve_rev(ws: Any, text: str) -> str:
-    """The commit a person named (as ``find_entry``)."""
-    return str(find_entry(ws, text).commit)
-
-
 def render() -> ModuleType:
     from . import render as module
 

@@ -12,9 +12,11 @@ import typer
 
 from .. import config
 from ..errors import LockTimeout
+from ..harness.adapters import listed
 from .common import JsonOpt, echo, emit_json, open_workspace, render, show_result, state
 
-hooks_app = typer.Typer(help="Record the tool calls of Claude Code, Codex, Gemini CLI or Cursor.",
+HARNESS = Annotated[str, typer.Argument(help=f"{listed()}.")]
+hooks_app = typer.Typer(help="Record the tool calls of another agent harness (" + listed() + ").",
                         no_args_is_help=True)
 
 Scope = Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -39,7 +41,7 @@ def _start() -> Path:
 
 @hooks_app.command("install")
 def hooks_install(
-    name: Annotated[str, typer.Argument(help="claude-code, codex, gemini-cli or cursor.")],
+    name: HARNESS,
     scope: Scope = None,
     commit_transcript: Annotated[bool, typer.Option(
         help="At each turn's end, also commit the session transcript (it may hold sensitive "
@@ -84,7 +86,7 @@ def hooks_status(as_json: JsonOpt = False) -> None:
 
 
 def hook(
-    name: Annotated[str, typer.Argument(help="claude-code, codex, gemini-cli or cursor.")],
+    name: HARNESS,
     quiet_outside: Annotated[bool, typer.Option(help="Say nothing outside a workspace.")] = False,
     commit_transcript: Annotated[bool, typer.Option(help="Commit the transcript at turn end.")] = False,
 ) -> None:

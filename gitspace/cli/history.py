@@ -21,7 +21,6 @@ from .common import (
     in_place,
     open_workspace,
     render,
-    resolve_rev,
     show_result,
     state,
     take_paths,
@@ -72,7 +71,7 @@ def log(
                                source=source.value if source else None, since=since, until=until,
                                paths=tuple(take_paths()))
     with open_workspace() as ws:
-        start = resolve_rev(ws, rev) if rev else "HEAD"  # HEAD: a branch, or detached in CI
+        start = find_entry(ws, rev).commit if rev else "HEAD"  # HEAD: a branch, or detached in CI
         also: tuple[str, ...] = ()
         here = in_place(ws) if rev is None else None
         if here is not None and here.tip is not None:  # the line's ops and your commits

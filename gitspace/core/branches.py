@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..errors import Conflict, GitspaceError, NotFound
 from ..storage import ledger
 from . import refnames
+from .identity import Identity
 from .transaction import checkout_changes
 from .workspace import Workspace
 from .writer import Change, RefMove
@@ -38,7 +39,8 @@ def listing(ws: Workspace) -> list[Branch]:
     ]
 
 
-def create(ws: Workspace, name: str, start: str, op_id: str | None = None) -> Branch:
+def create(ws: Workspace, who: Identity, name: str, start: str) -> Branch:
+    """Make branch ``name`` at ``start``, by ``who`` (its op id, when fixed, in the reflog)."""
     refnames.check_new(ws, "branch", name, "refs/heads/")
     if ws.repo.read_ref(f"refs/heads/{name}") is not None:
         raise GitspaceError(f"A branch named {name!r} already exists.",
@@ -46,12 +48,12 @@ def create(ws: Workspace, name: str, start: str, op_id: str | None = None) -> Br
                             cli_hint=f"Switch to it with 'gitspace switch {name}', or pick "
                                      "another name.")
     with ws.writer.locked():
-        ws.writer.apply(Change(ledger.branch_note(name, op_id), ws.author,
+        ws.writer.apply(Change(ledger.branch_note(name, who.op_id), who.author,
                                [RefMove(f"refs/heads/{name}", None, start)]))
     return Branch(name, start, False)
 
 
-def switch(ws: Workspace, name: str) -> int:
+def switch(ws: Workspace, who: Identity, name: str) -> int:
     """Check out branch ``name``; returns how many files changed on disk."""
     check_name(name)
     with ws.writer.locked():
@@ -73,13 +75,13 @@ def switch(ws: Workspace, name: str) -> int:
         wanted, before = checkout_changes(
             ws, ws.repo.commit(old_tip).tree, ws.repo.commit(target).tree,
             f"Switching to {name}", "Run 'gitspace snapshot' to record them first, then switch.")
-        ws.writer.apply(Change(f"checkout: moving to {name}", ws.author, head=name, at=target,
+        ws.writer.apply(Change(f"checkout: moving to {name}", who.author, head=name, at=target,
                                files=wanted, before=before))
         return len(wanted)
 
 
-def delete_created(ws: Workspace, name: str, tip: str) -> None:
+def delete_created(ws: Workspace, who: Identity, name: str, tip: str) -> None:
     """Delete branch ``name``, just created at ``tip`` by an op that then failed."""
     with ws.writer.locked():
-        ws.writer.apply(Change(f"gitspace: branch {name} rolled back", ws.author,
+        ws.writer.apply(Change(f"gitspace: branch {name} rolled back", who.author,
                                [RefMove(f"refs/heads/{name}", tip, None)]))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..errors import BadArguments, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
 from . import refnames
+from .identity import Identity
 from .transaction import Outcome, Stage, Txn
 from .workspace import Workspace
 from .writer import Change, RefMove, refused_writes
@@ -35,7 +36,8 @@ def check_name(name: str) -> str:
     return refnames.check("checkpoint", name)
 
 
-def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None) -> Checkpoint:
+def create(ws: Workspace, who: Identity, name: str, message: str = "") -> Checkpoint:
+    """Tag the tip as checkpoint ``name``, by ``who`` (its agent; its op id, when fixed)."""
     refnames.check_new(ws, "checkpoint", name, PREFIX)
     if len(message) > MESSAGE_CAP:
         raise BadArguments(f"The checkpoint message has {len(message):,} characters; the cap is "
@@ -46,10 +48,10 @@ def create(ws: Workspace, name: str, message: str = "", op_id: str | None = None
             f"A checkpoint named {name!r} already exists.",
             hint="Pick another name; 'gitspace checkpoints' lists the existing ones.",
         )
-    agent = ws.agent or "human"
+    agent = who.agent or "human"
     text = ledger.clean_subject(message, MESSAGE_CAP)  # one printable line: no forged lines
-    body = ledger.checkpoint_message(text, name, branch, agent, op_id)
-    tagger = ws.author
+    body = ledger.checkpoint_message(text, name, branch, agent, who.op_id)
+    tagger = who.author
     with refused_writes():  # an orphan tag object is all a failure here can leave
         tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
     with ws.writer.locked():
@@ -87,7 +89,7 @@ def resolve(ws: Workspace, name: str) -> str:
             f"There is no checkpoint named {name!r}.",
             hint="Existing checkpoints: " + (", ".join(names[-20:]) if names else "none yet") + ".",
         )
-    commit = ws.repo.resolve(f"refs/tags/gitspace/{name}")
+    commit = ws.repo.rev_parse(f"refs/tags/gitspace/{name}")
     if commit is None:
         raise NotFound(f"Checkpoint {name!r} does not point at a commit.")
     return commit

@@ -104,13 +104,13 @@ def resolve(repo: GitRepo, text: str) -> Found:
             raise NotFound(f"There is no op {text} on any branch.", hint=HINT)
         return found
     if _valid(checkpoints.check_name, text):
-        target = repo.resolve(checkpoints.PREFIX + text)
+        target = repo.rev_parse(checkpoints.PREFIX + text)
         if target is not None:
             return Found(target, where="checkpoint", name=text)
     tip = repo.read_ref(f"refs/heads/{text}") if _valid(branches.check_name, text) else None
     if tip is not None:
         return Found(tip, where="branch", name=text)
-    revision = repo.resolve(text)
+    revision = repo.rev_parse(text)
     if revision is not None and not _HEX.fullmatch(text):
         return Found(revision)  # a ref or an expression (HEAD~2, v1.0): never an op id
     candidates = _distinct(_parts(repo, text))

@@ -78,7 +78,8 @@ def snapshot(ws: Host) -> Result:
             return Result(ok=True, text="unchanged: no outside changes to commit." + note,
                           tool="snapshot")
         commit, _, op_id = commit_external(
-            ws, tip, tree, {rel: e for rel, (e, _) in changes.items()}, "Recorded by snapshot.")
+            ws, tip, tree, {rel: e for rel, (e, _) in changes.items()}, "Recorded by snapshot.",
+            session=ws.session)
         known = {rel: st for rel, (_, st) in changes.items() if st is not None}
         _publish(ws, branch, tip, commit, list(changes), known)
     return Result(ok=True, text=f"Committed outside changes to {len(changes)} file(s)." + note,
@@ -101,7 +102,7 @@ def record_paths(ws: Host, rels: list[str], note: str) -> str | None:
                 known.update(stats)
         if not changes:
             return None
-        commit, _, op_id = commit_external(ws, tip, tree, changes, note)
+        commit, _, op_id = commit_external(ws, tip, tree, changes, note, session=ws.session)
         _publish(ws, branch, tip, commit, list(changes), known)
     return op_id
 

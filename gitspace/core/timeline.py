@@ -71,7 +71,7 @@ def timeline(ws: Workspace, limit: int | None = 20, rev: str | None = None) -> l
 def find(ws: Workspace, ref: str) -> Entry:
     """What ``ref`` names (an op id or part of one, a checkpoint, a branch, any revision: see
     ``lookup.resolve``), as a timeline entry."""
-    return entry(ws.repo, locate(ws.repo, ref))
+    return entry(ws.repo, lookup.resolve(ws.repo, ref.strip()).commit)
 
 
 @dataclass
@@ -257,7 +257,7 @@ class Counts:
         if old is not None and first_parent:
             gained = int(repo.read_git("rev-list", "--count", *walk, f"{old[0]}..{tip}", "--")
                          .decode().strip() or 0)
-            if repo.resolve(f"{tip}~{gained}") == old[0]:  # moved forward along first parents
+            if repo.rev_parse(f"{tip}~{gained}") == old[0]:  # moved forward along first parents
                 total = old[1] + gained
         if total is None:
             total = int(repo.read_git("rev-list", "--count", *walk, tip, "--").decode().strip()
@@ -282,7 +282,7 @@ def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, off
         return Page([], 0, offset, limit)
     marks = checkpoint_marks(repo)
     if not filters.active:
-        tip = repo.resolve(rev) if rev is not None and counts is not None and not also else None
+        tip = repo.rev_parse(rev) if rev is not None and counts is not None and not also else None
         args = _walk([tip] if tip else revs, first_parent)  # one tip for the count and the page
         total = -1
         if tip and counts is not None and rev is not None:
@@ -306,18 +306,12 @@ def entry(repo: GitRepo, sha: str) -> Entry:
 
 
 def entries_of(repo: GitRepo, shas: list[str]) -> list[Entry]:
-    """The entries of these commits (ids as ``locate`` returns them), in the order given."""
+    """The entries of these commits (full ids, as ``lookup.resolve`` finds), in the order given."""
     if any(not re.fullmatch(r"[0-9a-f]{40,64}", sha) for sha in shas):
-        raise BadArguments("Only full commit ids name entries.", hint="Use locate() first.")
+        raise BadArguments("Only full commit ids name entries.", hint="Use lookup.resolve() first.")
     if not shas:
         return []
     return _entries(repo, ["log", "--no-walk=unsorted", *shas, "--"], checkpoint_marks(repo))
-
-
-def locate(repo: GitRepo, ref: str) -> str:
-    """The commit ``ref`` names (see ``lookup.resolve``: an op id or a unique part of one, a
-    checkpoint, a branch, any revision)."""
-    return lookup.resolve(repo, ref.strip()).commit
 
 
 _OP_FIELDS = {"Gitspace-Op": "op_id", "Gitspace-Tool-Use-Id": "tool_use_id",
@@ -365,7 +359,7 @@ def _walk(revs: list[str], first_parent: bool) -> list[str]:
 def _has_commits(repo: GitRepo, revs: list[str]) -> bool:
     if revs[:1] == ["--branches"]:
         return bool(repo.refs("refs/heads/")) or bool(line.lines(repo))
-    return repo.resolve(revs[0]) is not None
+    return repo.rev_parse(revs[0]) is not None
 
 
 def _candidates(repo: GitRepo, revs: list[str], filters: Filters, first_parent: bool) -> list[str]:

@@ -185,7 +185,8 @@ def _commit(ws: Host, op: ledger.Op, txn: Txn, outcome: Outcome, author: Signatu
             if rel in external and state is not None:
                 repo.write_blob(state[0])
         parent, base_tree, ext_id = commit_external(
-            ws, parent, base_tree, external, f"Outside changes found before {op.tool}.")
+            ws, parent, base_tree, external, f"Outside changes found before {op.tool}.",
+            session=op.session)
     new_tree = repo.update_tree(base_tree, tool_changes)
     body = "\n\n".join(p for p in (outcome.body.strip(), ledger.result_body(outcome.text)) if p)
     message = ledger.encode_message(op, outcome.subject, body)
@@ -208,9 +209,9 @@ def _commit(ws: Host, op: ledger.Op, txn: Txn, outcome: Outcome, author: Signatu
 
 
 def commit_external(ws: Host, parent: str, tree: str, changes: dict[str, Entry | None],
-                    note: str) -> tuple[str, str, str]:
-    """Commit outside changes (blobs already written) on ``parent``: (commit, tree, op id).
-    Only objects are written: the caller's change moves the branch."""
+                    note: str, *, session: str | None) -> tuple[str, str, str]:
+    """Commit outside changes (blobs already written) on ``parent``, found during ``session``:
+    (commit, tree, op id). Only objects are written: the caller's change moves the branch."""
     paths = sorted(changes)
     op = ledger.Op(
         op_id=ledger.new_op_id(),
@@ -218,7 +219,7 @@ def commit_external(ws: Host, parent: str, tree: str, changes: dict[str, Entry |
         args={"count": len(paths), "paths": paths[:100]},
         source="external",
         agent=ws.external_author,
-        session=ws.session,
+        session=session,
     )
     new_tree = ws.repo.update_tree(tree, changes)
     body = note + "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in paths[:200])

@@ -38,27 +38,28 @@ def ops_newest_first(ws: Workspace) -> Iterator[tuple[ledger.Op, Commit]]:
         yield op, commit
 
 
-def _mine(ws: Workspace, op: ledger.Op) -> bool:
-    if ws.agent is None:
+def _mine(agent: str | None, op: ledger.Op) -> bool:
+    if agent is None:
         return True
-    return op.source == "tool" and op.agent == ws.agent
+    return op.source == "tool" and op.agent == agent
 
 
-def undo_targets(ws: Workspace, count: int) -> list[tuple[ledger.Op, Commit]]:
+def undo_targets(ws: Workspace, agent: str | None, count: int) -> list[tuple[ledger.Op, Commit]]:
+    """The ``count`` newest ops not undone yet: ``agent``'s (any op's, for no agent)."""
     reverted: set[str] = set()
     targets = []
     for op, commit in ops_newest_first(ws):
         if op.undo_of:
             reverted.update(op.undo_of)
             continue
-        if op.op_id in reverted or not _mine(ws, op):
+        if op.op_id in reverted or not _mine(agent, op):
             continue
         targets.append((op, commit))
         if len(targets) == count:
             break
     if not targets:
         raise ToolFailed(
-            "Nothing to undo: there is no earlier op" + (f" by {ws.agent}" if ws.agent else "")
+            "Nothing to undo: there is no earlier op" + (f" by {agent}" if agent else "")
             + " that is not already undone.",
         )
     return targets
@@ -97,17 +98,18 @@ def op_commit(ws: Workspace, text: str) -> str:
     return found.commit.sha
 
 
-def redo_target(ws: Workspace) -> tuple[ledger.Op, Commit]:
+def redo_target(ws: Workspace, agent: str | None) -> tuple[ledger.Op, Commit]:
+    """The newest undo by ``agent`` (anyone's, for no agent) that no op came after."""
     cancelled: set[str] = set()
     for op, commit in ops_newest_first(ws):
         if op.redo_of:
             cancelled.add(op.redo_of)
             continue
         if op.undo_of:
-            if op.op_id in cancelled or not _mine(ws, op):
+            if op.op_id in cancelled or not _mine(agent, op):
                 continue
             return op, commit
-        if _mine(ws, op) and op.source == "tool":
+        if _mine(agent, op) and op.source == "tool":
             raise ToolFailed(
                 f"Nothing to redo: a new op ({op.tool} {op.op_id}) came after the last undo.",
             )

@@ -22,6 +22,7 @@ from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import FILE_MODE, Signature
 from . import transaction
+from .identity import Identity, author_of
 from .result import Result
 from .snapshot import pending_changes, snapshot
 from .transaction import Outcome, Stage, Txn
@@ -33,8 +34,8 @@ DEFAULT_IGNORE = "# gitspace: session transcripts stay local unless you opt in\n
 class Tools(Protocol):
     """What a workspace needs of its tool registry (``tools.registry.Registry`` is one)."""
 
-    def run(self, ws: Workspace, name: str, args: dict[str, Any], *, tool_use_id: str | None,
-            op_id: str | None) -> Result: ...
+    def run(self, ws: Workspace, who: Identity, args: dict[str, Any]) -> Result: ...
+
 
 class Workspace:
     """An open workspace. Use as a context manager, or call ``close()``."""
@@ -60,12 +61,6 @@ class Workspace:
         self.session = ledger.check_token("session id", session) if session else None
         self.external_author = ledger.check_token("author", external_author)
         self.max_file_bytes = max_file_bytes
-        # The time mutating constraint scripts see as "now" (GITSPACE_NOW), recorded as their op
-        # commit's time; None means the real clock. Replay pins it to the recorded op's time.
-        self.clock: float | None = None
-        # The Gitspace-Rebased-From every op made now records (None: none). Only a replay's
-        # scratch workspace sets it: a rebase by meaning names the commit each op came from.
-        self.rebased_from: str | None = None
         # Refuse to record ops in a checkout gitspace does not own (see owner.py). ``open`` turns
         # this on; gitspace's own private repositories (replay's scratch) are made owned.
         self._owned: bool | None = None if check_owner else True
@@ -88,11 +83,6 @@ class Workspace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def author(self) -> Signature:
-        name = self.agent or "human"
-        return Signature(name, f"{name}@gitspace")
 
     @property
     def external_identity(self) -> Signature:
@@ -137,20 +127,15 @@ class Workspace:
 
     # -- ops ---------------------------------------------------------------------------------
 
-    def new_op(self, tool: str, args: dict[str, Any], **links: Any) -> ledger.Op:
-        return ledger.Op(
-            op_id=links.pop("op_id", None) or ledger.new_op_id(),
-            tool=tool,
-            args=args,
-            agent=self.agent,
-            session=self.session,
-            rebased_from=links.pop("rebased_from", self.rebased_from),
-            **links,
-        )
+    def identity(self, tool: str, **fields: Any) -> Identity:
+        """The identity of a call of ``tool`` that enters here: this workspace's agent and
+        session, unless ``fields`` say otherwise (``op_id``, ``tool_use_id``, ``source``...)."""
+        return Identity(tool, **{"agent": self.agent, "session": self.session, **fields})
 
     def transact(self, op: ledger.Op, stage: Stage) -> Result:
-        """Run ``stage(txn) -> Outcome`` as one op (the caller has checked ownership)."""
-        return transaction.run(self, op, stage, self.author)
+        """Run ``stage(txn) -> Outcome`` as one op (the caller has checked ownership); its
+        author is the op's agent."""
+        return transaction.run(self, op, stage, author_of(op.agent))
 
     def call(
         self,
@@ -160,17 +145,21 @@ class Workspace:
         tool_use_id: str | None = None,
         op_id: str | None = None,
     ) -> Result:
-        """Run any tool exactly as an agent would. Expected failures come back as ok=False."""
+        """Run any tool exactly as an agent would, as this workspace's agent and session.
+        Expected failures come back as ok=False."""
+        return self.call_as(self.identity(tool, tool_use_id=tool_use_id, op_id=op_id), args)
+
+    def call_as(self, who: Identity, args: dict[str, Any] | None = None) -> Result:
+        """Run the call ``who`` names with ``args``: the one door every tool call goes through."""
         try:
-            return self.tools.run(self, tool, dict(args or {}), tool_use_id=tool_use_id,
-                                  op_id=op_id)
+            return self.tools.run(self, who, dict(args or {}))
         except GitspaceError as e:
-            return Result(ok=False, text=str(e), tool=tool, error=e)
+            return Result(ok=False, text=str(e), tool=who.tool, error=e)
         except OSError as e:  # a full disk, a read-only file: the machine's, not a bug
-            expected = from_os_error(e, f"The {tool} call")
+            expected = from_os_error(e, f"The {who.tool} call")
             if expected is None:
                 raise
-            return Result(ok=False, text=str(expected), tool=tool, error=expected)
+            return Result(ok=False, text=str(expected), tool=who.tool, error=expected)
 
     def snapshot(self) -> Result:
         """Commit every pending outside change (not ignored, under the size cap) as one op."""
@@ -218,16 +207,16 @@ def init(path: str | os.PathLike[str], *, branch: str = "main", **options: Any) 
 def _first_commit(ws: Workspace, branch: str) -> None:
     changes, skipped = pending_changes(ws, initial=True, write=True)
     tree = ws.repo.update_tree(None, {rel: entry for rel, (entry, _) in changes.items()})
-    op = ledger.Op(op_id=ledger.new_op_id(), tool="init", args={"files": len(changes)},
-                   source="init", agent=ws.agent, session=ws.session)
+    who = ws.identity("init", source="init")
+    op = who.op({"files": len(changes)})
     body = "Skipped:\n" + "\n".join(skipped) if skipped else ""
     commit = ws.repo.write_commit(tree, [], ledger.encode_message(op, "init workspace", body),
-                                  ws.author, COMMITTER)
+                                  who.author, COMMITTER)
     known = {rel: st for rel, (_, st) in changes.items() if st is not None}
     with ws.writer.locked():
-        ws.writer.apply(Change("gitspace: init", ws.author,
+        ws.writer.apply(Change("gitspace: init", who.author,
                                [RefMove(f"refs/heads/{branch}", None, commit)], at=commit,
                                before=dict.fromkeys(changes), known=known, finish_if_failed=True))
 
 
-__all__ = ["Outcome", "Result", "Tools", "Txn", "Workspace", "init", "open"]
+__all__ = ["Identity", "Outcome", "Result", "Tools", "Txn", "Workspace", "init", "open"]

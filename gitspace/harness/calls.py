@@ -12,19 +12,20 @@ import re
 from typing import Any
 
 from ..storage import ledger
-from ..storage.gitrepo import Entry, GitRepo
+from ..storage.gitrepo import GitRepo
+from ..storage.objects import Entry
+from . import adapters
 from .events import Call
 from .prepare import relative
 
-TITLES = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI",
-          "cursor": "Cursor"}
 ARG_LIMIT = 4096  # longer strings are elided (ledger format 2)
 ARGS_CAP = 64 * 1024  # a whole input beyond this is recorded as its hash and size only
 PATH_KEYS = ("file_path", "notebook_path", "path")
 
 
 def title(agent: str) -> str:
-    return TITLES.get(agent, agent)
+    """How people call harness ``agent`` (its adapter's title: ``adapters.py``)."""
+    return adapters.title(agent)
 
 
 def token(value: str | None) -> str | None:

@@ -33,6 +33,7 @@ SPEC = HookSpec(
             ("UserPromptSubmit", None), ("Stop", None)),
     files=(("project", ".claude/settings.json"), ("local", ".claude/settings.local.json"),
            ("user", "~/.claude/settings.json")),
+    project_dir="CLAUDE_PROJECT_DIR",
 )
 
 

@@ -113,7 +113,9 @@ class Options:
 
 
 @record()
-class Outcome:
+class Recorded:
+    """What one hook call recorded: its ops, notes for the person, the turn's checkpoint."""
+
     ops: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     checkpoint: str | None = None
@@ -123,8 +125,7 @@ class RecordingOnly:
     """The tools of a workspace opened by a hook: none. It records what the harness's own tools
     did; it never runs a gitspace tool (which would also mean importing them all)."""
 
-    def run(self, ws: Any, name: str, args: dict[str, Any], *, tool_use_id: str | None,
-            op_id: str | None) -> Any:
+    def run(self, ws: Any, who: Any, args: dict[str, Any]) -> Any:
         from ..errors import UnknownTool
 
-        raise UnknownTool(f"A hook's workspace runs no tools (asked for {name!r}).")
+        raise UnknownTool(f"A hook's workspace runs no tools (asked for {who.tool!r}).")

@@ -32,6 +32,7 @@ SPEC = HookSpec(
             ("AfterAgent", None)),
     files=(("project", ".gemini/settings.json"), ("user", "~/.gemini/settings.json")),
     stdout="{}",
+    project_dir="GEMINI_PROJECT_DIR",
 )
 
 

@@ -18,27 +18,15 @@ import os
 import sys
 from pathlib import Path
 
+from .adapters import ADAPTERS, adapter, project_dir_variable
+
 TYPE_CHECKING = False  # typing is not imported at run time: this runs on every tool call
 if TYPE_CHECKING:
-    from types import ModuleType
     from typing import Any, TextIO
 
 MAX_PAYLOAD = 64 << 20
-ADAPTERS = {"claude-code": "claude_code", "codex": "codex", "gemini-cli": "gemini",
-            "cursor": "cursor"}
 USAGE = ("usage: gitspace hook {" + ",".join(ADAPTERS) + "} [--quiet-outside] "
          "[--commit-transcript] < payload.json\n       gitspace record < call.json")
-
-
-def adapter(name: str) -> ModuleType:
-    from importlib import import_module
-
-    if name not in ADAPTERS:
-        from ..errors import BadArguments
-
-        raise BadArguments(f"gitspace has no hook for {name!r}.",
-                           hint="Known harnesses: " + ", ".join(ADAPTERS) + ".")
-    return import_module(f".{ADAPTERS[name]}", __package__)
 
 
 def main(argv: list[str], stdin: Any = None, stdout: TextIO | None = None,
@@ -93,7 +81,7 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int
         session = event.session or ""
         if not hook and event.kind == "ignored":
             raise PayloadRefused(event.note, hint="See 'gitspace record --help'.")
-        project = config.harness_project_dir(event.agent)
+        project = config.project_dir(project_dir_variable(event.agent))
         start = Path(project or event.cwd or start)
         options = Options(quiet_outside="--quiet-outside" in flags,
                           commit_transcript="--commit-transcript" in flags,

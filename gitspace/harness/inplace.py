@@ -19,7 +19,7 @@ from ..errors import FileRefused, GitspaceError, LockTimeout, PathRefused
 from ..storage import lockfile, loose, privateindex
 from ..storage.files import Files
 from . import state
-from .events import Event, NothingRecorded, Options, Outcome
+from .events import Event, NothingRecorded, Options, Recorded
 from .prepare import check_cwd, relative, running
 
 TYPE_CHECKING = False
@@ -60,7 +60,7 @@ def set_recording(gitdir: Path, harness: str, on: bool) -> None:
 # -- the hook --------------------------------------------------------------------------------
 
 
-def route(event: Event, start: Path, options: Options, *, asked: bool = False) -> Outcome | None:
+def route(event: Event, start: Path, options: Options, *, asked: bool = False) -> Recorded | None:
     """Handle ``event`` here when ``start`` is in a person's own checkout; None when the
     checkout is gitspace's own (``record`` handles it there). ``asked``: a person ran
     ``gitspace record`` (no need to have turned recording on first)."""
@@ -72,7 +72,7 @@ def route(event: Event, start: Path, options: Options, *, asked: bool = False) -
         repo = GitRepo.locate(start)
     except NotAWorkspace as e:
         if options.quiet_outside:
-            return Outcome()
+            return Recorded()
         raise NothingRecorded(f"{start} is not in a git repository, so gitspace records nothing "
                               f"here.", hint=e.hint) from None
     try:
@@ -85,7 +85,7 @@ def route(event: Event, start: Path, options: Options, *, asked: bool = False) -
         if asked:
             return handle(event, repo, options)
         if options.quiet_outside or event.kind == "ignored":
-            return Outcome()
+            return Recorded()
         from .calls import title
 
         raise NothingRecorded(
@@ -97,14 +97,14 @@ def route(event: Event, start: Path, options: Options, *, asked: bool = False) -
         repo.close()
 
 
-def handle(event: Event, repo: GitRepo, options: Options) -> Outcome:
+def handle(event: Event, repo: GitRepo, options: Options) -> Recorded:
     """Apply one hook event to the person's checkout ``repo`` (recording is on there)."""
     check_cwd(repo.root, event)
     if event.kind == "ignored":
-        return Outcome()
+        return Recorded()
     if event.kind == "before" and event.call is not None:
         announce(repo.root, repo.gitdir, repo.commondir, event, options)
-        return Outcome()
+        return Recorded()
     from .inplace_record import Recorder
 
     gitspace_dir = _private(repo.gitdir / "gitspace")
@@ -169,13 +169,13 @@ def _killed(gitdir: Path, mine: Path) -> str | None:
     return found
 
 
-def begin(repo: GitRepo, agent: str, options: Options) -> Outcome:
+def begin(repo: GitRepo, agent: str, options: Options) -> Recorded:
     """Start (or catch up) the line now, as a turn's start would: what ``hooks install`` does,
     so the first call of the harness finds the line ready."""
     return handle(Event("scan", agent, cwd=str(repo.root)), repo, options)
 
 
-def announce_if_recording(event: Event, start: Path, options: Options) -> Outcome | None:
+def announce_if_recording(event: Event, start: Path, options: Options) -> Recorded | None:
     """The before hook's fast path in a person's checkout recorded in place (found without
     starting git); None when that cannot be told this cheaply."""
     found = loose.find(start)
@@ -186,7 +186,7 @@ def announce_if_recording(event: Event, start: Path, options: Options) -> Outcom
         return None
     check_cwd(root, event)
     announce(root, gitdir, commondir, event, options)
-    return Outcome()
+    return Recorded()
 
 
 def announce(root: Path, gitdir: Path, commondir: Path, event: Event, options: Options) -> None:

@@ -42,7 +42,7 @@ from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from . import state
 from .calls import recorded_args, subject, title, token, turn_name
-from .events import Call, Event, Options, Outcome
+from .events import Call, Event, Options, Recorded
 from .prepare import relative, running
 
 TYPE_CHECKING = False
@@ -94,7 +94,7 @@ class Recorder:
         self.gitdir = repo.gitdir
         self.files = Files(repo.root)
         self.excluded = exclude.load(repo.commondir)
-        self.outcome = Outcome()
+        self.outcome = Recorded()
         self.index = privateindex.path(repo.gitdir)
         self.scanned: set[str] = set()  # paths the private index must be brought up to date on
         self.touched: set[str] = set()
@@ -104,7 +104,7 @@ class Recorder:
 
     # -- the call ----------------------------------------------------------------------------
 
-    def run(self) -> Outcome:
+    def run(self) -> Recorded:
         event, call = self.event, self.event.call
         self.here = here = line.where(self.repo)
         model = self._model(line.load(self.gitdir), here)

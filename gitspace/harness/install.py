@@ -28,12 +28,9 @@ from ..core.snapshot import record_paths
 from ..core.workspace import Workspace
 from ..errors import BadArguments
 from ..storage.gitrepo import GitRepo
-from . import claude_code, codex, cursor, gemini, settings
+from . import adapters, settings
 from .events import RecordingOnly
 from .spec import HookSpec
-
-# Every harness gitspace can wire, in one place.
-SPECS: dict[str, HookSpec] = {m.SPEC.name: m.SPEC for m in (claude_code, codex, gemini, cursor)}
 
 
 @dataclass(frozen=True)
@@ -48,10 +45,10 @@ class Wired:
 
 
 def spec_for(name: str) -> HookSpec:
-    if name not in SPECS:
+    if name not in adapters.ADAPTERS:
         raise BadArguments(f"gitspace has no hooks for {name!r}.",
-                           hint="Known harnesses: " + ", ".join(SPECS) + ".")
-    return SPECS[name]
+                           hint="Known harnesses: " + ", ".join(adapters.ADAPTERS) + ".")
+    return adapters.adapter(name).SPEC
 
 
 def settings_file(spec: HookSpec, scope: str, root: Path, home: Path) -> Path:
@@ -179,7 +176,7 @@ def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Instal
     except Exception:  # noqa: BLE001  (outside a repository only user scopes apply)
         root = None
     rows = []
-    for spec in SPECS.values():
+    for spec in adapters.specs().values():  # every harness gitspace can wire
         for scope in spec.scopes:
             if scope != "user" and root is None:
                 continue

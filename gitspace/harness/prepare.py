@@ -21,14 +21,14 @@ from ..errors import FileRefused, PathRefused
 from ..storage import loose
 from ..storage.files import Files
 from . import state
-from .events import Call, Event, Options, Outcome, PayloadRefused
+from .events import Call, Event, Options, PayloadRefused, Recorded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 
-def handle(event: Event, start: Path, options: Options) -> Outcome | None:
+def handle(event: Event, start: Path, options: Options) -> Recorded | None:
     """Announce ``event`` (a ``before``) when the checkout is plainly a workspace; None when
     that cannot be told this cheaply (the caller then takes the full path)."""
     found = loose.find(start)
@@ -39,7 +39,7 @@ def handle(event: Event, start: Path, options: Options) -> Outcome | None:
         return None
     check_cwd(root, event)
     announce(root, gitdir, commondir, event, options)
-    return Outcome()
+    return Recorded()
 
 
 def check_cwd(root: Path, event: Event) -> None:

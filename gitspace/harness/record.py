@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import owner
+from ..core.identity import author_of
 from ..core.transaction import commit_external, entry_of
 from ..core.workspace import Workspace
 from ..core.writer import COMMITTER, Change, RefMove
@@ -41,29 +42,29 @@ from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from . import state
 from .calls import TURN, plain_name, recorded_args, subject, title, token, turn_name
-from .events import Call, Event, Options, Outcome, RecordingOnly
+from .events import Call, Event, Options, Recorded, RecordingOnly
 from .prepare import announce, check_cwd, relative, running
 
 
-def handle(event: Event, start: Path, options: Options) -> Outcome:
+def handle(event: Event, start: Path, options: Options) -> Recorded:
     """Apply one hook event to the workspace containing ``start``."""
     if event.kind == "ignored":
-        return Outcome()
+        return Recorded()
     try:
         repo = GitRepo.locate(start)
     except NotAWorkspace:
         if options.quiet_outside:
-            return Outcome()
+            return Recorded()
         raise
     try:
         if not owner.owns(repo):
             if options.quiet_outside:
-                return Outcome()
+                return Recorded()
             raise owner.refuse(repo, "record the tool calls of " + title(event.agent))
         check_cwd(repo.root, event)
         if event.kind == "before" and event.call is not None:
             announce(repo.root, repo.gitdir, repo.commondir, event, options)
-            return Outcome()
+            return Recorded()
         ws = Workspace(repo, tools=RecordingOnly(), agent=event.agent,
                        session=token(event.session), max_file_bytes=options.max_file_bytes)
         try:
@@ -94,14 +95,14 @@ class Recorder:
     def __init__(self, ws: Workspace, event: Event, options: Options) -> None:
         self.ws, self.repo, self.event, self.options = ws, ws.repo, event, options
         self.gitdir = ws.repo.gitdir
-        self.outcome = Outcome()
+        self.outcome = Recorded()
         self.touched: dict[str, None] = {}
         self.stats: dict[str, os.stat_result] = {}
         self.writes: dict[str, tuple[bytes, int] | None] = {}
 
     # -- the call ----------------------------------------------------------------------------
 
-    def run(self) -> Outcome:
+    def run(self) -> Recorded:
         with self.ws.writer.locked(self.options.lock_timeout):
             self.branch = self.ws.branch()
             self.tip = self.parent = self.ws.tip()
@@ -234,23 +235,22 @@ class Recorder:
                                       + "; ".join(skipped))
 
     def _external(self, changes: dict[str, Entry | None], note: str) -> None:
-        commit, tree, op_id = commit_external(self.ws, self.parent, self.tree, changes, note)
+        commit, tree, op_id = commit_external(self.ws, self.parent, self.tree, changes, note,
+                                              session=self.ws.session)
         self._advance(commit, tree, op_id, changes)
 
     def _call_op(self, call: Call, changes: dict[str, Entry | None], note: str) -> None:
         event = self.event
-        op = ledger.Op(op_id=ledger.new_op_id(), tool=call.tool,
-                       args=recorded_args(self.repo, event.cwd, call, changes),
-                       source="harness", agent=self.ws.agent, session=self.ws.session,
-                       tool_use_id=token(call.use_id), paths=tuple(sorted(changes)),
-                       path_count=len(changes))
+        who = self.ws.identity(call.tool, tool_use_id=token(call.use_id), source="harness")
+        op = who.op(recorded_args(self.repo, event.cwd, call, changes),
+                    paths=tuple(sorted(changes)), path_count=len(changes))
         body = [self._where()]
         if call.error or event.kind == "failed":
             body.append(f"The call failed ({call.error or 'no reason given'}); these are the "
                         "changes it left.")
         if note:
             body.append(note)
-        self._commit(op, changes, subject(call, changes), "\n".join(body), self.ws.author)
+        self._commit(op, changes, subject(call, changes), "\n".join(body), who.author)
 
     def _where(self) -> str:
         event = self.event
@@ -277,7 +277,7 @@ class Recorder:
             return
         before: dict[str, tuple[bytes, int] | None] = dict.fromkeys(self.touched)
         known = {rel: st for rel, st in self.stats.items() if rel not in self.writes}
-        self.ws.writer.apply(Change("gitspace: harness", self.ws.author,
+        self.ws.writer.apply(Change("gitspace: harness", author_of(self.ws.agent),
                                     [RefMove(f"refs/heads/{self.branch}", self.tip, self.parent)],
                                     at=self.parent, files=self.writes, before=before, known=known))
         # The new tip sits on an owned one by first parent: the next before hook's cheap
@@ -311,13 +311,12 @@ class Recorder:
         entry = entry_of(self.repo, (data, 0o100644), write=True)
         if entry == self.repo.entry_at(self.tree, rel):
             return
-        op = ledger.Op(op_id=ledger.new_op_id(), tool="transcript",
-                       args={"path": rel, "session": event.session}, source="transcript",
-                       agent=self.ws.agent, session=self.ws.session)
+        who = self.ws.identity("transcript", source="transcript")
+        op = who.op({"path": rel, "session": event.session})
         self.writes[rel] = (data, 0o100644)
         self._commit(op, {rel: entry}, f"transcript {event.session}",
                      f"The conversation of {title(event.agent)} session {event.session}, "
-                     "committed on request (--commit-transcript).", self.ws.author)
+                     "committed on request (--commit-transcript).", who.author)
 
     def _checkpoint(self) -> None:
         from ..core import checkpoints
@@ -339,7 +338,8 @@ class Recorder:
         prompt = f" (prompt {known.prompt_id})" if known and known.prompt_id else ""
         message = (f"{title(event.agent)} session {event.session or '(none given)'}, turn "
                    f"{number}{prompt} ended.{transcript}")
-        self.outcome.checkpoint = checkpoints.create(self.ws, name, message).name
+        self.outcome.checkpoint = checkpoints.create(self.ws, self.ws.identity("checkpoint"),
+                                                     name, message).name
 
 
 def turn_checkpoints(ws: Workspace, agent: str, session: str) -> list[Any]:

@@ -19,6 +19,7 @@ class HookSpec:
     events: tuple[tuple[str, str | None], ...]  # (event, tool matcher or None)
     files: tuple[tuple[str, str], ...]  # (scope, settings path: relative to the project, or ~/...)
     stdout: str = ""  # what the hook prints on success (some harnesses parse stdout as JSON)
+    project_dir: str | None = None  # the variable it sets to its project folder for its hooks
 
     def path_for(self, scope: str) -> str:
         for known, path in self.files:

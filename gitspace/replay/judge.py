@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.identity import Identity
 from ..core.workspace import Workspace
 from ..errors import NotFound, PathRefused
 from ..storage import ledger
@@ -176,16 +177,13 @@ def reexecute(sc: Scratch, commit: Commit, op: ledger.Op, args: dict[str, Any],
     changed = script_change(sc.ws, op, tool.script if tool else None)
     if changed:
         return diverged(sc, commit, op, changed)
-    sc.ws.agent, sc.ws.session = op.agent, op.session
-    sc.ws.clock = commit.time  # a mutating script sees the moment it saw when it was recorded
-    # A replay writes the trailer as recorded; a rebase (onto, sync) names where the op came
-    # from, the first commit it was recorded as when it has been rebased before.
-    sc.ws.rebased_from = op.rebased_from if compare else op.rebased_from or commit.sha
-    try:
-        result = sc.ws.call(op.tool, args, tool_use_id=op.tool_use_id, op_id=op.op_id)
-    finally:
-        sc.ws.clock = None
-        sc.ws.rebased_from = None
+    # The call as it was recorded: its agent, session, tool-use id and op id; the moment a
+    # mutating script saw when it was recorded. A replay writes the trailer as recorded; a
+    # rebase (onto, sync) names where the op came from, the first commit it was recorded as when
+    # it has been rebased before.
+    who = Identity.of(op, clock=commit.time,
+                      rebased_from=op.rebased_from if compare else op.rebased_from or commit.sha)
+    result = sc.ws.call_as(who, args)
     if not sc.on_branch():
         return diverged(sc, commit, op, "re-running it switched branches; an op never does.")
     if not result.ok:

@@ -388,8 +388,9 @@ class Objects:
             rev = commits[-1].parents[0]
             page = min(page * 4, most)
 
-    def resolve(self, rev: str) -> str | None:
-        """The commit a revision names, or None (a tag resolves to its commit)."""
+    def rev_parse(self, rev: str) -> str | None:
+        """The commit git's revision syntax ``rev`` names, or None (a tag resolves to its
+        commit). What a person names (an op id, a checkpoint) is ``core.lookup.resolve``'s."""
         if rev.startswith("-"):
             return None
         proc = self.run_git("rev-parse", "--verify", "--quiet", "--end-of-options",

@@ -19,7 +19,6 @@ Invariants:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,12 +124,12 @@ def stopped(repo: GitRepo, remote: str, branch: str, report: Report, base: str,
     """The refusal for a rebase that stopped: our op, the remote ops in its way, the choices."""
     d = report.divergence
     assert d is not None
-    ours = _describe(d.op_id, d.tool, d.args, _author(repo, d.commit), d.commit)
+    ours = _describe(d.op_id, d.tool, d.args, repo.commit(d.commit).author_name, d.commit)
     paths = set(d.paths) | {v for k, v in d.args.items() if "path" in k and isinstance(v, str)}
     theirs = _theirs(repo, base, theirs_tip, paths)
     if theirs:
-        lines = [_describe(op.op_id, op.tool, op.args, _author(repo, c.sha), c.sha) if op
-                 else _describe(None, None, {}, _author(repo, c.sha), c.sha)
+        lines = [_describe(op.op_id, op.tool, op.args, c.author_name, c.sha) if op
+                 else _describe(None, None, {}, c.author_name, c.sha)
                  for c, op in theirs[:5]]
         their_side = (f" On {remote}/{branch}, " + "; ".join(lines) + " changed "
                       + ", ".join(sorted(paths)[:5]) + ".")
@@ -151,11 +150,6 @@ def _describe(op_id: str | None, tool: str | None, args: dict[str, object], auth
               commit: str) -> str:
     what = f"{tool} {ledger.args_summary(args)}" if tool else "(not an op)"
     return f"{op_id or '-'} ({what}, by {author}, commit {commit[:12]})"
-
-
-def _author(repo: GitRepo, sha: str) -> str:
-    found = re.match(r"(.*?) <", repo.commit(sha).author)
-    return found.group(1) if found else "?"
 
 
 def _theirs(repo: GitRepo, base: str, tip: str,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths
+from ..core.identity import Identity
 from ..core.result import Result
 from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
@@ -58,14 +59,14 @@ def _existing(txn: Txn, rel: str) -> str:
         "description": "[start, end] lines, 1-based; end -1 means to the end of the file."}),
     mutates=False,
 )
-def view(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
+def view(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     rel = paths.resolve(ws.root, args["path"], allow_root=True)[0]
     # Read through the no-follow reader, never by name: the check above is not the read, and a
     # folder swapped for a link in between must not show what lies beyond it.
     files = ws.files
     listing = files.listing(rel)
     if listing is not None:
-        return Result(ok=True, text=_listing(files, rel, listing), tool="view")
+        return Result(ok=True, text=_listing(files, rel, listing), tool=who.tool)
     st = files.stat(rel) if rel else None
     if st is not None and st.st_size > ws.max_file_bytes:
         raise FileRefused(
@@ -99,7 +100,7 @@ def view(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
             f"{start + fit - 1}], or use grep/peek/range/stat.",
         )
     header = f"Here's the content of {rel} with line numbers (lines {start}-{end} of {len(lines)}):"
-    return Result(ok=True, text=f"{header}\n{body}", tool="view")
+    return Result(ok=True, text=f"{header}\n{body}", tool=who.tool)
 
 
 def _listing(files: Files, rel: str, top: list[tuple[str, os.stat_result]]) -> str:
@@ -137,7 +138,7 @@ def _listing(files: Files, rel: str, top: list[tuple[str, os.stat_result]]) -> s
     mutates=True,
     idempotent=True,
 )
-def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def create(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     refuse_binary(args, "file_text")
     rel, _ = _target(ws, args["path"])
     data = args["file_text"].encode("utf-8")
@@ -150,7 +151,7 @@ def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
 
     blob = ws.repo.hash_object("blob", data)
     record = ledger.elide({**args, "path": rel}, "file_text", blob)
-    return ws.transact(ws.new_op("create", record, **kw), stage)
+    return ws.transact(who.op(record), stage)
 
 
 @builtin(
@@ -162,7 +163,7 @@ def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         new_str=string("Replacement text (may be empty).")),
     mutates=True,
 )
-def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def str_replace(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     refuse_binary(args, "new_str")
     rel, _ = _target(ws, args["path"])
     old, new = args["old_str"], args["new_str"]
@@ -192,7 +193,7 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         return Outcome(f"The file {rel} has been edited. Snippet of the change:\n{snippet}",
                        f"str_replace {rel}")
 
-    return ws.transact(ws.new_op("str_replace", {**args, "path": rel}, **kw), stage)
+    return ws.transact(who.op({**args, "path": rel}), stage)
 
 
 @builtin(
@@ -204,7 +205,7 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         insert_text=string("Text to insert.")),
     mutates=True,
 )
-def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def insert(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     refuse_binary(args, "insert_text")
     rel, _ = _target(ws, args["path"])
     at, text_in = args["insert_line"], args["insert_text"]
@@ -222,7 +223,7 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         txn.write(rel, "\n".join(lines).encode("utf-8"))
         return Outcome(f"The file {rel} has been edited.", f"insert {rel}:{at}")
 
-    return ws.transact(ws.new_op("insert", {**args, "path": rel}, **kw), stage)
+    return ws.transact(who.op({**args, "path": rel}), stage)
 
 
 @builtin(
@@ -233,7 +234,7 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     obj(["path", "text"], path=PATH, text=string("Text to append.", minLength=1)),
     mutates=True,
 )
-def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def append(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     refuse_binary(args, "text")
     rel, _ = _target(ws, args["path"])
 
@@ -244,7 +245,7 @@ def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         txn.write(rel, (current or b"") + args["text"].encode("utf-8"))
         return Outcome(f"Appended {len(args['text']):,} characters to {rel}.", f"append {rel}")
 
-    return ws.transact(ws.new_op("append", {**args, "path": rel}, **kw), stage)
+    return ws.transact(who.op({**args, "path": rel}), stage)
 
 
 @builtin(
@@ -257,7 +258,7 @@ def append(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     idempotent=True,
     destructive=True,
 )
-def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def delete(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     rel, full = _target(ws, args["path"])
 
     def stage(txn: Txn) -> Outcome:
@@ -274,7 +275,7 @@ def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         return Outcome(f"Successfully deleted {rel}" + (f" ({len(victims)} files)"
                        if len(victims) > 1 else ""), f"delete {rel}")
 
-    return ws.transact(ws.new_op("delete", {**args, "path": rel}, **kw), stage)
+    return ws.transact(who.op({**args, "path": rel}), stage)
 
 
 @builtin(
@@ -284,7 +285,7 @@ def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     obj(["old_path", "new_path"], old_path=PATH, new_path=PATH),
     mutates=True,
 )
-def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def rename(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     src, src_full = _target(ws, args["old_path"])
     dst, dst_full = _target(ws, args["new_path"])
     if dst == src or dst.startswith(src + "/"):
@@ -311,7 +312,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
             txn.write(new, data, mode)
         return Outcome(f"Successfully renamed {src} to {dst}", f"rename {src} -> {dst}")
 
-    return ws.transact(ws.new_op("rename", {"new_path": dst, "old_path": src}, **kw), stage)
+    return ws.transact(who.op({"new_path": dst, "old_path": src}), stage)
 
 
 @builtin(
@@ -323,7 +324,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         path=string("Folder or file to search in; the whole workspace when omitted.")),
     mutates=False,
 )
-def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
+def search(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     rel = paths.resolve(ws.root, args.get("path", ""), allow_root=True)[0]
     proc = ws.repo.run_git(
         "grep", "--untracked", "-I", "-n", "-z", "-E", "--no-color", "-e", args["pattern"], "--",
@@ -336,7 +337,7 @@ def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
                          "( ) [ ] { } . * + ? | ^ $ to match one literally.")
     matches = _grep_matches(proc.stdout)
     if not matches:
-        return Result(ok=True, text=f"No matches for {args['pattern']!r}.", tool="search")
+        return Result(ok=True, text=f"No matches for {args['pattern']!r}.", tool=who.tool)
     kept, dropped = _as_on_disk(ws, matches[:SEARCH_CAP])
     shown = [_clip(f"{path}:{number}:{line}") for path, number, line in kept]
     more = (f"\n... {len(matches) - SEARCH_CAP} more matches not shown; narrow the pattern or "
@@ -345,7 +346,7 @@ def search(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
         more += (f"\n({dropped} matching line(s) changed while they were read and are not shown; "
                  "search again.)")
     return Result(ok=True, text=f"{len(matches)} matching lines:\n" + "\n".join(shown) + more,
-                  tool="search")
+                  tool=who.tool)
 
 
 Match = tuple[str, int, bytes]

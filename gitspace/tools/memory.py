@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths
+from ..core.identity import Identity
 from ..core.result import Result
 from ..core.transaction import Outcome, Stage, Txn
 from ..core.workspace import Workspace
@@ -146,7 +147,7 @@ def _refuse_links(root: Path, rel: str, path: str) -> None:
     wire_type="memory_20250818",
     reads_only=lambda args: args.get("command") == "view",
 )
-def memory(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def memory(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     command = args["command"]
     missing = [f for f in EXAMPLES[command] if f not in args]
     if missing:
@@ -156,12 +157,12 @@ def memory(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
             hint=f"A valid call looks like: {json.dumps(EXAMPLES[command])}",
         )
     if command == "view":
-        return Result(ok=True, text=view(ws, args), tool="memory")
+        return Result(ok=True, text=view(ws, args), tool=who.tool)
     refuse_binary(args, "file_text", "new_str", "insert_text")
-    return _COMMANDS[command](ws, args, **kw)
+    return _COMMANDS[command](ws, args, who)
 
 
-def _op(ws: Workspace, args: dict[str, Any], stage: Stage, **kw: Any) -> Result:
+def _op(ws: Workspace, args: dict[str, Any], stage: Stage, who: Identity) -> Result:
     """Run ``stage`` as one memory op recording ``args``. Only a create's long ``file_text`` is
     elided to its blob: that blob is the created file, so the commit itself proves it. Any other
     text (old_str, new_str, insert_text) is recorded whole, or the ledger could not say what the op
@@ -170,7 +171,7 @@ def _op(ws: Workspace, args: dict[str, Any], stage: Stage, **kw: Any) -> Result:
     if args["command"] == "create" and isinstance(record.get("file_text"), str):
         blob = ws.repo.hash_object("blob", record["file_text"].encode("utf-8"))
         record = ledger.elide(record, "file_text", blob)
-    return ws.transact(ws.new_op("memory", record, **kw), stage)
+    return ws.transact(who.op(record), stage)
 
 
 # -- view (read-only) -------------------------------------------------------------------------
@@ -287,7 +288,7 @@ def _members(ws: Workspace, txn: Txn, where: Location) -> list[str]:
     return []
 
 
-def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def create(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     where = locate(ws, args["path"])
     if where.is_root:
         raise ToolFailed("/memories is the memory folder itself; create a file inside it.",
@@ -302,10 +303,10 @@ def create(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
                        f"memory create {where.shown}")
 
     return _op(ws, {"command": "create", "path": where.shown, "file_text": args["file_text"]},
-               stage, **kw)
+               stage, who)
 
 
-def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def str_replace(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     where = locate(ws, args["path"])
     old, new = args["old_str"], args["new_str"]
     if not old:
@@ -336,10 +337,10 @@ def str_replace(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
                        f"memory str_replace {where.shown}")
 
     return _op(ws, {"command": "str_replace", "path": where.shown, "old_str": old,
-                    "new_str": new}, stage, **kw)
+                    "new_str": new}, stage, who)
 
 
-def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def insert(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     where = locate(ws, args["path"])
     at, text_in = args["insert_line"], args["insert_text"]
 
@@ -357,10 +358,10 @@ def insert(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
                        f"memory insert {where.shown}:{at}")
 
     return _op(ws, {"command": "insert", "path": where.shown, "insert_line": at,
-                    "insert_text": text_in}, stage, **kw)
+                    "insert_text": text_in}, stage, who)
 
 
-def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def delete(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     where = locate(ws, args["path"])
     if where.is_root:
         raise PathRefused("Cannot delete the /memories directory itself")
@@ -374,10 +375,10 @@ def delete(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
             txn.delete(victim)
         return Outcome(f"Successfully deleted {where.shown}", f"memory delete {where.shown}")
 
-    return _op(ws, {"command": "delete", "path": where.shown}, stage, **kw)
+    return _op(ws, {"command": "delete", "path": where.shown}, stage, who)
 
 
-def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def rename(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     src, dst = locate(ws, args["old_path"]), locate(ws, args["new_path"])
     if src.is_root:
         raise PathRefused("Cannot rename the /memories directory itself")
@@ -402,7 +403,7 @@ def rename(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         return Outcome(f"Successfully renamed {src.shown} to {dst.shown}",
                        f"memory rename {src.shown} -> {dst.shown}")
 
-    return _op(ws, {"command": "rename", "old_path": src.shown, "new_path": dst.shown}, stage, **kw)
+    return _op(ws, {"command": "rename", "old_path": src.shown, "new_path": dst.shown}, stage, who)
 
 
 _COMMANDS: dict[str, Callable[..., Result]] = {

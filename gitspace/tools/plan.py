@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import paths
+from ..core.identity import Identity
 from ..core.result import Result
 from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
@@ -97,7 +98,7 @@ def _one_line(step: str) -> str:
                               minLength=1, maxLength=MAX_STEP)),
     mutates=True,
 )
-def plan_add(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def plan_add(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     refuse_binary(args, "step")
     step = _one_line(args["step"])
 
@@ -113,7 +114,7 @@ def plan_add(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         txn.write(PLAN_FILE, text.encode("utf-8"))
         return Outcome(f"Added step {n}: {step}\n{listing(parse(text))}", f"plan_add step {n}")
 
-    return ws.transact(ws.new_op("plan_add", {"step": step}, **kw), stage)
+    return ws.transact(who.op({"step": step}), stage)
 
 
 @builtin(
@@ -124,7 +125,7 @@ def plan_add(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
     obj(["step"], step=integer("The step's number, 1 for the first step, as plan_show lists it.")),
     mutates=True,
 )
-def plan_done(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+def plan_done(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     number = args["step"]
 
     def stage(txn: Txn) -> Outcome:
@@ -142,7 +143,7 @@ def plan_done(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
         return Outcome(f"Marked step {number} done: {step.text}\n{listing(done)}",
                        f"plan_done step {number}")
 
-    return ws.transact(ws.new_op("plan_done", {"step": number}, **kw), stage)
+    return ws.transact(who.op({"step": number}), stage)
 
 
 def _no_such_step(number: int, steps: list[Step]) -> str:
@@ -160,6 +161,6 @@ def _no_such_step(number: int, steps: list[Step]) -> str:
     obj(),
     mutates=False,
 )
-def plan_show(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
+def plan_show(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     steps = parse(_read(ws))
-    return Result(ok=True, text=listing(steps), tool="plan_show")
+    return Result(ok=True, text=listing(steps), tool=who.tool)

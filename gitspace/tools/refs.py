@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from ..core import branches, checkpoints, lookup, timeline, undo
+from ..core.identity import Identity
 from ..core.result import Result
 from ..core.workspace import Workspace
 from ..errors import BadArguments
@@ -25,10 +26,10 @@ CHECKPOINT_NAME = string("Checkpoint name: letters, digits, '.', '_', '-'.")
     mutates=True,
     moves_refs=True,
 )
-def checkpoint(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None, **_: Any) -> Result:
-    cp = checkpoints.create(ws, args["name"], args.get("message", ""), op_id)
+def checkpoint(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
+    cp = checkpoints.create(ws, who, args["name"], args.get("message", ""))
     return Result(ok=True, text=f"Checkpoint {cp.name} saved at {cp.commit[:12]} on {cp.branch}.",
-                  tool="checkpoint", commit=cp.commit)
+                  tool=who.tool, commit=cp.commit)
 
 
 @builtin(
@@ -42,8 +43,7 @@ def checkpoint(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None,
     idempotent=True,
     restores_checkpoint="name",
 )
-def restore(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = None,
-            op_id: str | None = None) -> Result:
+def restore(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     if ("name" in args) == ("op" in args):
         raise BadArguments("Pass a checkpoint name or an op id (op), one of the two.",
                            hint="'gitspace checkpoints' lists checkpoints; 'gitspace log' op ids.")
@@ -51,8 +51,7 @@ def restore(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = No
         target, label = undo.op_commit(ws, args["op"]), f"op {args['op']}"
     else:
         target, label = checkpoints.resolve(ws, args["name"]), args["name"]
-    op = ws.new_op("restore", dict(args), tool_use_id=tool_use_id, op_id=op_id)
-    return ws.transact(op, checkpoints.stage_restore(ws, label, target))
+    return ws.transact(who.op(dict(args)), checkpoints.stage_restore(ws, label, target))
 
 
 @builtin(
@@ -64,14 +63,12 @@ def restore(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = No
         op=string("Undo just this earlier op, by its op id.")),
     mutates=True,
 )
-def undo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = None,
-              op_id: str | None = None) -> Result:
+def undo_tool(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     if "op" in args and "count" in args:
         raise BadArguments("Pass either count or op, not both.")
     targets = ([undo.op_target(ws, args["op"])] if "op" in args
-               else undo.undo_targets(ws, args.get("count", 1)))
-    op = ws.new_op("undo", args, tool_use_id=tool_use_id, op_id=op_id,
-                   undo_of=tuple(o.op_id for o, _ in targets))
+               else undo.undo_targets(ws, who.agent, args.get("count", 1)))
+    op = who.op(args, undo_of=tuple(o.op_id for o, _ in targets))
     return ws.transact(op, undo.stage_undo(ws, targets))
 
 
@@ -82,10 +79,9 @@ def undo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = 
     obj(),
     mutates=True,
 )
-def redo_tool(ws: Workspace, args: dict[str, Any], *, tool_use_id: str | None = None,
-              op_id: str | None = None) -> Result:
-    undo_op, commit = undo.redo_target(ws)
-    op = ws.new_op("redo", args, tool_use_id=tool_use_id, op_id=op_id, redo_of=undo_op.op_id)
+def redo_tool(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
+    undo_op, commit = undo.redo_target(ws, who.agent)
+    op = who.op(args, redo_of=undo_op.op_id)
     return ws.transact(op, undo.stage_redo(ws, undo_op, commit))
 
 
@@ -94,7 +90,7 @@ def _recover_branch(ws: Workspace, args: dict[str, Any], op_id: str) -> str | No
     found = lookup.find_op(ws.repo, op_id)
     if found is not None and found.where == "branch" and found.name is not None:
         if args.get("switch", True) and ws.repo.head_branch() != found.name:
-            branches.switch(ws, found.name)
+            branches.switch(ws, ws.identity("branch", op_id=op_id), found.name)
     return from_ledger(ws, args, op_id)
 
 
@@ -111,19 +107,18 @@ def _recover_branch(ws: Workspace, args: dict[str, Any], op_id: str) -> str | No
     moves_refs=True,
     recover=_recover_branch,
 )
-def branch_tool(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None,
-                **_: Any) -> Result:
+def branch_tool(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     start = checkpoints.resolve(ws, args["from"]) if "from" in args else ws.tip()
-    created = branches.create(ws, args["name"], start, op_id)
+    created = branches.create(ws, who, args["name"], start)
     text = f"Branch {created.name} created at {start[:12]}."
     if args.get("switch", True):
         try:
-            changed = branches.switch(ws, created.name)
+            changed = branches.switch(ws, who, created.name)
         except BaseException:
-            branches.delete_created(ws, created.name, start)  # the call fails whole
+            branches.delete_created(ws, who, created.name, start)  # the call fails whole
             raise
         text = f"{text[:-1]} and checked out ({changed} file(s) changed)."
-    return Result(ok=True, text=text, tool="branch", commit=start)
+    return Result(ok=True, text=text, tool=who.tool, commit=start)
 
 
 @builtin(
@@ -135,10 +130,10 @@ def branch_tool(ws: Workspace, args: dict[str, Any], *, op_id: str | None = None
     idempotent=True,
     moves_refs=True,
 )
-def switch_tool(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
-    changed = branches.switch(ws, args["name"])
+def switch_tool(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
+    changed = branches.switch(ws, who, args["name"])
     return Result(ok=True, text=f"On branch {args['name']} ({changed} file(s) changed).",
-                  tool="switch", commit=ws.tip())
+                  tool=who.tool, commit=ws.tip())
 
 
 @builtin(
@@ -148,11 +143,11 @@ def switch_tool(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
     obj(limit=integer("How many ops (default 10, at most 100).", minimum=1, maximum=100)),
     mutates=False,
 )
-def log_tool(ws: Workspace, args: dict[str, Any], **_: Any) -> Result:
+def log_tool(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     rows = []
     for e in timeline.timeline(ws, args.get("limit", 10)):
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time))
         marks = f" [checkpoint {', '.join(e.checkpoints)}]" if e.checkpoints else ""
         op = f"{e.op.op_id} " if e.op else ""
         rows.append(f"{when} {op}{e.author}: {e.subject}{marks}")
-    return Result(ok=True, text="\n".join(rows) or "No ops yet.", tool="log")
+    return Result(ok=True, text="\n".join(rows) or "No ops yet.", tool=who.tool)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import schema
+from ..core.identity import Identity
 from ..core.result import Result
 from ..core.workspace import Workspace
 from ..errors import UnknownTool
@@ -90,7 +91,8 @@ def builtin(
     mutates: bool,
     **properties: Any,
 ) -> Callable[[Callable[..., Result]], Tool]:
-    """Make a built-in tool of a function ``fn(ws, args, *, tool_use_id, op_id) -> Result``;
+    """Make a built-in tool of a function ``fn(ws, args, who) -> Result`` (``who``: the call's
+    ``core.identity.Identity``, whose ``op(args)`` is the op the tool records);
     ``properties`` are the other fields of ``Tool`` (destructive, idempotent, moves_refs...).
 
     Nothing is registered here: a tool is offered once it is listed in ``tools/builtins.py``."""
@@ -133,15 +135,14 @@ class Registry:
             )
         return tool
 
-    def run(self, ws: Workspace, name: str, args: dict[str, Any], *, tool_use_id: str | None,
-            op_id: str | None) -> Result:
-        """The one way a tool runs: ownership, then the schema, then the tool."""
-        tool = self.find(ws, name)
+    def run(self, ws: Workspace, who: Identity, args: dict[str, Any]) -> Result:
+        """The one way a tool runs: ownership, then the schema, then the tool, as ``who``."""
+        tool = self.find(ws, who.tool)
         if tool.writes(args):
             ws.require_owned()
         schema.validate(tool.args_schema, args, example=tool.example)
         args = schema.apply_defaults(tool.args_schema, args)
-        return tool.run(ws, args, tool_use_id=tool_use_id, op_id=op_id)
+        return tool.run(ws, args, who)
 
 
 def registry_of(ws: Workspace) -> Registry:

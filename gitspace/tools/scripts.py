@@ -23,6 +23,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from ..core.identity import Identity
 from ..core.result import Result
 from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
@@ -99,9 +100,9 @@ def script_tools(ws: Workspace, reserved: set[str]) -> dict[str, Tool]:
         if name in reserved:
             continue  # a built-in tool's name: reported by 'gitspace tools', never shadowed
 
-        def run(ws: Workspace, args: dict[str, Any], *, _script: script_header.Script = script,
-                **kw: Any) -> Result:
-            return run_script(ws, _script, args, **kw)
+        def run(ws: Workspace, args: dict[str, Any], who: Identity, *,
+                _script: script_header.Script = script) -> Result:
+            return run_script(ws, _script, args, who)
 
         tools[name] = Tool(name, script.description, script.example, script.args_schema,
                            script.mutates, run, origin=script.origin, script=script)
@@ -120,10 +121,10 @@ def _run(ws: Workspace, script: script_header.Script, args: dict[str, Any],
     return script_runner.run(script, args, cwd=ws.root, cache_dir=_cache_dir(ws), extra_env=extra)
 
 
-def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any], *,
-               tool_use_id: str | None = None, op_id: str | None = None) -> Result:
+def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any],
+               who: Identity) -> Result:
     if script.mutates:
-        return _run_mutating(ws, script, args, tool_use_id=tool_use_id, op_id=op_id)
+        return _run_mutating(ws, script, args, who)
     tree = ws.tree()
     script_guard.settle(ws)
     before = script_guard.take(ws)
@@ -139,7 +140,7 @@ def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any]
         )
     if not result.ok:
         raise ToolFailed(result.message(), hint=_failed_hint(script))
-    return Result(ok=True, text=result.text, tool=script.name)
+    return Result(ok=True, text=result.text, tool=who.tool)
 
 
 def _failed_hint(script: script_header.Script) -> str:
@@ -147,14 +148,14 @@ def _failed_hint(script: script_header.Script) -> str:
             f"{json.dumps(script.example)}")
 
 
-def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, Any], *,
-                  tool_use_id: str | None, op_id: str | None) -> Result:
+def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, Any],
+                  who: Identity) -> Result:
     script_blob = ws.repo.hash_object("blob", script.path.read_bytes())
-    op = ws.new_op(script.name, args, tool_use_id=tool_use_id, op_id=op_id, script=script_blob)
+    op = who.op(args, script=script_blob)
 
     def stage(txn: Txn) -> Outcome:
         # One "now" for the script and its commit, so a replay can hand the script the same time.
-        now = int(ws.clock if ws.clock is not None else time.time())
+        now = int(who.clock if who.clock is not None else time.time())
         script_guard.settle(ws, locked=True)
         # A mutating script may well write a big log it was pointed at: copy those first.
         before = script_guard.take(ws, copy_budget=COPY_BUDGET)

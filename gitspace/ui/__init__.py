@@ -5,7 +5,7 @@ Invariants:
   (not a ``Workspace``, whose opening may finish a crashed op) and reads through
   ``git --no-optional-locks`` and plain file reads (see ``context``);
 - it listens only on a loopback address, answers only to loopback Host names with its own port
-  and to no other Origin, and serves GET and HEAD only (see ``guard``);
+  and to no other Origin, and serves GET and HEAD only (``http_guard.Guard``);
 - everything it serves is its own: server-rendered HTML, one small script for live updates, CSS
   and Pygments' colours; it works offline.
 
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import GitspaceError
-from .guard import check_bind
+from ..http_guard import loopback_only
 
 DEFAULT_PORT = 8766
 
@@ -40,7 +40,7 @@ def serve(root: str | Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *
                             "installed.", hint="pip install 'gitspace[ui]'") from None
     from .context import Context
 
-    host = check_bind(host)
+    host = loopback_only(host)
     ctx = Context.open(Path(root))
     sock = _listen("127.0.0.1" if host == "localhost" else host, port)
     bound = sock.getsockname()[1]

@@ -24,9 +24,9 @@ from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..errors import GitspaceError, NotFound
+from ..http_guard import LOOPBACK_NAMES, Guard
 from . import files, graph, op, session, timeline
 from .context import Context
-from .guard import Guard
 from .highlight import CSS
 from .html import Html, tag
 from .layout import error_page
@@ -115,7 +115,7 @@ def build(ctx: Context, port: Callable[[], int], stopping: Callable[[], bool] = 
         return HTMLResponse(text, status_code=404, headers=HEADERS)
 
     app = Starlette(routes=routes, exception_handlers={404: not_found})
-    return Guard(app, port)
+    return Guard(app, frozenset(LOOPBACK_NAMES), port, methods=("GET", "HEAD"))
 
 
 def _events(watch: RefWatch, stopping: Callable[[], bool]) -> Response:

@@ -5,7 +5,7 @@ branches, ops or commits.
 
 from __future__ import annotations
 
-from ..core import browse, diffs, timeline
+from ..core import browse, diffs, lookup, timeline
 from .context import Context
 from .diffview import files_table
 from .diffview import render as render_diff
@@ -15,7 +15,7 @@ from .layout import page, placeholder, short, when
 
 
 def render(ctx: Context, rev: str, path: str, params: dict[str, str]) -> Html:
-    sha = timeline.locate(ctx.repo, rev or "HEAD")
+    sha = lookup.resolve(ctx.repo, rev or "HEAD").commit
     entry = timeline.entry(ctx.repo, sha)
     path = path.strip("/")
     crumbs: list[Html | str] = [link(file_url(sha), "/")]
@@ -110,7 +110,7 @@ def compare(ctx: Context, params: dict[str, str]) -> Html:
                class_="filters")
     parts = [tag("h1", "Compare"), form]
     if a and b:
-        old, new = timeline.locate(ctx.repo, a), timeline.locate(ctx.repo, b)
+        old, new = lookup.resolve(ctx.repo, a).commit, lookup.resolve(ctx.repo, b).commit
         found = diffs.between(ctx.repo, old, new)
         parts += [tag("p", f"{len(found)} file(s) differ from ",
                       link(f"/op/{old}", a, class_="sha"), " to ", link(f"/op/{new}", b, class_="sha"),

@@ -29,7 +29,7 @@ def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html
     shell = ctx.shell("/graph", live) if not fragment else {}  # the state before reading
     offset = int(params["offset"]) if params.get("offset", "").isdigit() else 0
     revs = timeline.every_line() if rev is None else [rev, *ctx.also(params.get("branch"))]
-    has_commits = bool(ctx.branches()) if rev is None else ctx.repo.resolve(rev) is not None
+    has_commits = bool(ctx.branches()) if rev is None else ctx.repo.rev_parse(rev) is not None
     rows = timeline.briefs(ctx.repo, ["--date-order", f"--skip={offset}", f"-n{WINDOW + 1}",
                                       *revs, "--"]) if has_commits else []
     older, rows = len(rows) > WINDOW, rows[:WINDOW]

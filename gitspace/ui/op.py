@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from ..core import diffs, timeline
+from ..core import diffs, lookup, timeline
 from ..core.timeline import Entry
 from ..storage import ledger
 from ..tools.builtins import restoring
@@ -25,7 +25,7 @@ BLOB_SHOW = 256 * 1024
 
 
 def render(ctx: Context, ref: str, params: dict[str, str]) -> Html:
-    sha = timeline.locate(ctx.repo, ref)
+    sha = lookup.resolve(ctx.repo, ref).commit
     e = timeline.entry(ctx.repo, sha)
     split = params.get("view") == "split"
     parent = e.parents[0] if e.parents else None

@@ -50,7 +50,7 @@ class Conversation:
 
 def index(ctx: Context) -> Html:
     saved = sessions.listing(ctx.root)
-    tip = ctx.repo.resolve("HEAD")
+    tip = ctx.repo.rev_parse("HEAD")
     committed = transcript.committed(ctx.repo, tip) if tip else []
     rows = []
     for s in sorted(saved, key=lambda s: s.created, reverse=True):
@@ -104,7 +104,7 @@ def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
         return Conversation(session_id, kind, "", recorded.agent, f"{recorded.turns} turn(s)",
                             messages, {"read from": recorded.transcript, "notes":
                                        " ".join(notes) or None})
-    tip = ctx.repo.resolve("HEAD")
+    tip = ctx.repo.rev_parse("HEAD")
     try:
         if tip is None:
             raise GitspaceError("This branch has no commits yet.")

@@ -21,7 +21,7 @@ import pytest
 from conftest import REPO, SAMPLE, assert_clean, call_ok, files, git, gitspace_cli, ops
 
 import gitspace
-from gitspace.agent.loop import Event, Loop, Options, Outcome
+from gitspace.agent.loop import Event, Loop, Options, RunOutcome
 from gitspace.agent.policies.journal import JournalPolicy, _named_log
 from gitspace.agent.policies.journal_tree import FANOUT
 from gitspace.errors import BadArguments
@@ -56,7 +56,7 @@ def small(tmp_path: Path) -> Path:
 
 
 def run(root: Path, policy: JournalPolicy, task: str, events: list[Event] | None = None,
-        budget: int = 20_000) -> Outcome:
+        budget: int = 20_000) -> RunOutcome:
     with gitspace.open(root, agent="runner") as ws:
         return Loop(ws, policy, Options(budget=budget, keep_last=4, max_steps=2_000),
                     events.append if events is not None else None).start(task)

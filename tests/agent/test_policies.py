@@ -14,7 +14,7 @@ import pytest
 from conftest import SAMPLE, assert_clean, files, git, ops
 
 import gitspace
-from gitspace.agent.loop import Event, Loop, Options, Outcome
+from gitspace.agent.loop import Event, Loop, Options, RunOutcome
 from gitspace.agent.model import blocks
 from gitspace.agent.policies.maze import MazePolicy
 
@@ -28,7 +28,7 @@ def sample(tmp_path: Path) -> Path:
 
 
 def run(root: Path, policy: MazePolicy, task: str, options: Options,
-        events: list[Event] | None = None) -> Outcome:
+        events: list[Event] | None = None) -> RunOutcome:
     with gitspace.open(root, agent="runner") as ws:
         return Loop(ws, policy, options, (events.append if events is not None else None)).start(task)
 

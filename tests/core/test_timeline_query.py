@@ -9,7 +9,7 @@ import pytest
 from conftest import call_ok, git
 
 import gitspace
-from gitspace.core import attempts, browse, diffs, timeline
+from gitspace.core import attempts, browse, diffs, lookup, timeline
 from gitspace.core.timeline import Filters
 from gitspace.errors import BadArguments, NotFound
 from gitspace.storage.gitrepo import GitRepo
@@ -87,14 +87,14 @@ def test_locate_finds_ops_checkpoints_branches_and_tool_use_ids(ws: gitspace.Wor
     done = ws.call("create", {"path": "x.md", "file_text": "x\n"}, tool_use_id="toolu_01")
     call_ok(ws, "checkpoint", {"name": "here"})
     assert done.op and done.commit
-    assert timeline.locate(repo, done.op) == done.commit
-    assert timeline.locate(repo, "here") == done.commit
-    assert timeline.locate(repo, "main") == done.commit
+    assert lookup.resolve(repo, done.op).commit == done.commit
+    assert lookup.resolve(repo, "here").commit == done.commit
+    assert lookup.resolve(repo, "main").commit == done.commit
     assert timeline.find_trailer(repo, "Gitspace-Tool-Use-Id", "toolu_01") == done.commit
     assert timeline.find_trailer(repo, "Gitspace-Tool-Use-Id", "toolu_.*") is None
     for bad in ("--output=/tmp/x", "nope", "", "01AAAAAAAAAAAAAAAAAAAAAAAA"):
         with pytest.raises(NotFound):
-            timeline.locate(repo, bad)
+            lookup.resolve(repo, bad)
 
 
 def test_diffs_parse_added_changed_binary_and_odd_names(ws: gitspace.Workspace, repo: GitRepo) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitspace.harness.events import Call, Outcome
+from gitspace.harness.events import Call, Recorded
 from gitspace.harness.records import field, record, replace
 
 
@@ -27,7 +27,7 @@ def test_fields_defaults_equality_and_repr() -> None:
     assert p == Point(1, 0, ["a"]) and p != Point(2) and p != (1, 0, ["a"])
     assert repr(p) == "Point(x=1, y=0, tags=['a'])"
     assert Point(1).tags is not Point(1).tags  # a factory makes a new value each time
-    assert Outcome().notes is not Outcome().notes
+    assert Recorded().notes is not Recorded().notes
 
 
 def test_frozen_records_refuse_changes_and_hash_by_value() -> None:
@@ -37,7 +37,7 @@ def test_frozen_records_refuse_changes_and_hash_by_value() -> None:
     with pytest.raises(AttributeError):
         del p.x  # type: ignore[misc]
     assert hash(Pair(1, "a")) == hash(Pair(1, "a")) and len({Pair(1, "a"), Pair(1, "a")}) == 1
-    outcome = Outcome()
+    outcome = Recorded()
     outcome.checkpoint = "x"  # not frozen: assignable, and unhashable as a dataclass would be
     with pytest.raises(TypeError):
         hash(outcome)

@@ -13,7 +13,7 @@ from test_harness_hook import users_repo
 
 import gitspace
 from gitspace.errors import BadArguments, GitspaceError
-from gitspace.harness import install, settings
+from gitspace.harness import adapters, install, settings
 
 PROGRAM = "/opt/venv/bin/gitspace"
 USERS_OWN = {
@@ -57,7 +57,7 @@ def test_install_merges_and_is_idempotent(root: Path, tmp_path: Path) -> None:
 
     again = install.install("claude-code", "project", root, tmp_path, PROGRAM)
     assert not again.changed and again.op is None and read(path) == data
-    status = settings.status(path, install.SPECS["claude-code"])
+    status = settings.status(path, adapters.specs()["claude-code"])
     assert status.complete and status.command == f"{PROGRAM} hook claude-code"
 
     # A moved installation updates the command in place instead of adding a second entry.

@@ -17,6 +17,7 @@ import pytest
 from conftest import assert_clean, call_ok, git, git_env, git_run, head
 
 import gitspace
+from gitspace.core.identity import Identity
 from gitspace.core.result import Result
 from gitspace.core.workspace import Workspace
 from gitspace.replay.engine import BadRange, Report, replay
@@ -369,8 +370,8 @@ def commit_a_transcript(ws: Workspace, files: dict[str, str]) -> None:
     """A transcript op as ``gitspace run --commit-transcript`` records it."""
     from gitspace.core.transaction import Outcome
 
-    op = ws.new_op("transcript", {"path": "transcripts/s1.json", "session": "s1"},
-                   source="transcript")
+    op = ws.identity("transcript", source="transcript").op(
+        {"path": "transcripts/s1.json", "session": "s1"})
 
     def stage(txn: Any) -> Outcome:
         for path, text in files.items():
@@ -498,14 +499,14 @@ def stamp_tool(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         @registry.builtin("stamp_test", "Write stamp.txt (test only).", {"text": "x"},
                           registry.obj(["text"], text=registry.string("What to stamp.")),
                           mutates=True)
-        def stamp(ws: Workspace, args: dict[str, Any], **kw: Any) -> Result:
+        def stamp(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
             from gitspace.core.transaction import Outcome
 
             def stage(txn: Any) -> Outcome:
                 txn.write("stamp.txt", f"{version}: {args['text']}\n".encode())
                 return Outcome("stamped", "stamp")
 
-            return ws.transact(ws.new_op("stamp_test", args, **kw), stage)
+            return ws.transact(who.op(args), stage)
 
         monkeypatch.setitem(builtins.BUILTINS, "stamp_test", stamp)
 
@@ -705,9 +706,10 @@ def gitspace_op(ws: Workspace, rev: str) -> str:
 def test_a_script_that_uses_now_sees_the_recorded_moment_on_replay(ws: Workspace) -> None:
     import json
 
-    ws.clock = 1_700_000_000  # recorded "in the past": a replay now would see another second
-    done = call_ok(ws, "append_entry", {"path": "journal/log.jsonl", "text": "shipped it"})
-    ws.clock = None
+    # Recorded "in the past": a replay now would see another second.
+    done = ws.call_as(ws.identity("append_entry", clock=1_700_000_000),
+                      {"path": "journal/log.jsonl", "text": "shipped it"})
+    assert done.ok, done.text
     entry = json.loads((ws.root / "journal/log.jsonl").read_text())
     assert entry["ts"].startswith("2023-11-14T22:13:20")
     assert ws.repo.commit(done.commit).time == 1_700_000_000

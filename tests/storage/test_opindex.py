@@ -31,7 +31,7 @@ def test_undo_op_finds_an_old_op_and_knows_it_was_undone(ws: gitspace.Workspace)
     ids = make(ws, 30)
     done = call_ok(ws, "undo", {"op": ids[3]})
     assert done.op and f"create {ids[3]}" in done.text and not (ws.root / "f3.md").exists()
-    assert rows(ws, "main") == (ws.repo.resolve(f"{ws.tip()}~1"), 31)  # read once, up to then
+    assert rows(ws, "main") == (ws.repo.rev_parse(f"{ws.tip()}~1"), 31)  # read once, up to then
     again = ws.call("undo", {"op": ids[3]})
     assert not again.ok and "is already undone" in again.text
     assert rows(ws, "main") == (ws.tip(), 32)  # caught up by the one op made since

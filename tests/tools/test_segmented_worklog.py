@@ -440,12 +440,11 @@ def test_split_is_one_op_that_undo_reverses_and_replay_checks(sample_ws: gitspac
 
 def test_a_branch_that_appended_across_a_roll_replays_clean(ws: gitspace.Workspace) -> None:
     call_ok(ws, "create", {"path": "log/0000/000001.jsonl", "file_text": filled(ROLL - 400)})
-    ws.clock = 1_750_000_000
     for i in range(4):
-        done = call_ok(ws, "append_entry", {"path": "log", "text": f"entry {i} " + "w" * 150})
-        ws.clock += 60
+        done = ws.call_as(ws.identity("append_entry", clock=1_750_000_000 + 60 * i),
+                          {"path": "log", "text": f"entry {i} " + "w" * 150})
+        assert done.ok, done.text
         assert len(done.changed) == 1
-    ws.clock = None
     assert sorted(p.relative_to(ws.root / "log").as_posix()
                   for p in (ws.root / "log").rglob("*.jsonl")) == ["0000/000001.jsonl",
                                                                    "0000/000002.jsonl"]

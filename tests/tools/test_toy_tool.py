@@ -18,6 +18,7 @@ import gitspace
 from gitspace.agent.loop import Loop
 from gitspace.agent.model import Reply
 from gitspace.cli import app
+from gitspace.core.identity import Identity
 from gitspace.core.transaction import Outcome, Txn
 from gitspace.mcp_server import build_server
 from gitspace.tools import builtins
@@ -27,12 +28,12 @@ from gitspace.tools.registry import builtin, obj, string
 @builtin("toy_stamp", "Write a word into stamp.txt (a toy tool, for this test only). Calling it "
          "again with the same word changes nothing.", {"word": "hello"},
          obj(["word"], word=string("The word to stamp.")), mutates=True, idempotent=True)
-def toy_stamp(ws: gitspace.Workspace, args: dict[str, Any], **kw: Any) -> gitspace.Result:
+def toy_stamp(ws: gitspace.Workspace, args: dict[str, Any], who: Identity) -> gitspace.Result:
     def stage(txn: Txn) -> Outcome:
         txn.write("stamp.txt", f"{args['word']}\n".encode())
         return Outcome(f"Stamped {args['word']}.", f"toy_stamp {args['word']}")
 
-    return ws.transact(ws.new_op("toy_stamp", args, **kw), stage)
+    return ws.transact(who.op(args), stage)
 
 
 @pytest.fixture

@@ -1,0 +1,63 @@
+"""A call's identity: who makes one tool call and what it is, as one value.
+
+Invariants:
+- It is built once, where the call enters (``Workspace.call`` from the workspace's agent and
+  session; the agent loop from its session; replay from the recorded op), and handed down
+  unchanged: to the registry, the tool, the op it records and the commit's author. Nothing below
+  the entry reads the call's agent, session or clock anywhere else, and nothing changes a
+  workspace's attributes to pass them down.
+- The op a call records carries every field of its identity that ``ledger.Op`` records, by name
+  (``Identity.op``): a field added here that the ledger also has (a new trailer, see
+  ``storage/ledger.py``) is recorded with no other change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..storage import ledger
+from ..storage.objects import Signature
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who makes a call and what it is (see the module docstring)."""
+
+    tool: str
+    op_id: str | None = None  # fixed in advance (the agent loop saves it first); None: a new one
+    tool_use_id: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    source: str = "tool"  # tool, harness, transcript, init (ledger.FORMATS lists them)
+    rebased_from: str | None = None  # the commit a replayed op came from (a rebase by meaning)
+    # The time the call runs at: what a mutating script sees as now and its commit's time. None:
+    # the real clock; a replay pins the recorded op's time.
+    clock: float | None = None
+
+    def op(self, args: dict[str, Any], **links: Any) -> ledger.Op:
+        """The ledger record of this call with ``args``; ``links`` are what the tool adds
+        (``undo_of``, ``redo_of``, ``script``, a harness op's ``paths``)."""
+        recorded = {name: getattr(self, name) for name in _RECORDED}
+        recorded["op_id"] = self.op_id or ledger.new_op_id()
+        return ledger.Op(args=args, **recorded, **links)
+
+    @classmethod
+    def of(cls, op: ledger.Op, **changes: Any) -> Identity:
+        """The identity ``op`` was recorded with (what a replay hands the tool again), with
+        ``changes`` (its ``clock``, its ``rebased_from``)."""
+        return cls(**{**{name: getattr(op, name) for name in _RECORDED}, **changes})
+
+    @property
+    def author(self) -> Signature:
+        """The commit author of the call's op: its agent, or ``human``."""
+        return author_of(self.agent)
+
+
+def author_of(agent: str | None) -> Signature:
+    name = agent or "human"
+    return Signature(name, f"{name}@gitspace")
+
+
+# The identity's fields the ledger records (every one ``ledger.Op`` also has, by name).
+_RECORDED = tuple(f.name for f in fields(Identity) if f.name in {f.name for f in fields(ledger.Op)})
