@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 COPY = ROOT / "build" / "rollbacks"
 T = "gitspace/core/transaction.py"
+W = "gitspace/core/writer.py"
 FAULTS = "tests/test_faults.py::test_a_failing_call_leaves_everything_as_before"
 
 # label: (file, code that rolls back, what is left without it, pytest arguments)
@@ -54,75 +55,64 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         "                except BaseException:\n                    chain.prune(only_made=True)\n",
         "                except BaseException:\n", [FAULTS, "-k", "create-file.replace"]),
     "journal tmp file": (
-        T, "        except BaseException:\n            tmp.unlink(missing_ok=True)  # (a full disk: nothing "
+        W, "        except BaseException:\n            tmp.unlink(missing_ok=True)  # (a full disk: nothing "
            "half-written stays behind)\n            raise\n",
         "        except BaseException:\n            raise\n",
         [FAULTS, "-k", "create-journal.write"]),
-    "journal after a failed ref swap": (
-        T, "            self.cancel_journal()\n            raise\n        # A path counts as written",
-        "            raise\n        # A path counts as written", [FAULTS, "-k", "create-ref.update"]),
-    "publish's rollback": (
-        T, "            self.roll_back(failure, written, before, touched, index, lambda: self.repo.cas_ref(\n"
-           "                ref, new, old, ident, f\"gitspace: roll back failed {tool}\"), old)\n",
+    "the writer's rollback": (
+        W, "            self.roll_back(failure, written, change.before, paths, index,\n"
+           "                           lambda: self._move_back(change, moved), back_to, change.index_file)\n",
         "", [FAULTS, "-k", "restore-file.replace"]),
     "rollback: files": (
-        T, "            self.apply({rel: before.get(rel) for rel in written}, lenient=True)\n"
+        W, "            self.put_files({rel: before.get(rel) for rel in written}, lenient=True)\n"
            "            if index is not None:\n",
         "            if index is not None:\n", [f"{FAULTS}[restore-file.replace#3-EIO]"]),
     "rollback: index": (
-        T, "            if index is not None:\n                self._restore_index(index, paths, commit)\n",
+        W, "            if index is not None:\n"
+           "                self._restore_index(index, paths, commit, index_file)\n",
         "", [FAULTS, "-k", "create-journal.remove"]),
     "rollback: ref": (
-        T, "            move_back()\n        except Exception as e:",
+        W, "            move_back()\n        except Exception as e:",
         "            pass\n        except Exception as e:", [FAULTS, "-k", "create-file.write"]),
+    "rollback: HEAD": (
+        W, "            branch, old, new = moved.head\n            self.repo.set_head(branch, change.who, new, old)\n",
+        "            pass\n", [FAULTS, "-k", "switch-file.write"]),
+    "rollback: refs moved together": (
+        W, "            with self.repo.ref_transaction([(m.ref, m.old, m.new) for m in back], change.who, why):\n"
+           "                pass\n",
+        "            pass\n", [FAULTS, "-k", "sync-journal.remove"]),
     "rollback: journal": (
-        T, "                hint=_hint(failure)) from failure\n        self.cancel_journal()\n",
+        W, "                hint=_hint(failure)) from failure\n        self.cancel_journal()\n",
         "                hint=_hint(failure)) from failure\n", [FAULTS, "-k", "create-file.write"]),
     "a journal that cannot be removed is neutralised": (
-        T, "                self.journal_write({\"ref\": None, \"paths\": []})\n", "                pass\n",
+        W, "                self.journal_write({\"ref\": None, \"paths\": []})\n", "                pass\n",
         ["tests/test_faults.py::test_a_journal_that_cannot_be_removed_never_brings_a_failed_op_back"]),
-    "switch: journal after a failed HEAD move": (
-        "gitspace/core/branches.py",
-        "        except BaseException:\n            txns.cancel_journal()\n            raise\n",
-        "        except BaseException:\n            raise\n", [FAULTS, "-k", "switch-head.update"]),
-    "switch's rollback": (
-        "gitspace/core/branches.py",
-        "            txns.roll_back(failure, written, before, paths, index, lambda: ws.repo.set_head(\n"
-        "                current, ws.author, target, old_tip), old_tip)\n",
-        "", [FAULTS, "-k", "switch-file.write"]),
-    "checkpoint: journal after a failed ref swap": (
-        T, "            except BaseException:\n                self.cancel_journal()\n                raise\n"
-           "            try:\n                self.journal_remove()\n",
-        "            except BaseException:\n                raise\n"
-        "            try:\n                self.journal_remove()\n",
-        [FAULTS, "-k", "checkpoint-ref.update"]),
-    "checkpoint's rollback": (
-        T, "                self.roll_back(failure, [], {}, [], None, lambda: self.repo.cas_ref(\n"
-           "                    ref, target, None, ident, f\"{message}: rolled back\"), target)\n",
-        "", [FAULTS, "-k", "checkpoint-journal.remove"]),
+    "recovery: a ref rolled forward": (
+        W, "                self.repo.cas_ref(ref, old, new, COMMITTER, \"gitspace: finish interrupted op\")\n",
+        "                pass\n", ["tests/core/test_writer.py", "-k", "cut_short"]),
     "branch: the branch of a failed switch": (
         "gitspace/tools/refs.py",
-        "            branches.delete_created(ws, created.name, start)  # the call fails whole\n", "",
+        "            branches.delete_created(ws, who, created.name, start)  # the call fails whole\n", "",
         ["tests/test_faults.py::test_a_failed_switch_inside_branch_leaves_no_branch_behind"]),
     "a script's files": (
-        T, "            except BaseException:\n                self._take_back(txn)\n                raise\n",
-        "            except BaseException:\n                raise\n",
+        T, "        except BaseException:\n            _take_back(ws, txn)\n            raise\n",
+        "        except BaseException:\n            raise\n",
         [f"{FAULTS}[mutating script-object.write#1-EIO]"]),
     "the cached index of a failed store": (
-        T, "                gitindex.forget(index_path)  # the cached index holds a change never stored\n",
+        W, "                gitindex.forget(index_path)  # the cached index holds a change never stored\n",
         "", [FAULTS, "-k", "create-index.store"]),
     "refused writes are expected errors": (
-        T, "busy), refused_writes():\n        yield\n", "busy):\n        yield\n",
+        W, "busy), refused_writes():\n        yield\n", "busy):\n        yield\n",
         [f"{FAULTS}[create-file.write#1-EIO]"]),
     "recovery: a lock older than the journal": (
-        T, "if lock.stat().st_mtime_ns >= since_ns:", "if True:",
+        W, "if lock.stat().st_mtime_ns >= since_ns:", "if True:",
         ["tests/test_faults.py::test_recovery_leaves_locks_older_than_the_journal"]),
     "recovery: a live git process's lock": (
-        T, "    if not stale or lockfile.git_running_in({repo.root, repo.gitdir, repo.commondir}):\n",
+        W, "    if not stale or lockfile.git_running_in({repo.root, repo.gitdir, repo.commondir}):\n",
         "    if not stale:\n",
         ["tests/test_faults.py::test_recovery_leaves_the_lock_of_a_live_git_process"]),
     "recovery: a lock that goes away within the wait": (
-        T, "    deadline = time.monotonic() + wait\n", "    deadline = time.monotonic()\n",
+        W, "    deadline = time.monotonic() + wait\n", "    deadline = time.monotonic()\n",
         ["tests/test_faults.py::test_recovery_waits_for_a_lock_about_to_be_committed"]),
     "the index another writer replaced": (
         "gitspace/storage/gitindex.py", ", under_lock=unchanged,", ",",

@@ -59,9 +59,11 @@ REPLAY = ["tests/replay/test_replay.py", "tests/replay/test_replay_forged.py",
 # a mutant is not active in a child process (the CLI subprocess tests, the crash children).
 MODULES: dict[str, tuple[str, list[str]]] = {
     "transaction": ("gitspace/core/transaction.py", [
-        "tests/core/test_transaction.py", "tests/core/test_branches.py",
-        "tests/storage/test_gitindex.py", "tests/storage/test_racyindex.py", *INDEX_LIMITS,
-        *FAULTS]),
+        "tests/core/test_transaction.py", "tests/core/test_branches.py", *FAULTS]),
+    "writer": ("gitspace/core/writer.py", [
+        "tests/core/test_writer.py", "tests/core/test_transaction.py",
+        "tests/core/test_branches.py", "tests/storage/test_gitindex.py",
+        "tests/storage/test_racyindex.py", *INDEX_LIMITS, *FAULTS]),
     "ledger": ("gitspace/storage/ledger.py", [
         "tests/storage/test_ledger.py", "tests/storage/test_ledger_exact.py",
         "tests/harness/test_harness_ledger.py",

@@ -1,5 +1,7 @@
 """One call fails, the op notices: every fault point (``gitspace.faults``), failing with each of
-ENOSPC, EACCES, EIO, an interrupted call (EINTR) and Ctrl-C, in every op that reaches it.
+ENOSPC, EACCES, EIO, an interrupted call (EINTR) and Ctrl-C, in every op that reaches it: the
+tools, snapshot, a harness's recorded call, record_paths, sync, pull, attach and merge, every
+path through the one writer (``core/writer.py``).
 
 Each case starts from a copy of one prepared workspace and checks that the op fails with an
 expected error (WriteFailed, whose sentence says nothing was changed and whose hint fits the
@@ -74,6 +76,26 @@ def _prepare(root: Path) -> None:
         call_ok(ws, "create", {"path": "n/new.txt", "file_text": "new\n"})
         call_ok(ws, "create", {"path": "b.txt", "file_text": "bee\n"})
         git(root, "update-ref", "refs/heads/other", "refs/tags/gitspace/cp^{commit}")
+    _remote_ahead(root)
+
+
+REMOTE = Path(".git") / "remote.git"  # inside .git: copied with the workspace, never a file of it
+
+
+def _remote_ahead(root: Path) -> None:
+    """A bare remote holding everything here, plus one commit on main that changes, adds and
+    removes files: what a sync or a pull brings in."""
+    git(root.parent, "clone", "--quiet", "--bare", str(root), str(root / REMOTE))
+    other = root.parent / "other-clone"
+    git(root.parent, "clone", "--quiet", str(root / REMOTE), str(other))
+    (other / "b.txt").write_text("bee, from the remote\n")
+    (other / "theirs").mkdir()
+    (other / "theirs" / "new.txt").write_text("theirs\n")
+    (other / "n" / "new.txt").unlink()
+    git(other, "add", "-A")
+    git(other, "commit", "--quiet", "-m", "the remote's own work")
+    git(other, "push", "--quiet", "origin", "main")
+    shutil.rmtree(other)
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +206,73 @@ def _undo_first(ws: gitspace.Workspace) -> None:
     call_ok(ws, "undo", {})
 
 
+@dataclass(frozen=True)
+class _Done:
+    """The answer of a path that returns no Result: whether it recorded something."""
+
+    ok: bool
+    text: str = ""
+    error: BaseException | None = None
+
+
+def _with_remote(ws: gitspace.Workspace) -> None:
+    git(ws.root, "remote", "add", "origin", str(ws.root / REMOTE))
+
+
+def _record(ws: gitspace.Workspace) -> _Done:
+    """A harness's Write of a.txt (made by ``_outside_edit``), recorded by the hook's own code."""
+    from gitspace.harness import record
+    from gitspace.harness.events import Call, Event, Options
+
+    path = str(ws.root / "a.txt")
+    done = record.handle(Event("after", "claude-code", cwd=str(ws.root), session="s1",
+                               call=Call("Write", {"file_path": path}, (path,), "toolu_1")),
+                         ws.root, Options())
+    return _Done(bool(done.ops), " ".join(done.notes))
+
+
+def _record_paths(ws: gitspace.Workspace) -> _Done:
+    from gitspace.core.snapshot import record_paths
+
+    return _Done(record_paths(ws, ["a.txt"], "Recorded by the test.") is not None)
+
+
+def _sync(ws: gitspace.Workspace) -> _Done:
+    from gitspace.team.sync import sync
+
+    done = sync(ws, "origin")
+    return _Done(done.tip == git(ws.root, "rev-parse", "refs/remotes/origin/main").strip())
+
+
+def _attach(ws: gitspace.Workspace) -> _Done:
+    from gitspace.team.attach import attach
+
+    return _Done(attach(ws.root, "bob").branch == "agent/bob")
+
+
+def _agent_worked(ws: gitspace.Workspace) -> None:
+    """Agent bob attached, with one op of his on agent/bob."""
+    from gitspace.team.attach import attach
+
+    bob = attach(ws.root, "bob").path
+    with gitspace.open(bob, agent="bob") as theirs:
+        call_ok(theirs, "create", {"path": "bob.txt", "file_text": "by bob\n"})
+
+
+def _merge(ws: gitspace.Workspace) -> _Done:
+    """bob's work merged into ``other``, a branch checked out nowhere: a ref move alone."""
+    from gitspace.team.merge import merge
+
+    return _Done(merge(ws.root, "bob", into="other").commit is not None)
+
+
+def _pull(ws: gitspace.Workspace) -> _Done:
+    from gitspace.team.remote import pull
+
+    done = pull(ws, "origin")
+    return _Done(bool(done.moved), " ".join(done.notes))
+
+
 # An op writes: objects (blobs, trees, commit), the journal, the ref (its reflog and HEAD's
 # first), the files (each: tmp file, mode, rename; or a removal), the index, and removes the
 # journal. Objects already in the repository are not written again.
@@ -217,6 +306,21 @@ OPS: dict[str, Op] = {
     "mutating script": Op(_nothing, _call("stamp", {"path": "x"}),  # three files it wrote
                           {**COMMIT, "object.write": 6, "file.write": 3, "file.chmod": 3,
                            "file.replace": 3}),
+    # A harness's Write, recorded by its hook: its op (blob, tree, commit), one change.
+    "record": Op(_outside_edit, _record, {**COMMIT, "object.write": 3}),
+    "record_paths": Op(_outside_edit, _record_paths, {**COMMIT, "object.write": 3}),
+    # The branch, its files and index, and the tracking ref in one git ref transaction (git
+    # moves the refs: no ref.update here).
+    "sync": Op(_with_remote, _sync, {"journal.write": 1, "file.write": 2, "file.chmod": 2,
+                                     "file.replace": 2, "file.remove": 1, "index.store": 1,
+                                     "journal.remove": 1}),
+    # The agent's branch, made for its worktree (git's own worktree add comes after).
+    "attach": Op(_nothing, _attach, {"journal.write": 1, "ref.update": 1, "reflog.write": 1,
+                                     "journal.remove": 1}),
+    "merge": Op(_agent_worked, _merge, {"object.write": 1, "journal.write": 1, "ref.update": 1,
+                                        "reflog.write": 1, "journal.remove": 1}),
+    "pull": Op(_with_remote, _pull, {**COMMIT, "file.write": 2, "file.chmod": 2,
+                                     "file.replace": 2, "file.remove": 1}),
 }
 
 
