@@ -6,14 +6,23 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from .. import config
 from ..errors import LockTimeout
 from ..harness.adapters import listed
-from .common import JsonOpt, echo, emit_json, open_workspace, render, show_result, state
+from .common import (
+    JsonOpt,
+    echo,
+    emit_json,
+    in_place,
+    open_workspace,
+    render,
+    show_result,
+    state,
+)
 
 HARNESS = Annotated[str, typer.Argument(help=f"{listed()}.")]
 hooks_app = typer.Typer(help="Record the tool calls of another agent harness (" + listed() + ").",
@@ -110,6 +119,9 @@ def rewind(
     which: Annotated[Optional[str], typer.Argument(  # noqa: UP045
         help="A turn number (of the latest session), a checkpoint name, or an op id.")] = None,
     session: Annotated[Optional[str], typer.Option(help="The session (id or its start).")] = None,  # noqa: UP045
+    every_file: Annotated[bool, typer.Option("--all", help=(
+        "In a checkout of your own: every file as it was then, not only those the agent "
+        "changed (your changes since are recorded first, then overwritten)."))] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Restore the files to the end of an earlier turn (or right after an op), as a new op.
@@ -117,6 +129,9 @@ def rewind(
     from ..harness import rewind as rewinding
 
     with open_workspace() as ws:
+        if in_place(ws) is not None:
+            _rewind_in_place(ws, which, every_file, as_json)
+            return
         if which is None:
             marks = rewinding.turns(ws)
             data = [{"turn": t.number, "session": t.prefix, "checkpoint": t.name,
@@ -161,3 +176,26 @@ def gc(
              "Could not pack the objects recording wrote ('git repack -d' failed).")
     finally:
         repo.close()
+
+
+def _rewind_in_place(ws: Any, which: str | None, every_file: bool, as_json: bool) -> None:
+    from ..core import line
+    from ..harness import inplace_undo
+    from ..harness.events import Options
+
+    if which is None:
+        marks = [(ref[len(line.TURNS):], tip) for ref, tip, _ in ws.repo.refs(line.TURNS.rstrip("/"))]
+        data = [{"turn": int(name.rsplit("-turn-", 1)[1].split(".")[0]),
+                 "session": name.rsplit("-turn-", 1)[0], "checkpoint": name, "commit": tip,
+                 "time": int(ws.repo.commit(tip).committer.rsplit(" ", 2)[1]), "message": ""}
+                for name, tip in marks if "-turn-" in name]
+        data.sort(key=lambda d: d["time"])
+        emit_json(data, "turns") if as_json else render().turns(data)
+        return
+    taken = inplace_undo.rewind(ws.repo, which, every_file, Options(max_file_bytes=ws.max_file_bytes))
+    if taken.op is None:
+        echo(f"unchanged: your files already are as {which} left them.")
+    else:
+        echo(f"Rewound {'every file' if every_file else 'the files the agent changed'} to {which} "
+             f"({', '.join(taken.files[:10])}) as op {taken.op}; your index and HEAD are as "
+             "they were.")

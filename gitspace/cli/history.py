@@ -197,6 +197,9 @@ def undo(
     if count is not None and op is not None:
         usage("Give --count or --op, not both.")
     with open_workspace() as ws:
+        if in_place(ws) is not None:
+            _undo_in_place(ws, op, count)
+            return
         args: dict[str, Any] = {}
         if count is not None:
             args["count"] = count
@@ -206,6 +209,30 @@ def undo(
                 usage(f"{op} is a commit, not an op: only ops can be undone by id.")
             args["op"] = found.op.op_id
         show_result(ws.call("undo", args))
+
+
+def _undo_in_place(ws: Any, op: str | None, count: int | None) -> None:
+    """In a checkout of your own: take back one op in the work tree only (the agent's latest
+    when no --op is given)."""
+    from ..core import lookup
+    from ..harness import inplace_undo
+    from ..harness.events import Options
+
+    if count is not None:
+        usage("In a checkout of your own, undo takes back one op at a time (--op ID), or the "
+              "agent's turns with 'gitspace rewind TURN'.")
+    op_id = lookup.op_id(ws.repo, op) if op else inplace_undo.latest_agent_op(ws.repo)
+    taken = inplace_undo.undo_op(ws.repo, op_id, Options(max_file_bytes=ws.max_file_bytes))
+    _said_taken(taken, f"op {op_id}")
+
+
+def _said_taken(taken: Any, what: str) -> None:
+    if taken.op is None:
+        echo(f"unchanged: your files already are as {what} leaves them.")
+        return
+    echo(f"Took back {what} in your files ({', '.join(taken.files[:10])}"
+         + (f" and {len(taken.files) - 10} more" if len(taken.files) > 10 else "")
+         + f") as op {taken.op}; your index and HEAD are as they were.")
 
 
 def redo() -> None:

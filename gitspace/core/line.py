@@ -45,11 +45,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import GitspaceError
 from ..storage import ledger
+from ..storage.files import State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import EMPTY_TREE, Entry, Signature
 from .writer import COMMITTER, Change, RefMove, Writer
@@ -225,6 +227,18 @@ def move(repo: GitRepo, ref: str, old: str | None, new: str | None) -> None:
     deletes it. The one place these refs move."""
     if new is not None or old is not None:  # (a packed one too: git pack-refs packs these)
         Writer(repo).apply(Change("gitspace: record", COMMITTER, [RefMove(ref, old, new)]))
+
+
+def move_with_files(repo: GitRepo, ref: str, old: str | None, new: str,
+                    files: Mapping[str, State], before: Mapping[str, State]) -> None:
+    """Move line ``ref`` to ``new`` and write work-tree ``files`` with it (undo, rewind): one
+    change through the one writer, the work tree only (no index, no HEAD); ``before`` is what
+    each path holds now (a failure puts it back)."""
+    from .writer import Change, RefMove, Writer
+
+    Writer(repo).apply(Change(why="gitspace: undo in place", who=COMMITTER,
+                              refs=[RefMove(ref, old, new)], at=new, files=files, before=before,
+                              index=False))
 
 
 def lines(repo: GitRepo) -> list[tuple[str, str]]:

@@ -11,8 +11,9 @@ Kinds:
   recorded only when it still changed files;
 - ``prompt``: a person's message starts a turn; ``stop``: the turn ended;
 - ``ignored``: nothing to do (a read-only tool, an event gitspace does not use, a bad payload);
-- ``scan``: no harness sends it; ``gitspace hooks install`` in a person's own checkout uses it to
-  start the recorded line at once.
+- ``scan``, ``undo``, ``rewind``: no harness sends these; in a person's own checkout ``gitspace
+  hooks install`` starts the line with a scan, and ``gitspace undo``/``rewind`` run as events
+  too, so that every change there goes through one recorder.
 
 A ``Call`` names the files it writes (``paths``, absolute as the harness gives them) when its input
 says so (Write, Edit, ...); ``paths is None`` means the call may change anything (a shell command),
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-KINDS = ("before", "after", "failed", "prompt", "stop", "ignored", "scan")
+KINDS = ("before", "after", "failed", "prompt", "stop", "ignored", "scan", "undo", "rewind")
 
 
 @record(frozen=True)
@@ -119,6 +120,7 @@ class Recorded:
     ops: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     checkpoint: str | None = None
+    taken: Any = None  # in place: what an undo or rewind did (inplace_undo.Taken)
 
 
 class RecordingOnly:

@@ -101,6 +101,8 @@ class Recorder:
         self._person: tuple[Any, str] | None = None
         self.session = token(event.session)
         self.moved = False  # the person ran git since the last call (moved HEAD, stashed)
+        self.writes: dict[str, Any] = {}  # work-tree files to write (undo, rewind only)
+        self.before: dict[str, Any] = {}
 
     # -- the call ----------------------------------------------------------------------------
 
@@ -137,7 +139,11 @@ class Recorder:
             if before:
                 self._external(before, self._outside_note())
             after = {p: e for p, (e, ctime) in found.items() if by_the_call(e, ctime)}
-        if event.kind in ("prompt", "stop"):
+        if event.kind in ("undo", "rewind"):
+            from .inplace_undo import take_back
+
+            self.outcome.taken = take_back(self)
+        elif event.kind in ("prompt", "stop"):
             self._turn(event)
         elif shell and call is not None:
             if after:
@@ -398,12 +404,28 @@ class Recorder:
 
     # -- publishing --------------------------------------------------------------------------
 
+    # -- what undo and rewind use (inplace_undo) --------------------------------------------
+
+    def record_external(self, changes: dict[str, Entry | None], note: str) -> None:
+        self._external(changes, note)
+
+    def record(self, op: ledger.Op, changes: dict[str, Entry | None], subject_line: str,
+               body: str, ident: Any) -> None:
+        self._commit(op, changes, subject_line, body, ident)
+
+    def write_files(self, writes: dict[str, Any], before: dict[str, Any]) -> None:
+        """Have ``_publish`` write these work-tree files with the line's move (undo, rewind)."""
+        self.writes, self.before = writes, before
+
     def _publish(self, model: line.Model | None, scanned: bool) -> None:
         repo, here = self.repo, self.here
         new = self.parent
         if new != (here.tip or here.head):
             _break_stale(repo.commondir / f"{here.ref}.lock", repo)
-            line.move(repo, here.ref, here.tip, new)
+            if self.writes:
+                line.move_with_files(repo, here.ref, here.tip, new, self.writes, self.before)
+            else:
+                line.move(repo, here.ref, here.tip, new)
         index_at = model.index_at if model is not None else None
         if scanned:
             entries = {p: repo.entry_at(self.tree, p) for p in self.scanned | self.touched}

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from claude_code import ClaudeCode, new_session
-from conftest import git_env, ops
+from conftest import changed_files, git_env, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
 from user_repo import add_stash, fsck, make_user_repo
 
@@ -206,6 +206,20 @@ def test_recording_in_place_leaves_the_checkout_as_a_control_copy(
     assert "the person's commit between sessions" in listing
     assert listing.index("Edit README.md") < listing.index("the person's commit") \
         < listing.index("Edit notes.txt")
+
+    # Undo one Edit of the first session: only its change is taken back, in the work tree.
+    edit = next(op for op in recorded if op.tool_use_id == "toolu_e1")
+    index, head = index_mark(root), (root / ".git" / "HEAD").read_text()
+    before = what_must_match(root)
+    gs(root, "undo", "--op", edit.op_id)
+    after = what_must_match(root)
+    assert after["files"].pop("notes.txt") == b"one\ntwo (being edited)\nthree\n"
+    before["files"].pop("notes.txt")
+    assert after["files"] == before["files"]
+    assert index_mark(root) == index and (root / ".git" / "HEAD").read_text() == head
+    undo = ops(root, line)[-1]
+    assert undo.undo_of == (edit.op_id,) and changed_files(root, line) == ["notes.txt"]
+    fsck(root)
 
 
 

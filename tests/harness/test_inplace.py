@@ -317,3 +317,60 @@ def test_local_settings_are_never_committed_in_a_workspace_either(tmp_path: Path
     assert wired.op is None and wired.excluded
     assert git(root, "rev-parse", "HEAD") == tip
     assert git(root, "--no-optional-locks", "status", "--porcelain") == ""
+
+
+def test_undo_and_rewind_change_only_your_files_and_refuse_a_conflict(user: Path) -> None:
+    from user_repo import gs
+
+    def edit(use_id: str, rel: str, old: str, new: str) -> None:
+        text = (user / rel).read_text()
+        call(user, "Edit", {"file_path": str(user / rel), "old_string": old, "new_string": new},
+             use_id, write(user, rel, text.replace(old, new)))
+
+    run_hook(payload(user, "UserPromptSubmit"))
+    edit("toolu_1", "notes.txt", "one", "ONE")
+    assert run_hook(payload(user, "Stop"))[0] == 0  # turn 1 ends here
+    run_hook(payload(user, "UserPromptSubmit"))
+    call(user, "Write", {"file_path": str(user / "docs.md"), "content": "d\n"}, "toolu_2",
+         write(user, "docs.md", "d\n"))
+    edit("toolu_3", "notes.txt", "three", "THREE")
+    (user / "new.txt").write_text("yours, changed after turn 1\n")
+    before = users_own(user)
+    first = next(op for op in line_ops(user) if op.tool_use_id == "toolu_1")
+
+    out = gs(user, "undo", "--op", first.op_id)
+    assert out.returncode == 0, out.stderr
+    assert (user / "notes.txt").read_text() == "one\ntwo (being edited)\nTHREE\n"
+    after = users_own(user)
+    for key in ("HEAD", "refs", "index", "index stat", "stash", "tags"):
+        assert after[key] == before[key], key
+    undo = line_ops(user)[0]
+    assert (undo.tool, undo.undo_of, undo.agent) == ("undo", (first.op_id,), "Zoe-Tester")
+    assert changed_files(user, LINE) == ["notes.txt"]
+
+    # A conflict is refused, with nothing changed.
+    (user / "notes.txt").write_text("rewritten by you\n")
+    third = next(op for op in line_ops(user) if op.tool_use_id == "toolu_3")
+    tip = git(user, "rev-parse", LINE)
+    refused = gs(user, "undo", "--op", third.op_id)
+    assert refused.returncode == 1 and "cannot be taken back" in refused.stderr
+    assert (user / "notes.txt").read_text() == "rewritten by you\n"
+    assert git(user, "rev-parse", LINE) == tip
+
+    # rewind 1: the files the agent changed since turn 1, your own edits kept.
+    (user / "notes.txt").write_text("one\ntwo (being edited)\nTHREE\n")
+    out = gs(user, "rewind", "1")
+    assert out.returncode == 0, out.stderr
+    assert not (user / "docs.md").exists()
+    assert (user / "notes.txt").read_text() == "one\ntwo (being edited)\nthree\n"
+    assert (user / "new.txt").read_text() == "yours, changed after turn 1\n"
+    # rewind 1 --all: every file as turn 1 left it (your edit is recorded first, then overwritten).
+    out = gs(user, "rewind", "1", "--all")
+    assert out.returncode == 0, out.stderr
+    assert (user / "new.txt").read_text() == "not added yet\n"
+    assert (user / "notes.txt").read_text() == "ONE\ntwo (being edited)\nthree\n"
+    assert line_ops(user)[1].source == "external" and "new.txt" in line_ops(user)[1].args["paths"]
+    after = users_own(user)
+    for key in ("HEAD", "refs", "index", "index stat", "stash", "tags"):
+        assert after[key] == before[key], key
+    fsck(user)
