@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
@@ -17,6 +16,10 @@ from ..storage.objects import Entry
 from . import adapters
 from .events import Call
 from .prepare import relative
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ARG_LIMIT = 4096  # longer strings are elided (ledger format 2)
 ARGS_CAP = 64 * 1024  # a whole input beyond this is recorded as its hash and size only

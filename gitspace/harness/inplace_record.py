@@ -293,9 +293,11 @@ class Recorder:
         skipped: list[str] = []
         for rel in mine:
             tracked = repo.entry_at(self.tree, rel) is not None
-            if self.files.stat(rel) is not None and not privateindex.readable(
+            read_before = announced is not None and (announced.before.get(rel) or [None])[0]
+            if self.files.stat(rel) is not None and not read_before and not privateindex.readable(
                     repo.root, repo.gitdir, repo.commondir, rel, tracked):
-                continue  # ignored, or a filter's (Git LFS): never read
+                continue  # ignored, or a filter's (Git LFS): never read (the before hook asked
+                #           git already when it could read the file then: no second process)
             seen = self._read(rel, skipped)
             if seen is not None and seen[0] != repo.entry_at(self.tree, rel):
                 changes[rel] = seen[0]
