@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,38 @@ def folder(gitdir: Path) -> Path:
     return gitdir / "gitspace" / "inplace"
 
 
+def own_folder(gitdir: Path) -> Path:
+    """``folder(gitdir)``, made if missing: refused when it, or ``gitspace/`` above it, is a link
+    or a file (whatever planted it there, gitspace never writes through it)."""
+    place = gitdir
+    for name in ("gitspace", "inplace"):
+        place = place / name
+        try:
+            os.mkdir(place, 0o755)
+        except FileExistsError:
+            pass
+        if not stat.S_ISDIR(os.lstat(place).st_mode):
+            raise GitspaceError(
+                f"{place} is not a folder (a link or a file stands there), so gitspace will not "
+                "keep its state in it.", hint=f"Move {place} away, then run the command again.")
+    return place
+
+
+def write_state(gitdir: Path, name: str, data: bytes) -> None:
+    """Replace ``folder(gitdir)/name`` by rename, from a new file nothing else can have planted
+    (created exclusively, never through a link)."""
+    place = own_folder(gitdir)
+    tmp = place / f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, place / name)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 @dataclass(frozen=True)
 class Model:
     """What the work tree is believed to hold: the tree of ``tip`` (a commit on ``ref``, or the
@@ -104,15 +137,7 @@ def load(gitdir: Path) -> Model | None:
 
 
 def save(gitdir: Path, model: Model) -> None:
-    place = folder(gitdir)
-    place.mkdir(parents=True, exist_ok=True)
-    tmp = place / f".model.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(json.dumps(model.__dict__))
-        os.replace(tmp, place / "model.json")
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_state(gitdir, "model.json", json.dumps(model.__dict__).encode())
 
 
 @dataclass(frozen=True)

@@ -124,9 +124,7 @@ def due(repo: GitRepo, now: float | None = None) -> bool:
 
 
 def ran(repo: GitRepo) -> None:
-    place = line.folder(repo.gitdir)
-    place.mkdir(parents=True, exist_ok=True)
-    (place / "gc").touch()
+    line.write_state(repo.gitdir, "gc", b"")
 
 
 def _time(repo: GitRepo, sha: str) -> float:

@@ -46,18 +46,13 @@ def recording(gitdir: Path) -> list[str]:
 
 
 def set_recording(gitdir: Path, harness: str, on: bool) -> None:
+    from ..core import line
+
     names = [h for h in recording(gitdir) if h != harness] + ([harness] if on else [])
-    place = _folder(gitdir)
     if not names:
-        (place / RECORDING).unlink(missing_ok=True)
+        (_folder(gitdir) / RECORDING).unlink(missing_ok=True)
         return
-    place.mkdir(parents=True, exist_ok=True)
-    tmp = place / f".{RECORDING}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps({"harnesses": sorted(set(names))}))
-    os.replace(tmp, place / RECORDING)
-
-
-# -- the hook --------------------------------------------------------------------------------
+    line.write_state(gitdir, RECORDING, json.dumps({"harnesses": sorted(set(names))}).encode())
 
 
 def route(event: Event, start: Path, options: Options, *, asked: bool = False) -> Recorded | None:

@@ -210,6 +210,7 @@ class Recorder:
                 known_at = None
         _break_stale(self.index.with_name("index.lock"), repo)
         if known_at is None:
+            line.own_folder(repo.gitdir)
             known_at = privateindex.rebuild(repo, self.index)
         if model is None:  # no line to compare with yet: the person's index is the start
             self.tree = known_at

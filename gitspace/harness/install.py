@@ -130,6 +130,9 @@ def _install_in_place(spec: HookSpec, scope: str | None, repo: GitRepo, home: Pa
         raise BadArguments(
             "In a checkout of your own, session transcripts are never committed: the web view "
             "reads them from where the harness keeps them.", hint="Leave out --commit-transcript.")
+    from ..core import line
+
+    line.own_folder(repo.gitdir)  # (refused before anything is written when a link stands there)
     path = settings_file(spec, place, repo.root, home)
     excluded = _keep_out_of_git(repo, path) if place != "user" else False
     command = settings.hook_command(program, spec.name, quiet_outside=place == "user")

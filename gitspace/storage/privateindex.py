@@ -47,19 +47,19 @@ def path(gitdir: Path) -> Path:
 
 def rebuild(repo: GitRepo, index: Path) -> str:
     """Make ``index`` anew from the person's index (from HEAD when they have none, or theirs
-    holds a conflict); the tree it holds."""
-    index.parent.mkdir(parents=True, exist_ok=True)
-    tmp = index.with_name(f".index.{os.getpid()}.tmp")
+    holds a conflict); the tree it holds. Its folder is the caller's to make (and check)."""
+    tmp = index.with_name(f".index.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     git = Git(repo, tmp)
     try:
         tree = ""
-        import shutil
-
         try:
-            shutil.copyfile(repo.gitdir / "index", tmp)
+            theirs = (repo.gitdir / "index").read_bytes()
         except FileNotFoundError:
             pass
-        else:
+        else:  # (a file of our own, made exclusively: nothing planted there is written through)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                out.write(theirs)
             git("update-index", "--no-split-index", check=False)
             tree = git("write-tree", check=False).strip().decode()
         if not tree:  # no index, or unmerged entries (a merge in progress)

@@ -375,3 +375,18 @@ def test_undo_and_rewind_change_only_your_files_and_refuse_a_conflict(user: Path
     for key in ("HEAD", "refs", "index", "index stat", "stash", "tags"):
         assert after[key] == before[key], key
     fsck(user)
+
+
+def test_a_link_where_gitspace_keeps_its_state_is_refused(tmp_path: Path) -> None:
+    from gitspace.errors import GitspaceError
+
+    root = own_repo(tmp_path / "repo")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / ".git" / "gitspace").mkdir()
+    os.symlink(outside, root / ".git" / "gitspace" / "inplace")
+    before = users_own(root)
+    with pytest.raises(GitspaceError, match="not a folder"):
+        install.install("claude-code", None, root, tmp_path / "home", PROGRAM)
+    assert list(outside.iterdir()) == [] and users_own(root) == before
+    assert not (root / ".claude").exists()
