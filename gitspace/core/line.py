@@ -46,8 +46,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import GitspaceError
@@ -56,6 +54,10 @@ from ..storage.files import State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import EMPTY_TREE, Entry, Signature
 from .writer import COMMITTER, Change, RefMove, Writer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 ROOT = "refs/gitspace/"
 LINES = ROOT + "lines/"
@@ -114,17 +116,53 @@ def write_state(gitdir: Path, name: str, data: bytes) -> None:
         raise
 
 
-@dataclass(frozen=True)
-class Model:
+class _Value:
+    """A small immutable record, compared by its fields (a plain class: a harness's hook
+    imports this module on every call, and ``dataclasses`` costs more than the rest of it)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __init__(self, *values: object, **named: object) -> None:
+        fields = self.__slots__
+        given = dict(zip(fields, values, strict=False), **named)
+        for name in fields:
+            object.__setattr__(self, name, given.get(name, getattr(type(self), "_" + name,
+                                                                   None)))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(
+            getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, n) for n in self.__slots__))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(
+            f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
+
+
+class Model(_Value):
     """What the work tree is believed to hold: the tree of ``tip`` (a commit on ``ref``, or the
     commit it follows when the line has none yet), on the person's commit ``base``.
-    ``index_at``: the commit whose tree the private index holds (``storage.privateindex``)."""
+    ``index_at``: the commit whose tree the private index holds (``storage.privateindex``);
+    ``stash``: refs/stash then (a stash since changed the work tree)."""
 
+    __slots__ = ("ref", "tip", "base", "index_at", "stash")
     ref: str
     tip: str
     base: str
-    index_at: str | None = None
-    stash: str | None = None  # refs/stash then: a stash since changed the work tree
+    index_at: str | None
+    stash: str | None
+
+    if TYPE_CHECKING:
+        def __init__(self, ref: str, tip: str, base: str, index_at: str | None = None,
+                     stash: str | None = None) -> None: ...
+
+    def as_json(self) -> dict[str, str | None]:
+        return {n: getattr(self, n) for n in self.__slots__}
 
 
 def load(gitdir: Path) -> Model | None:
@@ -137,17 +175,21 @@ def load(gitdir: Path) -> Model | None:
 
 
 def save(gitdir: Path, model: Model) -> None:
-    write_state(gitdir, "model.json", json.dumps(model.__dict__).encode())
+    write_state(gitdir, "model.json", json.dumps(model.as_json()).encode())
 
 
-@dataclass(frozen=True)
-class Where:
-    """The checkout right now: its branch (None: detached), the commit it is on, its line."""
+class Where(_Value):
+    """The checkout right now: its branch (None: detached), the commit it is on (``head``), its
+    line, and the line's tip (None: this branch has no line yet)."""
 
+    __slots__ = ("branch", "head", "ref", "tip")
     branch: str | None
     head: str
     ref: str
-    tip: str | None  # the line's tip (None: this branch has no line yet)
+    tip: str | None
+
+    if TYPE_CHECKING:
+        def __init__(self, branch: str | None, head: str, ref: str, tip: str | None) -> None: ...
 
 
 class NothingToFollow(GitspaceError):

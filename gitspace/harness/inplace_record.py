@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 
 from ..core import exclude, line
-from ..core import person as people
 from ..errors import FileRefused, GitspaceError, NotFound, PathRefused
 from ..storage import ledger, lockfile, privateindex
 from ..storage.files import Files
@@ -309,6 +308,8 @@ class Recorder:
     # -- commits -----------------------------------------------------------------------------
 
     def person(self) -> tuple[Any, str]:
+        from ..core import person as people  # (only when the person's own op is made)
+
         if self._person is None:
             who = people.person(self.repo, self.options.author)
             self._person = (who, people.token(who.name))
