@@ -13,8 +13,9 @@ Where the ops go and how the line follows the person: ``core/line.py``. What thi
   opened), never one a filter owns (Git LFS: its smudged content), never an ignored one that the
   line does not already track, never an excluded one (``core/exclude.py``).
 - **Bounded cost**: a file tool's call reads its own files and the trees on their paths, and
-  starts one ``git ls-files`` per file (is it ignored, or a filter's?); nothing walks the work
-  tree. A shell command costs one ``git status`` (at its end) plus the commit.
+  starts one ``git ls-files`` per file in its before hook (is it ignored, or a filter's?);
+  nothing walks the work tree. A shell command costs one ``git status`` (at its end) plus the
+  commit; the private index is rewritten only at a turn's start and end (``SYNC_AT``).
 - **Each call's diff is its own**: a file tool's before hook keeps what its files held; a
   difference from the line is the person's and is committed first as an ``external`` op by
   their git identity. A shell command's before hook only marks the moment it started; at its
@@ -47,6 +48,11 @@ from .prepare import relative, running
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+# The private index is brought up to date at a turn's start and end, and by a scan that found
+# more than this many paths to look at: git rewrites a whole index file to change one entry, so
+# a shell command's scan leaves it be (its paths are looked at again, a few, until then).
+SYNC_AT = 256
 
 
 def pending(repo: GitRepo, options: Options) -> tuple[list[str], list[str]] | None:
@@ -431,7 +437,8 @@ class Recorder:
             else:
                 line.move(repo, here.ref, here.tip, new)
         index_at = model.index_at if model is not None else None
-        if scanned:
+        if scanned and (index_at is None or self.event.kind in ("prompt", "stop", "scan")
+                        or len(self.scanned | self.touched) > SYNC_AT):
             entries = {p: repo.entry_at(self.tree, p) for p in self.scanned | self.touched}
             privateindex.set_entries(repo, self.index, entries)
             # (set_entries clears the flag: git must still never filter a Git LFS file for us)
