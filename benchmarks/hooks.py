@@ -194,9 +194,9 @@ def measure(python: Path, root: Path, calls: int) -> dict[str, dict[str, dict[st
             for clock, by_name in results.items()}
 
 
-def make_user_repo(gitspace: str, root: Path, files: int) -> None:
-    """A person's repository of ``files`` small files, committed and packed, with an unstaged
-    edit and an untracked file; gitspace's hooks installed in place."""
+def make_user_repo(gitspace: str, root: Path, files: int, lines: int = 5) -> None:
+    """A person's repository of ``files`` files of ``lines`` lines, committed and packed, with an
+    unstaged edit and an untracked file; gitspace's hooks installed in place."""
     root.mkdir()
     run = {"cwd": root, "check": True, "capture_output": True}
     subprocess.run(["git", "init", "-q", "-b", "main"], **run)  # type: ignore[call-overload]
@@ -205,7 +205,8 @@ def make_user_repo(gitspace: str, root: Path, files: int) -> None:
     for i in range(files):
         folder = root / f"d{i // 100:03}"
         folder.mkdir(exist_ok=True)
-        (folder / f"f{i:05}.txt").write_text(f"file {i}\n" + "text of a source file\n" * 4)
+        (folder / f"f{i:05}.txt").write_text(f"file {i}\n" + "".join(
+            source_line(i * 1000 + k) for k in range(lines - 1)))
     (root / ".gitignore").write_text("build/\n*.log\n")
     for args in (["add", "-A"], ["commit", "-q", "-m", "the person's project"],
                  ["repack", "-adq"], ["prune-packed"]):
@@ -213,6 +214,19 @@ def make_user_repo(gitspace: str, root: Path, files: int) -> None:
     (root / "d000" / "f00001.txt").write_text("an edit not committed yet\n")
     (root / "scratch.txt").write_text("untracked\n")
     subprocess.run([gitspace, "-C", str(root), "hooks", "install", "claude-code"], **run)  # type: ignore[call-overload]  # noqa: E501
+
+
+WORDS = ("self", "value", "return", "if", "for", "in", "range", "len", "name", "path", "data",
+         "items", "result", "None", "True", "error", "config", "node", "index", "count", "text")
+
+
+def source_line(seed: int) -> str:
+    """A line of something like source code: words in a varying order, as compressible as code."""
+    import random
+
+    rng = random.Random(seed)
+    words = [rng.choice(WORDS) for _ in range(rng.randrange(3, 9))]
+    return "    " * rng.randrange(1, 4) + " ".join(words) + f"  # {rng.randrange(10**6)}\n"
 
 
 def git_status_ms(root: Path, runs: int) -> tuple[float, float]:
@@ -294,34 +308,47 @@ def growth(python: Path, tmp: Path, edits: int, files: int = 10_000) -> dict[str
 
     root = tmp / "growth"
     log(f"growth: {edits:,} Edit calls in a repository of {files:,} files ...")
-    make_user_repo(str(python.parent / "gitspace"), root, files)
+    make_user_repo(str(python.parent / "gitspace"), root, files, lines=60)
     subprocess.run([str(python.parent / "gitspace"), "-C", str(root), "gc"], check=True,
                    capture_output=True)
     before = folder_bytes(root / ".git")
     rng = random.Random(23)
     written = 0
     for n in range(edits):
-        target = root / f"d{rng.randrange(files) // 100:03}" / f"f{rng.randrange(100):05}.txt"
-        if not target.exists():
-            continue
-        old = target.read_text()
-        new = old + f"line {n} added by the agent, with a little text\n"
-        tool_input = {"file_path": str(target), "old_string": old, "new_string": new}
+        i = rng.randrange(files)
+        target = root / f"d{i // 100:03}" / f"f{i:05}.txt"
+        lines = target.read_text().splitlines(keepends=True)
+        at = rng.randrange(len(lines))
+        old_line = lines[at]
+        new_line = source_line(-n - 1)
+        new = "".join(lines[:at] + [new_line] + lines[at + 1:])
+        tool_input = {"file_path": str(target), "old_string": old_line.strip("\n"),
+                      "new_string": new_line.strip("\n")}
         for event in ("PreToolUse", "PostToolUse"):
             if event == "PostToolUse":
                 target.write_text(new)
             data = payload(root, event, "Edit", tool_input, f"toolu_growth_{n}")
             hook.main(["hook", "claude-code"], stdin=io.BytesIO(data), stdout=io.StringIO(),
                       stderr=io.StringIO())
-        written += len(zlib.compress(new.encode()))
+        written += len(zlib.compress(new.encode()))  # what git must keep of the file at least
     subprocess.run([str(python.parent / "gitspace"), "-C", str(root), "gc"], check=True,
                    capture_output=True)
     grown = folder_bytes(root / ".git") - before
     ratio = grown / max(written, 1)
+    kinds = subprocess.run(
+        "git rev-list --objects refs/gitspace/lines/main --not main | cut -d' ' -f1 | "
+        "git cat-file --batch-check='%(objecttype) %(objectsize:disk)'", shell=True, cwd=root,
+        capture_output=True, text=True).stdout.split("\n")
+    by_kind: dict[str, int] = {}
+    for row in filter(None, kinds):
+        kind, size = row.split()
+        by_kind[kind] = by_kind.get(kind, 0) + int(size)
+    log("growth: the line's objects on disk, by kind: " + ", ".join(
+        f"{k} {v:,} bytes" for k, v in sorted(by_kind.items())))
     log(f"growth: .git grew {grown:,} bytes for {written:,} compressed bytes written "
         f"= {ratio:.2f}x ({'pass' if ratio <= 2.2 else 'FAIL'}: goal about 2x at most)")
     return {"edits": edits, "files": files, "grown_bytes": grown, "written_compressed": written,
-            "ratio": ratio}
+            "ratio": ratio, "line_objects_bytes": by_kind}
 
 
 def folder_bytes(folder: Path) -> int:

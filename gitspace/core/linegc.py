@@ -13,9 +13,11 @@ with a follow op holding those files, and its op diffs against them as before.
 
 What stays: everything else, and always everything of the person's. Nothing here deletes an
 object: a pruned line's commits become unreachable, and git's own ``gc`` (``gc.pruneExpire``, two
-weeks by default) removes them as it removes anything unreachable; meanwhile ``git repack -d``
-packs the loose objects the recording made, where git stores each new version of a tree as a
-delta of the last. The background pass is ``gc --auto``, started by a turn's end once a day
+weeks by default) removes them as it removes anything unreachable; meanwhile ``git repack -a -d
+--keep-unreachable`` packs what the recording wrote into one pack with the person's objects,
+where git stores each new version of a tree or file as a delta of the one before (a pack of its
+own could not: a pack holds the bases of its deltas), and drops nothing. The background pass is
+``gc --auto``, started by a turn's end once a day
 (the first a day after recording began).
 """
 
@@ -92,8 +94,9 @@ def prune(repo: GitRepo, pruned: list[Pruned], pack: bool = True) -> Report:
     for ref, tip in turns:
         line.move(repo, ref, tip, None)
     packed = False
-    if pack:
-        packed = repo.run_git("repack", "-d", "-q").returncode == 0
+    if pack:  # one pack, so each tree recording wrote is a delta of the person's (nothing
+        # unreachable is dropped: --keep-unreachable; git's own gc decides about those)
+        packed = repo.run_git("repack", "-a", "-d", "--keep-unreachable", "-q").returncode == 0
     return Report(pruned, [ref[len(line.TURNS):] for ref, _ in turns], packed)
 
 
