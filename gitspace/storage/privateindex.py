@@ -132,21 +132,39 @@ def filtered(repo: GitRepo, rels: Iterable[str]) -> set[str]:
 
 def readable(root: Path, gitdir: Path, commondir: Path, rel: str, tracked: bool) -> bool:
     """May gitspace read work-tree file ``rel``? Not when it is ignored (unless ``tracked``: git
-    stages changes to a tracked file whatever ignores it) or a filter owns it. One git process,
-    started without GitRepo (this runs in a before hook), that loads no index; False also when
-    the file is absent."""
-    import subprocess  # (here: a hook in a checkout gitspace owns never needs it)
-
+    stages changes to a tracked file whatever ignores it) or a filter owns it. One git process
+    that loads no index, started without GitRepo or ``subprocess`` (this runs in a before hook,
+    where importing them costs more than the process); False also when the file is absent."""
     standard = [] if tracked else ["--exclude-standard"]
     env = config.child_environment({
         "GIT_DIR": str(gitdir), "GIT_WORK_TREE": str(root), "GIT_COMMON_DIR": str(commondir),
         "GIT_INDEX_FILE": str(gitdir / "gitspace" / "inplace" / "absent"),
         "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"})
-    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-                           "ls-files", "-z", "--others", *standard, "--",
-                           f":(literal,attr:!filter){rel}"],
-                          cwd=root, env=env, capture_output=True)
-    return proc.returncode == 0 and proc.stdout.split(b"\0")[0] == os.fsencode(rel)
+    out = _run(["git", "-C", str(root), "-c", "core.hooksPath=/dev/null", "-c",
+                "core.fsmonitor=false", "ls-files", "-z", "--others", *standard, "--",
+                f":(literal,attr:!filter){rel}"], env)
+    return out is not None and out.split(b"\0")[0] == os.fsencode(rel)
+
+
+def _run(argv: list[str], env: dict[str, str]) -> bytes | None:
+    """A child's stdout (its stdin and stderr /dev/null), or None when it failed."""
+    read, write = os.pipe()
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=[
+            (os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, write, 1),
+            (os.POSIX_SPAWN_DUP2, null, 2), (os.POSIX_SPAWN_CLOSE, read)])
+    finally:
+        os.close(write)
+        os.close(null)
+    chunks = []
+    try:
+        while chunk := os.read(read, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(read)
+        _, status = os.waitpid(pid, 0)
+    return b"".join(chunks) if os.waitstatus_to_exitcode(status) == 0 else None
 
 
 class Git:

@@ -252,14 +252,15 @@ def test_a_hook_killed_at_random_moments_loses_nothing_and_touches_nothing(user:
 def test_in_place_hooks_import_only_what_they_need(user: Path) -> None:
     # In a person's repository nearly everything is packed (make_user_repo's objects after a
     # gc): the after hook reads trees from packs itself, so GitPython ("git") never starts; the
-    # before hook of a file tool imports no dataclasses, typing or recorder at all, and starts
-    # one git process (is the file ignored, or a filter's?), which the after hook trusts.
+    # before hook of a file tool imports no dataclasses, typing, subprocess or recorder at all,
+    # and starts one git process (is the file ignored, or a filter's?), which the after hook
+    # trusts.
     from test_harness_hook import loaded_by_hook
 
     git(user, "gc", "-q")
     target = str(user / "notes.txt")
     edit = {"file_path": target, "old_string": "one", "new_string": "ONE"}
-    watch = {"dataclasses", "typing", "git", "gitspace.harness.record",
+    watch = {"dataclasses", "typing", "subprocess", "git", "gitspace.harness.record",
              "gitspace.harness.inplace_record", "gitspace.storage.gitrepo"}
     assert loaded_by_hook(user, payload(user, "PreToolUse", "Edit", edit, "toolu_i"),
                           watch) == set()
