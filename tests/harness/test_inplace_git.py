@@ -142,3 +142,21 @@ def gs_ok(root: Path, *args: str) -> str:
     proc = gs(root, *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
+
+
+def test_the_background_pass_runs_once_a_day_from_a_day_after_recording_began(
+        user: Path) -> None:
+    import time
+
+    repo = user_repo(user)
+    assert not linegc.due(repo)  # a turn's end already started the clock (the fixture's Stop)
+    marker = user / ".git" / "gitspace" / "inplace" / "gc"
+    assert marker.exists()
+    assert linegc.due(repo, now=time.time() + linegc.AUTO_EVERY + 1)
+    out = gs_ok(user, "gc", "--auto")
+    assert out == ""  # not due: it says nothing and changes nothing
+    import os
+
+    os.utime(marker, (time.time() - 2 * linegc.AUTO_EVERY,) * 2)
+    assert "Packed the objects recording wrote." in gs_ok(user, "gc", "--auto")
+    assert not linegc.due(repo)
