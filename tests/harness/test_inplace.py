@@ -391,3 +391,20 @@ def test_a_link_where_gitspace_keeps_its_state_is_refused(tmp_path: Path) -> Non
         install.install("claude-code", None, root, tmp_path / "home", PROGRAM)
     assert list(outside.iterdir()) == [] and users_own(root) == before
     assert not (root / ".claude").exists()
+
+
+@pytest.mark.parametrize(("name", "settings"), [("gemini-cli", ".gemini/settings.json"),
+                                                ("cursor", ".cursor/hooks.json")])
+def test_gemini_and_cursor_hooks_go_into_your_user_settings(tmp_path: Path, name: str,
+                                                            settings: str) -> None:
+    from gitspace.harness import inplace
+
+    root = own_repo(tmp_path / "repo")
+    before = users_own(root)
+    wired = install.install(name, None, root, tmp_path / "home", PROGRAM)
+    assert (wired.in_place, wired.scope, wired.path) == (True, "user", tmp_path / "home" / settings)
+    assert f"hook {name} --quiet-outside" in wired.path.read_text()
+    assert inplace.recording(root / ".git") == [name]
+    assert users_own(root, ignore=()) == before  # not even a settings file in the work tree
+    install.uninstall(name, None, root, tmp_path / "home")
+    assert inplace.recording(root / ".git") == []
