@@ -75,10 +75,12 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         W, "            move_back()\n        except Exception as e:",
         "            pass\n        except Exception as e:", [FAULTS, "-k", "create-file.write"]),
     "rollback: HEAD": (
-        W, "            branch, old, new = moved.head\n            self.repo.set_head(branch, change.who, new, old)\n",
+        W, "            branch, old, new = moved.head\n"
+           "            self.repo.set_head(branch, change.who, new, old)\n",
         "            pass\n", [FAULTS, "-k", "switch-file.write"]),
     "rollback: refs moved together": (
-        W, "            with self.repo.ref_transaction([(m.ref, m.old, m.new) for m in back], change.who, why):\n"
+        W, "            with self.repo.ref_transaction("
+           "[(m.ref, m.old, m.new) for m in back], change.who, why):\n"
            "                pass\n",
         "            pass\n", [FAULTS, "-k", "sync-journal.remove"]),
     "rollback: journal": (
@@ -88,7 +90,8 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
         W, "                self.journal_write({\"ref\": None, \"paths\": []})\n", "                pass\n",
         ["tests/test_faults.py::test_a_journal_that_cannot_be_removed_never_brings_a_failed_op_back"]),
     "recovery: a ref rolled forward": (
-        W, "                self.repo.cas_ref(ref, old, new, COMMITTER, \"gitspace: finish interrupted op\")\n",
+        W, "                self.repo.cas_ref(ref, old, new, COMMITTER, "
+           "\"gitspace: finish interrupted op\")\n",
         "                pass\n", ["tests/core/test_writer.py", "-k", "cut_short"]),
     "branch: the branch of a failed switch": (
         "gitspace/tools/refs.py",
