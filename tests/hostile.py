@@ -59,12 +59,14 @@ def fingerprint(folder: Path) -> dict[str, tuple[object, ...]]:
 class Outside:
     """A folder next to the workspace that nothing gitspace does may change."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, files: dict[str, str] | None = None) -> None:
         self.path = path
         path.mkdir(parents=True)
         (path / "victim.txt").write_text("the user's file, outside the workspace\n")
         (path / "sub").mkdir()
         (path / "sub" / "deep.txt").write_text("deeper\n")
+        for rel, text in (files or {}).items():
+            (path / rel).write_text(text)
         self.before = fingerprint(path)
 
     def unchanged(self) -> None:
@@ -194,18 +196,62 @@ def sealed(root: Path, outside: Outside) -> Iterator[None]:
 
 
 @contextmanager
-def workspace(tmp_path: Path, files: dict[str, str]) -> Iterator[tuple[gitspace.Workspace, Outside]]:
-    """A workspace at tmp_path/ws whose first commit holds ``files``, and the folder beside it."""
+def workspace(tmp_path: Path, files: dict[str, str | Link],
+              outside_files: dict[str, str] | None = None,
+              ) -> Iterator[tuple[gitspace.Workspace, Outside]]:
+    """A workspace at tmp_path/ws whose first commit holds ``files`` (a ``Link`` is a symbolic
+    link, as a cloned history checks it out), and the folder beside it (holding
+    ``outside_files`` too, which a link may name as ``{outside}/NAME``)."""
     root = tmp_path / "ws"
+    outside = Outside(tmp_path / "outside", outside_files)
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+        if isinstance(text, Link):
+            os.symlink(text.target.replace("{outside}", str(outside.path)), root / rel)
+        else:
+            (root / rel).write_text(text)
     root.mkdir(exist_ok=True)
     ws = gitspace.init(root, agent="tester")
     try:
-        yield ws, Outside(tmp_path / "outside")
+        yield ws, outside
     finally:
         ws.close()
+
+
+def objects_hold(root: Path, text: str) -> bool:
+    """Does any object in the repository (reachable or not, loose or packed) hold ``text``?"""
+    listed = git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+    shas = [line for line in listed.split() if line]
+    if not shas:
+        return False
+    proc = subprocess.run(["git", "cat-file", "--batch"], cwd=root, env=git_env(),
+                          input="\n".join(shas).encode() + b"\n", capture_output=True)
+    return text.encode() in proc.stdout
+
+
+def fifo(path: Path) -> Path:
+    """A named pipe at ``path`` nobody writes into: a reader that opens it waits for ever."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
+
+
+def never_blocks(args: list[str], cwd: Path, *, stdin: bytes = b"", seconds: float = 60,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``args`` and insist it finishes: a read that blocks on a fifo fails the test (the
+    child is killed) instead of hanging the suite. Output is text (undecodable bytes replaced)."""
+    try:
+        proc = subprocess.run(args, cwd=cwd, input=stdin, capture_output=True, timeout=seconds,
+                              env=env or dict(os.environ))
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{' '.join(args)} blocked for {seconds:.0f} s (a read with no "
+                             "bound or one that waits)") from None
+    return subprocess.CompletedProcess(args, proc.returncode, proc.stdout.decode(errors="replace"),
+                                       proc.stderr.decode(errors="replace"))
+
+
+def gitspace_argv(root: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "gitspace", "-C", str(root), *args]
 
 
 def cli(root: Path, *args: str, env: dict[str, str] | None = None,

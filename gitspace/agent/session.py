@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadArguments, GitspaceError, NotFound
-from ..storage import ledger
-from ..storage.files import FILE_MODE, LINK_MODE, Files
+from ..storage import bounded, ledger
+from ..storage.files import FILE_MODE, Files
 from .model import Message
 
 FORMAT = 2
@@ -183,18 +183,18 @@ class Session:
     @classmethod
     def load(cls, root: Path, session_id: str) -> Session:
         ledger.check_token("session id", session_id)
-        tree = Files(root)
         for suffix, reader in ((SUFFIX, _read_log), (OLD_SUFFIX, _read_old)):
             rel = f"{FOLDER.as_posix()}/{session_id}{suffix}"
-            found = tree.read(rel)
+            path = root / rel
+            try:  # history can plant it: a link (to /dev/zero, outside), a fifo, a huge file
+                found = bounded.read_inside(root, rel, bounded.JSON_CAP, what="The session file")
+            except GitspaceError as e:
+                raise BadArguments(e.message, hint="Move it away; the ops it made are all in the "
+                                   "git log.") from None
             if found is None:
                 continue
-            path = root / rel
-            if found[1] == LINK_MODE:
-                raise BadArguments(f"The session file {path} is a symbolic link; gitspace never "
-                                   "reads a session through one.", hint="Move it away.")
             try:
-                return reader(root, found[0], path)
+                return reader(root, found, path)
             except (ValueError, TypeError, AttributeError, KeyError) as e:
                 raise BadArguments(f"The session file {path} is damaged ({e}).",
                                    hint="Start a new run; the ops it made are all in the git "

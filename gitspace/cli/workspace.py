@@ -11,6 +11,7 @@ import typer
 
 from .. import config
 from ..errors import BadArguments, GitspaceError
+from ..storage import bounded
 from . import lines
 from .common import (
     JsonOpt,
@@ -116,14 +117,23 @@ def parse_args(text: str) -> dict[str, Any]:
     source = "--args"
     raw = text
     if text == "-":
-        text, source = sys.stdin.read(), "--args - (stdin)"
+        source = "--args - (stdin)"
+        data = sys.stdin.buffer.read(bounded.JSON_CAP + 1)
+        if len(data) > bounded.JSON_CAP:
+            usage(f"{source} is over {bounded.JSON_CAP >> 20} MiB; it was not read.")
+        text = _decoded(data, source)
     elif text.startswith("@"):
         path = here(Path(text[1:]))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            usage(f"--args {raw}: cannot read {path}: {getattr(e, 'strerror', None) or e}.")
         source = f"--args {raw}"
+        try:  # a regular file only, under the cap, never through a link: never a fifo's wait
+            found = bounded.read_named(path, bounded.JSON_CAP, what="The --args file")
+        except GitspaceError as e:
+            usage(f"{source}: {e.message} {e.hint or ''}".strip())
+        except OSError as e:
+            usage(f"{source}: cannot read {path}: {e.strerror or e}.")
+        if found is None:
+            usage(f"{source}: cannot read {path}: there is no such file.")
+        text = _decoded(found, source)
     try:
         parsed = json.loads(text)
     except RecursionError:  # what is in it, not how it was typed: refused as every door refuses it
@@ -135,6 +145,13 @@ def parse_args(text: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         usage(f'{source} must be a JSON object, like {{"path": "notes"}}.')
     return parsed
+
+
+def _decoded(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        usage(f"{source} is not UTF-8 text: {e}.")
 
 
 def snapshot(author: Annotated[Optional[str], typer.Option(  # noqa: UP045

@@ -27,6 +27,7 @@ from ..core import owner
 from ..core.snapshot import record_paths
 from ..core.workspace import Workspace
 from ..errors import BadArguments
+from ..storage import statefiles
 from ..storage.gitrepo import GitRepo
 from . import adapters, settings
 from .events import RecordingOnly
@@ -74,9 +75,9 @@ def install(name: str, scope: str | None, start: Path, home: Path, program: str,
         path = settings_file(spec, scope, repo.root, home)
         if scope == "local":  # a local settings file is never committed, here either
             excluded = _keep_out_of_git(repo, path)
-            return Wired(spec, scope, path, settings.install(path, spec, command),
+            return Wired(spec, scope, path, settings.install(path, spec, command, repo.root),
                          excluded=excluded)
-        changed = settings.install(path, spec, command)
+        changed = settings.install(path, spec, command, repo.root)
         return Wired(spec, scope, path, changed, _record(repo, path) if changed else None)
     finally:
         repo.close()
@@ -94,13 +95,13 @@ def uninstall(name: str, scope: str | None, start: Path, home: Path) -> Wired:
 
             scope = scope or in_place_scope(spec)
             path = settings_file(spec, scope, repo.root, home)
-            changed = settings.uninstall(path, spec) > 0 if scope != "user" else False
+            changed = settings.uninstall(path, spec, repo.root) > 0 if scope != "user" else False
             was_on = spec.name in inplace.recording(repo.gitdir)
             inplace.set_recording(repo.gitdir, spec.name, False)
             return Wired(spec, scope, path, changed or was_on, in_place=True)
         scope = scope or "project"
         path = settings_file(spec, scope, repo.root, home)
-        changed = settings.uninstall(path, spec) > 0
+        changed = settings.uninstall(path, spec, repo.root) > 0
         recorded = _record(repo, path) if changed and scope != "local" else None
         return Wired(spec, scope, path, changed, recorded)
     finally:
@@ -136,7 +137,7 @@ def _install_in_place(spec: HookSpec, scope: str | None, repo: GitRepo, home: Pa
     path = settings_file(spec, place, repo.root, home)
     excluded = _keep_out_of_git(repo, path) if place != "user" else False
     command = settings.hook_command(program, spec.name, quiet_outside=place == "user")
-    changed = settings.install(path, spec, command)
+    changed = settings.install(path, spec, command, None if place == "user" else repo.root)
     inplace.set_recording(repo.gitdir, spec.name, True)
     started = inplace.begin(repo, spec.name, Options())
     return Wired(spec, place, path, changed, started.ops[-1] if started.ops else None,
@@ -155,18 +156,13 @@ def _keep_out_of_git(repo: GitRepo, path: Path) -> bool:
             hint="Stop tracking it ('git rm --cached'), or use --scope user.")
     if repo.run_git("check-ignore", "-q", "--", rel).returncode == 0:
         return False
-    exclude = repo.commondir / "info" / "exclude"
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        old = exclude.read_bytes()
-    except FileNotFoundError:
-        old = b""
+    # (git's own file, read and replaced without following a link: statefiles)
+    old = statefiles.read(repo.commondir, "info/exclude") or b""
     line = f"/{rel}\n".encode()
     if line not in old.splitlines(keepends=True):
-        tmp = exclude.with_name(".exclude.gitspace.tmp")
-        tmp.write_bytes(old + (b"" if not old or old.endswith(b"\n") else b"\n")
-                        + b"# gitspace keeps its hooks here (gitspace hooks install)\n" + line)
-        tmp.replace(exclude)
+        statefiles.write(repo.commondir, "info/exclude", old + (
+            b"" if not old or old.endswith(b"\n") else b"\n")
+            + b"# gitspace keeps its hooks here (gitspace hooks install)\n" + line)
     return True
 
 
@@ -184,7 +180,8 @@ def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Instal
             if scope != "user" and root is None:
                 continue
             path = settings_file(spec, scope, root or start, home)
-            rows.append((spec, scope, settings.status(path, spec)))
+            rows.append((spec, scope, settings.status(path, spec, None if scope == "user"
+                                                      else root)))
     return rows
 
 

@@ -37,7 +37,7 @@ from ..core.transaction import commit_external, entry_of
 from ..core.workspace import Workspace
 from ..core.writer import COMMITTER, Change, RefMove
 from ..errors import FileRefused, GitspaceError, NotAWorkspace, PathRefused
-from ..storage import ledger
+from ..storage import bounded, ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from . import state
@@ -294,11 +294,20 @@ class Recorder:
             self.outcome.notes.append("No transcript of this session was named, so none was "
                                       "committed.")
             return
+        try:  # a harness named it: a fifo or a link to /dev/zero must not hold the lock for ever
+            raw = bounded.read_named(path, self.ws.max_file_bytes, what="The transcript")
+        except GitspaceError as e:
+            self.outcome.notes.append(f"{e.message} It was not committed.")
+            return
         try:
-            entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            entries = [json.loads(line) for line in (raw or b"").decode("utf-8").splitlines()
                        if line.strip()]
-        except (OSError, ValueError) as e:
+        except (ValueError, RecursionError) as e:
             self.outcome.notes.append(f"The transcript {path} could not be read ({e}); it was not "
+                                      "committed.")
+            return
+        if raw is None:
+            self.outcome.notes.append(f"The transcript {path} does not exist; it was not "
                                       "committed.")
             return
         rel = f"transcripts/{plain_name(event.agent)}-{plain_name(event.session)}.json"

@@ -6,8 +6,12 @@ Invariants:
   was, in its place. Installing twice changes nothing the second time.
 - A settings file that is not valid JSON, or whose ``hooks`` is not shaped as the harness
   documents, is refused with the file named and nothing written.
-- The file is replaced atomically (tmp file + rename, keeping its permission bits), so a crash
-  leaves the old settings or the new ones, never half of either.
+- The file is replaced atomically (tmp file + rename), so a crash leaves the old settings or the
+  new ones, never half of either.
+- A settings file inside a work tree (``root`` given) is history's to name: it is read by the
+  bounded reader and written by the work-tree writer, never through a link at it or at a folder
+  on the way (a link there is refused, nothing written). One in the user's home is read through
+  a link the user made (dotfile managers do), but only a regular file under the cap.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 
 from ..core.hookentries import runs_gitspace_hook
 from ..errors import GitspaceError
+from ..storage import bounded
+from ..storage.files import FILE_MODE, Files
 from .spec import HookSpec
 
 TIMEOUT = 30  # seconds the harness waits for the hook; it gives up on the lock well before
@@ -51,11 +57,15 @@ def is_ours(command: object, name: str) -> bool:
     return runs_gitspace_hook(command, name)
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path, root: Path | None = None) -> dict[str, Any]:
+    what = "The settings file"
     try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
+        data = (bounded.read_named(path, bounded.JSON_CAP, what=what, follow=True) if root is None
+                else bounded.read_inside(root, path.relative_to(root).as_posix(),
+                                         bounded.JSON_CAP, what=what))
+        if data is None:
+            return {}
+        raw = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise GitspaceError(f"{path} cannot be read: {e}.", hint="Fix or move the file, then "
                             "run the command again. Nothing was changed.") from None
@@ -94,8 +104,8 @@ def _entries(groups: list[Any], spec: HookSpec) -> list[dict[str, Any]]:
     return [h for g in groups for h in g.get("hooks", []) if isinstance(h, dict)]
 
 
-def status(path: Path, spec: HookSpec) -> Installed:
-    hooks = _hooks(load(path), path, spec)
+def status(path: Path, spec: HookSpec, root: Path | None = None) -> Installed:
+    hooks = _hooks(load(path, root), path, spec)
     found: str | None = None
     events = {}
     for event, _ in spec.events:
@@ -106,9 +116,9 @@ def status(path: Path, spec: HookSpec) -> Installed:
     return Installed(path, events, found)
 
 
-def install(path: Path, spec: HookSpec, command: str) -> bool:
+def install(path: Path, spec: HookSpec, command: str, root: Path | None = None) -> bool:
     """Add (or update) gitspace's hook for every event of ``spec``. True if the file changed."""
-    data = load(path)
+    data = load(path, root)
     hooks = _hooks(data, path, spec)
     before = json.dumps(data, sort_keys=True)
     for event, matcher in spec.events:
@@ -129,15 +139,15 @@ def install(path: Path, spec: HookSpec, command: str) -> bool:
     data["hooks"] = hooks
     if json.dumps(data, sort_keys=True) == before:
         return False
-    _write(path, data)
+    _write(path, data, root)
     return True
 
 
-def uninstall(path: Path, spec: HookSpec) -> int:
+def uninstall(path: Path, spec: HookSpec, root: Path | None = None) -> int:
     """Remove every gitspace hook entry of ``spec``'s harness; the number removed."""
-    if not path.exists():
+    data = load(path, root)
+    if not data:
         return 0
-    data = load(path)
     hooks = _hooks(data, path, spec)
     removed = 0
     for event in list(hooks):
@@ -165,11 +175,15 @@ def uninstall(path: Path, spec: HookSpec) -> int:
             data["hooks"] = hooks
         else:
             data.pop("hooks", None)
-        _write(path, data)
+        _write(path, data, root)
     return removed
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
+def _write(path: Path, data: dict[str, Any], root: Path | None) -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    if root is not None:
+        Files(root).put(path.relative_to(root).as_posix(), (text.encode(), FILE_MODE))
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o777
@@ -178,7 +192,7 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".gitspace-", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+            out.write(text)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
