@@ -64,6 +64,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable
 from datetime import date, datetime, timedelta, timezone
@@ -307,11 +308,15 @@ def _read_cache(file: Path | None, log: Path, kind: str) -> tuple[dict[str, Any]
     """(the cached record for ``log``, the cache file's mtime_ns), or (None, 0)."""
     if file is None:
         return None, 0
-    try:
-        with open(file, "rb") as f:
-            written = os.fstat(f.fileno()).st_mtime_ns
-            data = json.loads(f.read())
-    except (OSError, ValueError):
+    try:  # never through a link, never a fifo's wait: only a regular file is a cache
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None, 0
+            written = st.st_mtime_ns
+            data = json.loads(f.read(st.st_size + 1))
+    except (OSError, ValueError, RecursionError):
         return None, 0
     ok = (isinstance(data, dict) and data.get("format") == FORMAT and data.get("path") == str(log)
           and data.get("kind") == kind)

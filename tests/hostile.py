@@ -69,6 +69,10 @@ class Outside:
             (path / rel).write_text(text)
         self.before = fingerprint(path)
 
+    def settled(self) -> None:
+        """What the folder holds now is what it must keep (a scenario put more there first)."""
+        self.before = fingerprint(self.path)
+
     def unchanged(self) -> None:
         after = fingerprint(self.path)
         assert after == self.before, (
@@ -182,11 +186,12 @@ def fsck(root: Path) -> None:
 
 
 @contextmanager
-def sealed(root: Path, outside: Outside) -> Iterator[None]:
+def sealed(root: Path, outside: Outside, *, clean: bool = False) -> Iterator[None]:
     """The scenario in the block may fail or be refused, but must leave everything sealed:
-    ``git fsck --strict`` passes, ``git status`` shows what it showed before (nothing left over),
-    no lock or journal remains, and nothing outside changed."""
-    before = status(root)
+    ``git fsck --strict`` passes, ``git status`` shows what it showed before (nothing left over;
+    with ``clean``, nothing at all: the block recorded what was pending), no lock or journal
+    remains, and nothing outside changed."""
+    before = "" if clean else status(root)
     yield
     fsck(root)
     assert status(root) == before, f"git status changed:\n{status(root)}"

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from ..errors import LedgerError, NotAWorkspace
-from ..storage import loose
+from ..storage import loose, statefiles
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # owner is light at run time: a harness's before hook asks ``known_owned``
@@ -43,10 +43,7 @@ def marked_agent(gitdir: Path, commondir: Path) -> str | None:
     The main checkout (git dir = common git dir) is never an agent's."""
     if gitdir.resolve() == commondir.resolve():
         return None
-    try:
-        name = (gitdir / "gitspace" / AGENT_MARK).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
+    name = _mark(gitdir, AGENT_MARK)
     return name or None
 
 
@@ -61,10 +58,7 @@ def known_owned(root: Path, gitdir: Path, commondir: Path) -> bool:
     if root.resolve().parent == (commondir / "gitspace" / "worktrees").resolve() \
             or marked_agent(gitdir, commondir) is not None:
         return True
-    try:
-        remembered = (gitdir / "gitspace" / _REMEMBER).read_text().strip()
-    except OSError:
-        return False
+    remembered = _mark(gitdir, _REMEMBER)
     return bool(remembered) and loose.read_ref(gitdir, commondir, "HEAD") == remembered
 
 
@@ -111,9 +105,16 @@ def _is_init(repo: GitRepo, sha: str) -> bool:
 
 
 def _remembered(repo: GitRepo) -> str | None:
+    return _mark(repo.gitdir, _REMEMBER) or None
+
+
+def _mark(gitdir: Path, name: str) -> str | None:
+    """The text of mark ``gitspace/NAME`` in ``gitdir``; None when it is absent or is no
+    regular file (a link, a fifo: never followed, never waited on)."""
     try:
-        return (repo.gitdir / "gitspace" / _REMEMBER).read_text().strip() or None
-    except OSError:
+        raw = statefiles.read(gitdir, f"gitspace/{name}", limit=4096)
+        return None if raw is None else raw.decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError, statefiles.StateRefused):
         return None
 
 
@@ -126,15 +127,12 @@ def remember(repo: GitRepo) -> None:
 
 
 def _remember(repo: GitRepo, tip: str) -> None:
-    folder = repo.gitdir / "gitspace"
-    if not folder.is_dir():
+    if not os.path.isdir(repo.gitdir / "gitspace"):
         return
-    tmp = folder / f"{_REMEMBER}.{os.getpid()}.tmp"
     try:
-        tmp.write_text(tip + "\n")
-        os.replace(tmp, folder / _REMEMBER)
-    except OSError:
-        tmp.unlink(missing_ok=True)  # only a cache: the next check walks again
+        statefiles.write(repo.gitdir, f"gitspace/{_REMEMBER}", (tip + "\n").encode())
+    except (OSError, statefiles.StateRefused):
+        pass  # only a cache: the next check walks again
 
 
 def refuse(repo: GitRepo, action: str) -> NotAWorkspace:

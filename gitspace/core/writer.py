@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat as statmod
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -46,13 +45,14 @@ from ..errors import (
     WriteFailed,
     system_hint,
 )
-from ..storage import gitindex, lockfile, racyindex
+from ..storage import gitindex, lockfile, racyindex, statefiles
 from ..storage.files import Files, InTheWay, State, order, parts_of
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Signature
 from .paths import check_tree_paths
 
 COMMITTER = Signature("gitspace", "gitspace@localhost")
+JOURNAL = "gitspace/journal.json"  # below the worktree's git dir
 INDEX_TRIES = 5  # loads of an index another git process keeps replacing under us
 
 
@@ -120,7 +120,7 @@ class Writer:
         # durable: fsync every work-tree file a change writes (survives a power cut; slower).
         self.files = Files(repo.root, durable=durable, private=repo.private)
         self.state_dir = private_folder(repo.gitdir, "gitspace")
-        self.journal = self.state_dir / "journal.json"
+        self.journal = self.repo.gitdir / JOURNAL
         self._split_config: bool | None | str = "unread"  # core.splitIndex, read when it matters
         self.notes: list[str] = []  # said once to the user: collected by the next Result
 
@@ -401,15 +401,9 @@ class Writer:
         """Replace the journal by ``record`` (tmp file and rename: never torn, never half)."""
         if self.repo.private:
             return  # a private repository is thrown away whole: nothing to recover
-        tmp = self.journal.with_suffix(".tmp")
-        try:
-            with open(tmp, "w", encoding="utf-8") as out:
-                faults.hit("journal.write")
-                out.write(json.dumps(record))
-            os.replace(tmp, self.journal)
-        except BaseException:
-            tmp.unlink(missing_ok=True)  # (a full disk: nothing half-written stays behind)
-            raise
+        faults.hit("journal.write")
+        # A new temporary file, never through a link (statefiles), renamed over the journal.
+        statefiles.write(self.repo.gitdir, JOURNAL, json.dumps(record).encode())
 
     def journal_remove(self) -> None:
         if self.repo.private:
@@ -439,9 +433,10 @@ class Writer:
     def recover_locked(self) -> bool:
         """Finish a change a crashed process left half-applied. True if there was one."""
         try:
-            record = json.loads(self.journal.read_text())
-        except FileNotFoundError:
-            return False
+            raw = statefiles.read(self.repo.gitdir, JOURNAL)  # a fifo there is refused, unread
+            if raw is None:
+                return False
+            record = json.loads(raw)
         except ValueError:
             # The journal is written by rename, so a torn one means it never took effect.
             self.journal.unlink(missing_ok=True)
@@ -576,16 +571,7 @@ def break_stale_locks(locks: Iterable[Path], since_ns: int, repo: GitRepo,
 def private_folder(parent: Path, name: str) -> Path:
     """``parent/name``, made if missing, and refused if it is a link: gitspace keeps its state
     (lock, journal, agents' worktrees) only in a folder of its own inside the git directory."""
-    folder = parent / name
-    try:
-        os.mkdir(folder)
-    except FileExistsError:
-        pass
-    if not statmod.S_ISDIR(os.lstat(folder).st_mode):
-        raise GitspaceError(
-            f"{folder} is not a folder (a link or a file stands there), so gitspace will not keep "
-            "its state in it.", hint=f"Move {folder} away, then run the command again.")
-    return folder
+    return statefiles.folder(parent, name)
 
 
 def _plain(rel: str) -> bool:

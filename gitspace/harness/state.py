@@ -5,7 +5,8 @@ Invariants:
   call: which calls are running now (``inflight/``), that an earlier hook call failed and left
   changes unrecorded (``missed``), and each session's turn count (``sessions/``).
 - Every file is replaced by rename, so a reader sees an old or a new version, never a torn one;
-  a file that does not parse is treated as absent.
+  a file that does not parse is treated as absent, and so is one that is no regular file (a
+  link, a fifo: ``storage/statefiles.py`` reads and writes here without following a link).
 - An in-flight call is announced before it runs (its ``before`` hook) and retired when it is
   recorded. Announcements older than ``STALE`` seconds are ignored: their call died unreported.
 """
@@ -13,10 +14,10 @@ Invariants:
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
+from ..storage import statefiles
 from ..storage.loose import sha1_hex
 from .records import record
 
@@ -41,8 +42,7 @@ class Running:
     started: float
 
 
-def folder(gitdir: Path) -> Path:
-    return gitdir / "gitspace" / "harness"
+FOLDER = "gitspace/harness"  # below the worktree's git dir
 
 
 def call_key(agent: str, session: str | None, use_id: str | None, tool: str,
@@ -52,21 +52,15 @@ def call_key(agent: str, session: str | None, use_id: str | None, tool: str,
     return sha1_hex(f"{agent}\0{session or ''}\0{basis}".encode("utf-8", "replace"))
 
 
-def _write(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+def _write(gitdir: Path, rel: str, data: Any) -> None:
+    statefiles.write(gitdir, f"{FOLDER}/{rel}", json.dumps(data).encode())
 
 
-def _read(path: Path) -> Any:
+def _read(gitdir: Path, rel: str) -> Any:
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        raw = statefiles.read(gitdir, f"{FOLDER}/{rel}")
+        return None if raw is None else json.loads(raw)
+    except (statefiles.StateRefused, ValueError, RecursionError):
         return None
 
 
@@ -74,14 +68,13 @@ def _read(path: Path) -> Any:
 
 
 def announce(gitdir: Path, call: Running) -> None:
-    _write(folder(gitdir) / "inflight" / f"{call.key}.json", call.__dict__)
+    _write(gitdir, f"inflight/{call.key}.json", call.__dict__)
 
 
 def retire(gitdir: Path, key: str) -> Running | None:
     """Forget a call; what its before hook recorded about it, if anything."""
-    path = folder(gitdir) / "inflight" / f"{key}.json"
-    found = _load_running(path)
-    path.unlink(missing_ok=True)
+    found = _load_running(gitdir, f"inflight/{key}.json")
+    statefiles.remove(gitdir, f"{FOLDER}/inflight/{key}.json")
     return found
 
 
@@ -89,23 +82,22 @@ def running(gitdir: Path, now: float | None = None) -> list[Running]:
     """Every call announced and not yet retired (stale ones are dropped)."""
     now = time.time() if now is None else now
     try:
-        names = os.listdir(folder(gitdir) / "inflight")
-    except FileNotFoundError:
+        names = statefiles.names(gitdir, f"{FOLDER}/inflight")
+    except statefiles.StateRefused:
         return []
     found = []
     for name in names:
         if name.endswith(".json") and not name.startswith("."):
-            path = folder(gitdir) / "inflight" / name
-            call = _load_running(path)
+            call = _load_running(gitdir, f"inflight/{name}")
             if call is not None and now - call.started < STALE:
                 found.append(call)
             elif call is not None:
-                path.unlink(missing_ok=True)
+                statefiles.remove(gitdir, f"{FOLDER}/inflight/{name}")
     return found
 
 
-def _load_running(path: Path) -> Running | None:
-    data = _read(path)
+def _load_running(gitdir: Path, rel: str) -> Running | None:
+    data = _read(gitdir, rel)
     try:
         return Running(**data) if isinstance(data, dict) else None
     except TypeError:
@@ -117,16 +109,16 @@ def _load_running(path: Path) -> Running | None:
 
 def mark_missed(gitdir: Path, reason: str) -> None:
     """Say that changes may be unrecorded: the next hook call records them as outside edits."""
-    _write(folder(gitdir) / "missed", {"reason": reason[:500], "time": time.time()})
+    _write(gitdir, "missed", {"reason": reason[:500], "time": time.time()})
 
 
 def missed(gitdir: Path) -> str | None:
-    data = _read(folder(gitdir) / "missed")
+    data = _read(gitdir, "missed")
     return str(data.get("reason", "")) if isinstance(data, dict) else None
 
 
 def clear_missed(gitdir: Path) -> None:
-    (folder(gitdir) / "missed").unlink(missing_ok=True)
+    statefiles.remove(gitdir, f"{FOLDER}/missed")
 
 
 # -- turns -----------------------------------------------------------------------------------
@@ -139,15 +131,15 @@ class Turn:
     transcript: str | None
 
 
-def _session_file(gitdir: Path, agent: str, session: str) -> Path:
-    name = sha1_hex(f"{agent}\0{session}".encode())
-    return folder(gitdir) / "sessions" / f"{name}.json"
+def _session_file(agent: str, session: str) -> str:
+    name = sha1_hex(f"{agent}\0{session}".encode("utf-8", "surrogatepass"))
+    return f"sessions/{name}.json"
 
 
 def turn(gitdir: Path, agent: str, session: str | None) -> Turn | None:
     if not session:
         return None
-    data = _read(_session_file(gitdir, agent, session))
+    data = _read(gitdir, _session_file(agent, session))
     if not isinstance(data, dict) or not isinstance(data.get("turn"), int):
         return None
     return Turn(data["turn"], data.get("prompt_id"), data.get("transcript"))
@@ -158,7 +150,7 @@ def begin_turn(gitdir: Path, agent: str, session: str, prompt_id: str | None,
     """Count a new turn of ``session`` (numbered from ``first`` when none is known yet)."""
     known = turn(gitdir, agent, session)
     number = known.number + 1 if known else first
-    _write(_session_file(gitdir, agent, session),
+    _write(gitdir, _session_file(agent, session),
            {"turn": number, "prompt_id": prompt_id, "transcript": transcript or (
                known.transcript if known else None), "agent": agent, "session": session})
     return Turn(number, prompt_id, transcript)
@@ -177,21 +169,20 @@ class Known:
 
 def sessions(gitdir: Path) -> list[Known]:
     """Every harness session whose turns the hook counted in this checkout, newest first."""
-    folder_ = folder(gitdir) / "sessions"
     try:
-        names = os.listdir(folder_)
-    except FileNotFoundError:
+        names = statefiles.names(gitdir, f"{FOLDER}/sessions")
+    except statefiles.StateRefused:
         return []
     found = []
     for name in names:
-        path = folder_ / name
-        data = _read(path) if name.endswith(".json") else None
+        path = gitdir / FOLDER / "sessions" / name
+        data = _read(gitdir, f"sessions/{name}") if name.endswith(".json") else None
         if not isinstance(data, dict) or not isinstance(data.get("session"), str) \
                 or not isinstance(data.get("agent"), str) or not isinstance(data.get("turn"), int):
             continue
         transcript = data.get("transcript")
         try:
-            when = path.stat().st_mtime
+            when = path.lstat().st_mtime
         except OSError:
             continue
         found.append(Known(data["agent"], data["session"], data["turn"],

@@ -54,7 +54,7 @@ from pathlib import Path
 from ..core.owner import AGENT_MARK, is_agent_worktree, marked_agent, owns, worktrees_dir
 from ..core.writer import COMMITTER, Change, RefMove, Writer, private_folder
 from ..errors import BadArguments, Conflict, GitCommandError, GitspaceError, LedgerError, NotFound
-from ..storage import ledger
+from ..storage import ledger, statefiles
 from ..storage.gitrepo import GitRepo
 from ..storage.worktrees import Worktree
 from . import merge_journal
@@ -328,10 +328,7 @@ def _mark(repo: GitRepo, worktree: Path, name: str) -> None:
         except (OSError, UnicodeDecodeError):
             continue
         if (admin / dotgit if not dotgit.is_absolute() else dotgit) == worktree / ".git":
-            folder = private_folder(admin, "gitspace")
-            tmp = folder / f".{AGENT_MARK}.{os.getpid()}.tmp"
-            tmp.write_text(name + "\n", encoding="utf-8")
-            os.replace(tmp, folder / AGENT_MARK)
+            statefiles.write(admin, f"gitspace/{AGENT_MARK}", (name + "\n").encode())
             return
     raise GitspaceError(f"git keeps no record of the worktree {worktree}, so it cannot be "
                         f"marked as agent {name}'s.", hint="Run 'git worktree list' to see why.")

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.writer import Writer, break_stale_locks, private_folder
-from ..storage import lockfile
+from ..storage import lockfile, statefiles
 from ..storage.files import Files
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
@@ -45,23 +45,20 @@ class MergeJournal:
 
     def __init__(self, repo: GitRepo) -> None:
         self.repo = repo
-        self.folder = private_folder(repo.gitdir, "gitspace")
+        self.folder = private_folder(repo.gitdir, "gitspace")  # (every state file: statefiles)
         self.path = self.folder / JOURNAL
         self.index_copy = self.folder / INDEX_COPY
         self.recovered = False  # a dead merge's leftovers were undone when the lock was taken
 
     def begin(self, ref: str, old: str, new: str, files: list[str], checkout: bool) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"ref": ref, "old": old, "new": new, "files": files,
-                                   "checkout": checkout}))
-        os.replace(tmp, self.path)
+        statefiles.write(self.repo.gitdir, f"gitspace/{JOURNAL}", json.dumps(
+            {"ref": ref, "old": old, "new": new, "files": files, "checkout": checkout}).encode())
 
     def save_index(self) -> None:
         """Keep a copy of the checkout's index (right before git rewrites it)."""
         index = self.repo.gitdir / "index"
-        tmp = self.index_copy.with_suffix(".tmp")
-        tmp.write_bytes(index.read_bytes() if index.exists() else b"")
-        os.replace(tmp, self.index_copy)
+        statefiles.write(self.repo.gitdir, f"gitspace/{INDEX_COPY}",
+                         index.read_bytes() if index.exists() else b"")
 
     def end(self) -> None:
         self.index_copy.unlink(missing_ok=True)
@@ -77,7 +74,10 @@ class MergeJournal:
     def recover(self) -> bool:
         """Finish what a merge that died left behind (the lock is held). True if there was one."""
         try:
-            record = json.loads(self.path.read_text())
+            raw = statefiles.read(self.repo.gitdir, f"gitspace/{JOURNAL}")
+            if raw is None:
+                return False
+            record = json.loads(raw)
             since = self.path.stat().st_mtime_ns
         except FileNotFoundError:
             return False
@@ -111,7 +111,8 @@ def put_back(repo: GitRepo, old: str, new: str, files: list[str], index_copy: Pa
     after = {p: repo.entry_at(new_tree, p) for p in files}
     written = _holding_the_merge(repo, before, after, since_ns)
     index = repo.gitdir / "index"
-    saved = index_copy.read_bytes()
+    # (An index is at most 4 GiB: git's own offsets in it are 32 bits.)
+    saved = statefiles.read(repo.gitdir, f"gitspace/{INDEX_COPY}", limit=1 << 32) or b""
     if saved and _same_but(repo, index, index_copy, set(files)):
         lockfile.replace(index, saved)
     else:

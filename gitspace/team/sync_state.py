@@ -23,7 +23,6 @@ Invariants:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from pathlib import Path
 from ..core.workspace import Workspace
 from ..core.writer import COMMITTER, Change, RefMove, private_folder
 from ..errors import GitspaceError, LockTimeout
-from ..storage import lockfile
+from ..storage import lockfile, statefiles
 from .sync_pace import Pace
 
 PACE = "sync-pace.json"
@@ -89,15 +88,13 @@ def save_pace(ws: Workspace, remote: str, branch: str, pace: Pace) -> None:
     """Keep ``pace`` for the next sync (call with the sync lock held)."""
     paces = _paces(ws)
     paces[f"{remote}/{branch}"] = pace.as_json()
-    path = ws.writer.state_dir / PACE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(paces))
-    os.replace(tmp, path)
+    statefiles.write(ws.repo.gitdir, f"gitspace/{PACE}", json.dumps(paces).encode())
 
 
 def _paces(ws: Workspace) -> dict[str, object]:
     try:
-        found = json.loads((ws.writer.state_dir / PACE).read_text())
-    except (OSError, ValueError):
+        raw = statefiles.read(ws.repo.gitdir, f"gitspace/{PACE}")
+        found = json.loads(raw) if raw is not None else {}
+    except (OSError, ValueError, RecursionError, statefiles.StateRefused):
         return {}
     return found if isinstance(found, dict) else {}

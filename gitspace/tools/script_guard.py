@@ -30,7 +30,7 @@ from ..core.transaction import disk_state
 from ..core.workspace import Workspace
 from ..core.writer import COMMITTER, Change
 from ..errors import GitspaceError, LockTimeout, PathRefused, WriteFailed
-from ..storage import ledger, racyindex
+from ..storage import ledger, racyindex, statefiles
 from ..storage.files import parts_of
 from ..storage.objects import EXEC_MODE, FILE_MODE, LINK_MODE
 
@@ -173,6 +173,7 @@ def take(ws: Workspace, copy_budget: int = 0) -> Before:
     """What the work tree holds before a script runs (see the module docstring). Files over the
     cap are copied aside while ``copy_budget`` bytes last (a mutating script, which may well
     write them, can then be undone exactly); past it they are only fingerprinted."""
+    _aside_folder(ws)  # before the script runs: a folder no undo could use is refused now
     before = Before(started_ns=time.time_ns())
     for rel in ws.repo.status_paths():
         rel = rel.rstrip("/")  # ("sub/": an untracked nested repository)
@@ -347,4 +348,8 @@ def _remove_odd(root: Path, rel: str) -> None:
 
 def _aside(ws: Workspace) -> Path:
     """A new folder for one run's set-aside files (never inside the work tree)."""
-    return ws.repo.gitdir / "gitspace" / "undone" / ledger.new_op_id()
+    return _aside_folder(ws) / ledger.new_op_id()
+
+
+def _aside_folder(ws: Workspace) -> Path:
+    return statefiles.folder(ws.repo.gitdir, "gitspace", "undone")

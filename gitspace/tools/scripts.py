@@ -28,6 +28,7 @@ from ..core.result import Result
 from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
 from ..errors import PathRefused, ToolFailed
+from ..storage import statefiles
 from . import script_guard, script_header, script_runner
 from .registry import Tool
 
@@ -110,9 +111,8 @@ def script_tools(ws: Workspace, reserved: set[str]) -> dict[str, Tool]:
 
 
 def _cache_dir(ws: Workspace) -> Path:
-    folder = ws.repo.gitdir / "gitspace" / "cache"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    # Never a link: the scripts resolve it, and would write their cache wherever it led.
+    return statefiles.folder(ws.repo.gitdir, "gitspace", "cache")
 
 
 def _run(ws: Workspace, script: script_header.Script, args: dict[str, Any],
