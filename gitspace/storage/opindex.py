@@ -8,31 +8,37 @@ answer it catches up with the branch's current tip: only the commits added since
 are read, when that tip is a first-parent ancestor of the current one (the ordinary case: ops only
 append); a branch that moved back is cut at the tip it moved to; any other move (a rewritten or
 replaced branch) rebuilds that branch's list from the ledger. Every op it names is read back from
-its commit and parsed by the ledger before it is believed, and an index that fails that check, that
+its commit and parsed by the ledger before it is believed (an op said to undo another must record
+that undo), and an index that fails that check, that
 SQLite cannot read, or whose format is not this one is deleted and rebuilt: losing the file loses
 nothing but time. Where the file cannot be written at all (a read-only clone), or twice fails its
 check, the answer comes from a walk of the branch instead: slower, never different.
 
 The file is ``<common git dir>/gitspace/opindex.sqlite`` (gitspace's own state folder, shared by
-every worktree: branches are shared too), written without fsync: it can always be rebuilt.
+every worktree: branches are shared too), written without fsync: it can always be rebuilt. It is
+never opened through a link: a link (or anything but a regular file) at its name or its journal's
+is left where it is, and a walk answers instead.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import stat as statmod
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import LedgerError
-from . import ledger
+from ..errors import LedgerError, NotFound
+from . import ledger, statefiles
 from .gitrepo import GitRepo
 from .objects import Commit
 
 FORMAT = "2"
+_SHA = re.compile(r"[0-9a-f]{40}")
 T = TypeVar("T")
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -132,7 +138,7 @@ def _matches(db: sqlite3.Connection, repo: GitRepo, branch: str, part: str,
         if sha in seen:
             continue
         seen.add(sha)
-        commit = repo.commit(sha)
+        commit = _commit(repo, sha)
         op = _op_of(commit)
         if op is None or op.op_id != op_id:
             raise _Stale(f"{sha} does not record op {op_id}")
@@ -163,7 +169,15 @@ class _Stale(Exception):
 
 @contextmanager
 def _open(path: Path) -> Iterator[sqlite3.Connection]:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    statefiles.folder(path.parent.parent, path.parent.name)  # a real folder, never a link
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        # SQLite follows a link at the database's name (and keeps its journal beside the
+        # target): what stands there and is no regular file is left alone, and a walk answers.
+        try:
+            if not statmod.S_ISREG(os.lstat(f"{path}{suffix}").st_mode):
+                raise _NoIndex
+        except FileNotFoundError:
+            pass
     with closing(sqlite3.connect(path, timeout=30, isolation_level=None)) as db:
         db.execute("PRAGMA synchronous=OFF")  # a rebuildable cache: no fsync
         if _format(db) != FORMAT:
@@ -220,7 +234,8 @@ def _catch_up(db: sqlite3.Connection, repo: GitRepo, branch: str, tip: str) -> N
 def _extend(db: sqlite3.Connection, repo: GitRepo, branch: str, tip: str,
             known: tuple[str, int] | None) -> None:
     start, commits = 0, None
-    if known is not None and repo.has_object(known[0]):
+    if known is not None and isinstance(known[0], str) and _SHA.fullmatch(known[0]) \
+            and repo.has_object(known[0]):
         old, length = known
         newer = repo.log(f"{old}..{tip}")
         if newer and newer[-1].parents and newer[-1].parents[0] == old:
@@ -275,15 +290,34 @@ def _lookup(db: sqlite3.Connection, repo: GitRepo, branch: str, op_id: str) -> L
     if not hits:
         return None
     pos, sha = max(hits)  # an op id twice on a branch ('verify' reports it): the newest
-    commit = repo.commit(sha)
+    commit = _commit(repo, sha)
     op = _op_of(commit)
     if op is None or op.op_id != op_id:
         raise _Stale(f"{sha} does not record op {op_id}")
     later = db.execute("SELECT pos FROM undos INDEXED BY undos_by_target WHERE target = ? AND "
                        "branch = ? AND pos > ?", (op_id, branch, pos)).fetchall()
-    undone_by = [db.execute("SELECT op FROM ops WHERE branch = ? AND pos = ?", (branch, at))
-                 .fetchone()[0] for (at,) in later]
-    return Located(op, commit, tuple(undone_by))
+    return Located(op, commit, tuple(_undoer(db, repo, branch, at, op_id) for (at,) in later))
+
+
+def _undoer(db: sqlite3.Connection, repo: GitRepo, branch: str, pos: int, target: str) -> str:
+    """The op at ``pos`` that an undo row says undid ``target``, read back from its commit: a
+    row naming no op there, or an op that undid nothing of the kind, is stale."""
+    row = db.execute("SELECT sha, op FROM ops WHERE branch = ? AND pos = ?", (branch, pos)
+                     ).fetchone()
+    op = _op_of(_commit(repo, row[0])) if row is not None and row[1] else None
+    if op is None or op.op_id != row[1] or target not in op.undo_of:
+        raise _Stale(f"the undo row at {branch}:{pos} names no undo of {target}")
+    return op.op_id
+
+
+def _commit(repo: GitRepo, sha: object) -> Commit:
+    """The commit a row names; a name that is no commit id, or no commit here, is stale."""
+    if not isinstance(sha, str) or not _SHA.fullmatch(sha):
+        raise _Stale(f"{sha!r} is no commit id")
+    try:
+        return repo.commit(sha)
+    except NotFound:
+        raise _Stale(f"{sha} is no commit here") from None
 
 
 def _op_of(commit: Commit) -> ledger.Op | None:
