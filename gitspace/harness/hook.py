@@ -8,12 +8,12 @@ Invariants:
   scripts: bad input exits 1 with a sentence, as every other command does.
 - The import path is small: this module and what ``record`` needs, never typer, rich or the CLI,
   and GitPython only when an object must be read from a pack (see ``storage.objects``).
-- At most ``MAX_PAYLOAD`` bytes are read; a larger payload is refused, not parsed.
+- The payload is read and checked by ``payload.py`` (a size cap, depth, places that cannot be,
+  text that is no Unicode) before anything acts on it.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -24,7 +24,6 @@ TYPE_CHECKING = False  # typing is not imported at run time: this runs on every 
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-MAX_PAYLOAD = 64 << 20
 USAGE = ("usage: gitspace hook {" + ",".join(ADAPTERS) + "} [--quiet-outside] "
          "[--commit-transcript] < payload.json\n       gitspace record < call.json")
 
@@ -59,22 +58,12 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int
     from .. import config
     from ..errors import GitspaceError
     from .events import NothingRecorded, Options, PayloadRefused
+    from .payload import read as read_payload
 
     start = Path(os.getcwd())
     session = ""
     try:
-        raw = stdin.read(MAX_PAYLOAD + 1)
-        if len(raw) > MAX_PAYLOAD:
-            raise PayloadRefused(f"The payload is over {MAX_PAYLOAD >> 20} MiB; it was not "
-                                        "read.", hint="Nothing was recorded for this call.")
-        try:
-            payload = json.loads(raw)
-        except ValueError as e:
-            raise PayloadRefused(f"The payload is not JSON ({e}).",
-                                        hint="Send one JSON object on stdin.") from None
-        if not isinstance(payload, dict):
-            raise PayloadRefused("The payload is not a JSON object.",
-                                        hint="Send one JSON object on stdin.")
+        payload = read_payload(stdin)  # the one validator of what harnesses send
         module = adapter(name) if hook else __import__(
             f"{__package__}.generic", fromlist=["event"])
         event = module.event(payload)
@@ -118,10 +107,7 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int
     except Exception as e:  # noqa: BLE001  (a hook must never break its harness)
         err.write(f"gitspace: unexpected {type(e).__name__}: {e}. This is a bug in gitspace; the "
                   "next call records what this one could not.\n")
-        try:
-            _note_failure(start, f"{type(e).__name__}: {e}")
-        except Exception:  # noqa: BLE001
-            pass
+        _note_failure(start, f"{type(e).__name__}: {e}")
         return 0 if hook else 3
 
 
@@ -144,6 +130,11 @@ def _first_time(start: Path, session: str) -> bool:
 
 
 def _note_failure(start: Path, reason: str) -> None:
+    """Mark the worktree for the next call to catch up, if that can be done at all (the note's
+    own folder may be what failed)."""
     from .record import note_failure
 
-    note_failure(start, reason)
+    try:
+        note_failure(start, reason)
+    except Exception:  # noqa: BLE001  (a hook must never break its harness)
+        pass

@@ -109,6 +109,8 @@ class Recorder:
             self.tree = self.repo.commit(self.tip).tree
             key = running(self.event, self.event.call).key if self.event.call else None
             self.others = [r for r in state.running(self.gitdir) if r.key != key]
+            if self.event.kind == "stop":
+                self.others = self._ended(self.others)
             # Files a running file tool is writing: never anyone else's change. (A running
             # shell's files are what they held before it started: outside edits.)
             self.busy = {rel for r in self.others if not r.shell for rel in r.before}
@@ -123,6 +125,18 @@ class Recorder:
         if kind == "stop":
             self._checkpoint()
         return self.outcome
+
+    def _ended(self, calls: list[state.Running]) -> list[state.Running]:
+        """At a turn's end no call of its session runs any more: one still announced lost its
+        after hook (a payload refused, a harness killed). Forget it, so that what it changed is
+        recorded now, as an outside change, rather than wait for it until it goes stale."""
+        event, still = self.event, []
+        for r in calls:
+            if r.agent == event.agent and r.session == event.session:
+                state.retire(self.gitdir, r.key)
+            else:
+                still.append(r)
+        return still
 
     def _after_shell(self, call: Call, key: str | None) -> None:
         announced = state.retire(self.gitdir, key) if key else None

@@ -16,6 +16,7 @@ from conftest import assert_clean, changed_files, files, git, ops, state
 
 import gitspace
 from gitspace.harness import hook
+from gitspace.harness import payload as harness_payload
 from gitspace.harness import state as hook_state
 
 SID = "5c0e4b1a-2f3d-4e5f-8a9b-0c1d2e3f4a5b"
@@ -184,7 +185,7 @@ def test_bad_json_never_breaks_the_harness(root: Path, raw: bytes,
 
 def test_a_payload_over_the_cap_is_refused_unread(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(root)
-    code, err = run_hook(None, raw=b" " * (hook.MAX_PAYLOAD + 1))
+    code, err = run_hook(None, raw=b" " * (harness_payload.MAX_PAYLOAD + 1))
     assert code == 0 and "over 64 MiB" in err
     assert [op.source for op in ops(root)] == ["init"]
 
