@@ -110,6 +110,7 @@ def stage_restore(ws: Workspace, name: str, target_commit: str) -> Stage:
 def set_tree(ws: Workspace, txn: Txn, target_tree: str) -> int:
     """Stage writes that make the files equal ``target_tree``; the number of paths staged."""
     changes = list(ws.repo.diff_trees(txn.tree, target_tree))
+    txn.moves = True  # (an untracked file in the way is refused: core/userfiles.py)
     for change in changes:
         txn.read(change.path)
         if change.new is None:

@@ -24,6 +24,7 @@ from ..storage import ledger
 from ..storage.files import Files, State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import FILE_MODE, Entry, Signature
+from . import userfiles
 from .paths import check_tree_paths
 from .result import UNCHANGED, Result
 from .writer import COMMITTER, Change, RefMove, Writer
@@ -82,6 +83,7 @@ class Txn:
         self.disk: dict[str, tuple[bytes, int] | None] = {}
         self.stats: dict[str, os.stat_result] = {}
         self.applied: set[str] = set()  # writes already on disk (a script made them)
+        self.moves = False  # the stage moves the work tree to another tree (restore, undo)
 
     def _disk(self, rel: str) -> tuple[bytes, int] | None:
         if rel not in self.disk:
@@ -165,6 +167,9 @@ def _take_back(ws: Host, txn: Txn) -> None:
 def _commit(ws: Host, op: ledger.Op, txn: Txn, outcome: Outcome, author: Signature,
             branch: str) -> Result:
     repo = ws.repo
+    # Before anything is written: an untracked or ignored file of the user's is refused.
+    userfiles.refuse_over(repo, txn.disk, {rel: txn.entry(rel) for rel in txn.disk},
+                          txn.writes, moves=txn.moves, doing=op.tool)
     external: dict[str, Entry | None] = {}
     for rel, state in txn.disk.items():
         found = entry_of(repo, state, write=False)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from ..errors import Conflict, LedgerError, NotFound, ToolFailed
 from ..storage import ledger
 from ..storage.objects import Commit, Entry
-from . import lookup
+from . import lookup, userfiles
 from .transaction import Outcome, Stage, Txn
 from .workspace import Workspace
 
@@ -119,9 +119,14 @@ def redo_target(ws: Workspace, agent: str | None) -> tuple[ledger.Op, Commit]:
 def revert_into(ws: Workspace, txn: Txn, commit: Commit, label: str) -> None:
     """Stage the reverse of ``commit`` on top of the txn's current state."""
     parent_tree = ws.repo.parent_tree(commit)
+    txn.moves = True  # (an untracked file in the way is refused: core/userfiles.py)
     for change in ws.repo.diff_trees(commit.tree, parent_tree):
         base, theirs = change.old, change.new  # base: what the op wrote; theirs: before the op
         current = txn.read(change.path)
+        if current is not None and change.path not in txn.writes and txn.entry(change.path) is None:
+            # A file of the user's where the op's change would go: refused before any merge.
+            userfiles.refuse_over(ws.repo, {change.path: (current, txn.mode(change.path))}, {},
+                                  {}, moves=True, doing=f"Undoing {label}")
         ours = None if current is None else Entry(txn.mode(change.path),
                                                   ws.repo.hash_object("blob", current))
         if ours == theirs:

@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..core import owner
+from ..core import owner, userfiles
 from ..core.identity import author_of
 from ..core.transaction import commit_external, entry_of
 from ..core.workspace import Workspace
@@ -164,6 +164,7 @@ class Recorder:
                                           "does not record); it was not recorded.")
             else:
                 mine.append(rel)
+        mine = self._not_ignored(mine)
         announced = state.retire(self.gitdir, key) if key else None
         self._catch_up(exclude=set(mine))
         if announced is not None:
@@ -180,6 +181,17 @@ class Recorder:
                 changes[rel] = entry
         if changes:
             self._call_op(call, changes, "")
+
+    def _not_ignored(self, rels: list[str]) -> list[str]:
+        """``rels`` but those .gitignore ignores: a file there is the user's (an ``.env`` the
+        call edited), never recorded. Asking git costs a process, so only for paths the branch
+        does not hold."""
+        untracked = [rel for rel in rels if self.repo.entry_at(self.tree, rel) is None]
+        ignored = userfiles.ignored(self.repo, untracked) if untracked else set()
+        for rel in sorted(ignored):
+            self.outcome.notes.append(f"{rel} is ignored by .gitignore: a file of yours, not "
+                                      "recorded.")
+        return [rel for rel in rels if rel not in ignored]
 
     def _separate(self, announced: state.Running, only: set[str] | None = None) -> None:
         """Commit what the call's files held before it ran, where that differs from the branch,

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import extras
+from ..core import userfiles
 from ..core.transaction import entry_of
 from ..errors import BadArguments, GitspaceError, PathRefused
 from ..storage import ledger
@@ -381,7 +382,7 @@ class Watcher:
 
     def _classify(self, batch: dict[str, float], rules: int) -> None:
         try:
-            ignored = _check_ignore(self._workspace(), list(batch))
+            ignored = userfiles.ignored(self._workspace().repo, list(batch))
         except Exception:  # noqa: BLE001 — unknown means "look at it": the flush decides
             ignored, rules = set(), -1
         with self._cond:
@@ -511,15 +512,6 @@ def _files_under(folder: str) -> list[bytes | str]:
         found += [os.path.join(path, n) for n in names]
         found += [os.path.join(path, d) for d in dirs if os.path.islink(os.path.join(path, d))]
     return found
-
-
-def _check_ignore(ws: Workspace, paths: list[str]) -> set[str]:
-    """Which of ``paths`` git ignores (tracked files never are), in one git process."""
-    data = b"".join(os.fsencode(p) + b"\0" for p in paths)
-    proc = ws.repo.run_git("check-ignore", "--stdin", "-z", input=data)
-    if proc.returncode not in (0, 1):  # 1: none ignored; anything else: we could not tell
-        return set()
-    return {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
 
 
 def _describe(error: BaseException, *, retry: bool) -> str:
