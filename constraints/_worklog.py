@@ -83,6 +83,8 @@ SEGMENT = re.compile(r"[0-9]{1,15}\.jsonl")
 GROUP_NAME = re.compile(r"[0-9]{1,15}")
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 US = timedelta(microseconds=1)
+FIRST_US = (datetime.min.replace(tzinfo=timezone.utc) - EPOCH) // US  # 0001-01-01T00:00Z
+LAST_US = (datetime.max.replace(tzinfo=timezone.utc) - EPOCH) // US  # 9999-12-31T23:59:59.999999Z
 DAY_US = 86_400_000_000
 
 
@@ -104,13 +106,18 @@ MAX_LINES = 200  # with fit()'s 60-character floor this keeps any listing under 
 # ---------------------------------------------------------------- timestamps and entries
 
 def to_us(text: str) -> int:
-    """Microseconds since the epoch for an ISO-8601 date-time; no offset means UTC."""
+    """Microseconds since the epoch for an ISO-8601 date-time; no offset means UTC. An instant
+    that falls outside the years 1-9999 in UTC (``0001-01-01T00:00+14:00``) is a ValueError:
+    no entry can be shown at it."""
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     dt = datetime.fromisoformat(text)
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return (dt - EPOCH) // US
+    us = (dt - EPOCH) // US
+    if not FIRST_US <= us <= LAST_US:
+        raise ValueError(f"{text} falls outside the years 1 to 9999 in UTC")
+    return us
 
 
 def parse_when(text: str, name: str) -> int:
@@ -126,7 +133,8 @@ def parse_when(text: str, name: str) -> int:
 
 
 def fmt_us(us: int, seconds: bool = False) -> str:
-    dt = EPOCH + us * US
+    # A bound computed past the edge of time (the day after 9999-12-31) shows as that edge.
+    dt = EPOCH + min(max(us, FIRST_US), LAST_US) * US
     return dt.strftime("%Y-%m-%dT%H:%M:%S" if seconds else "%Y-%m-%dT%H:%M")
 
 

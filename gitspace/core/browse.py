@@ -121,7 +121,7 @@ def _ops_of(repo: GitRepo, shas: list[str]) -> dict[str, tuple[ledger.Op | None,
 def _item(repo: GitRepo, commit: str, path: str) -> Item:
     if not path:
         return Item("", "", "tree", None, "")
-    if any(part in ("", ".", "..") for part in path.split("/")):
+    if "\0" in path or any(part in ("", ".", "..") for part in path.split("/")):
         raise NotFound(f"{path!r} is not a path inside the repository.",
                        hint="Paths are relative to the top folder, without '.' or '..'.")
     out = repo.read_git("--literal-pathspecs", "ls-tree", "-l", "-z", commit, "--", path)

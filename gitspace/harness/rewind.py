@@ -42,7 +42,7 @@ def target(ws: Workspace, which: str, session: str | None = None) -> dict[str, s
     session whose id starts with ``session``), a checkpoint name, or an op id."""
     if ledger.OP_ID.fullmatch(which):
         return {"op": which}
-    if not which.isdigit():
+    if not (which.isascii() and which.isdigit()):  # ('²' is a digit to isdigit, not to int)
         checkpoints.resolve(ws, which)  # NotFound names the existing ones
         return {"name": which}
     marks = turns(ws)

@@ -449,7 +449,8 @@ def _archive_sessions(repo: GitRepo, name: str, worktree: Path) -> Path | None:
     """Move the worktree's local, ignored gitspace files (session transcripts) to safety, into a
     folder of their own (a fresh, uniquely named one: two detaches never share it)."""
     local = worktree / ".gitspace"
-    if not local.is_dir() or not any(local.iterdir()):
+    # A link there is history's, not gitspace's: removed with the worktree, never followed.
+    if os.path.islink(local) or not local.is_dir() or not any(local.iterdir()):
         return None
     parent = private_folder(private_folder(repo.commondir, "gitspace"), "detached")
     archive = Path(tempfile.mkdtemp(prefix=f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-",
