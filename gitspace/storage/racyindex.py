@@ -9,7 +9,9 @@ stays racy until the index is written again; and gitspace runs status with
 127 MiB log as 1,019 segments, every status re-read all 127 MiB.
 
 Invariant: ``settle`` never hides a modification. It writes the index only once the clock has
-left the second of every racy entry (with a margin for the kernel's coarse file clock), and in
+left the second of every racy entry (with a margin for the kernel's coarse file clock; and a
+stamp on a whole second, which a file system that keeps whole seconds, or two as FAT does, would
+give, is taken to cover the two seconds from it), and in
 the index it writes, every entry that was racy is either
 - *verified*: its file (no link among its folders; the file itself opened without following a
   link) is of the entry's type and executable bit, did not change while it was read (fstat
@@ -73,6 +75,15 @@ def _now_second() -> int:
     return (time.time_ns() - _CLOCK_SLACK_NS) // NS
 
 
+def last_second(mtime_s: int, mtime_ns: int, ctime_s: int, ctime_ns: int) -> int:
+    """The last second a file's stamps may stand for. git (built without USE_NSEC) reads whole
+    seconds, so a fine stamp stands for its own second. A stamp with no fraction at all may come
+    from a file system that keeps whole seconds or only even ones (FAT): a write two seconds
+    later could still carry it, so it stands for the next second too."""
+    newest = max(mtime_s, ctime_s)
+    return newest + 1 if mtime_ns == 0 and ctime_ns == 0 else newest
+
+
 def racy(index_path: Path) -> Racy | None:
     """The racy entries of the index at ``index_path`` (None: no index, or one git alone reads).
     Worked out once per version of the file."""
@@ -93,7 +104,8 @@ def racy(index_path: Path) -> Racy | None:
     entries = size = newest = 0
     plain = True
     for path, raw, fields in _racy_entries(index):
-        entries, size, newest = entries + 1, size + fields[9], max(newest, fields[2])
+        entries, size = entries + 1, size + fields[9]
+        newest = max(newest, last_second(fields[2], fields[3], fields[0], fields[1]))
         plain = plain and gitindex.plain_entry(raw) and path not in index.extra_stages
     found = Racy(index.origin, entries, size, newest, plain)
     _found[str(index_path)] = found
@@ -130,7 +142,8 @@ def settle(index_path: Path, root: Path, *, private: bool = False) -> Settled | 
     now = _now_second()
     todo = []
     for path, raw, fields in _racy_entries(index):
-        if fields[2] >= now or not gitindex.plain_entry(raw) or path in index.extra_stages:
+        if last_second(fields[2], fields[3], fields[0], fields[1]) >= now \
+                or not gitindex.plain_entry(raw) or path in index.extra_stages:
             return None  # too soon, or an entry only git should rewrite
         todo.append((path, raw, fields))
     verified = smudged = 0
@@ -183,8 +196,8 @@ def _verify(root: Path, path: bytes, mode: int, sha: str, now: int,
         st = os.lstat(full)
     except OSError:
         return None
-    if max(st.st_mtime_ns, st.st_ctime_ns) // NS >= now:
-        return None  # changed in this very second: it could change again unseen
+    if last_second(*divmod(st.st_mtime_ns, NS), *divmod(st.st_ctime_ns, NS)) >= now:
+        return None  # changed in this very second (or granule): it could change again unseen
     if mode == LINK_MODE and not statmod.S_ISLNK(st.st_mode) or mode != LINK_MODE and (
             not statmod.S_ISREG(st.st_mode) or bool(st.st_mode & 0o100) != (mode == EXEC_MODE)):
         return None
