@@ -26,6 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import secrets
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -242,33 +244,62 @@ def _result(verify: dict[str, Any], replay: dict[str, Any]) -> str:
 def _verify_lines(verify: dict[str, Any]) -> list[str]:
     data = verify.get("json")
     if data is None:
-        return ["\n`gitspace verify` could not run:\n", "```", verify["error"] or
-                f"(exit {verify['code']}, no message)", "```"]
+        said = verify["error"] or f"(exit {verify['code']}, no message)"
+        return ["\n`gitspace verify` could not run:\n", _fence([said]), said, _fence([said])]
     lines = [f"\nverify: {data['ops']} op(s) in {data['commits']} commit(s), "
              f"{len(data['problems'])} problem(s)."]
-    lines += [f"- `{p['commit'][:12]}`: {p['problem']}" for p in data["problems"][:20]]
+    lines += [f"- `{p['commit'][:12]}`: {one_line(p['problem'])}" for p in data["problems"][:20]]
     return lines
 
 
 def _replay_lines(replay: dict[str, Any], data: dict[str, Any]) -> list[str]:
     if not data:
-        return ["\n`gitspace replay` could not run:\n", "```", replay["error"] or
-                f"(exit {replay['code']}, no message)", "```"]
+        said = replay["error"] or f"(exit {replay['code']}, no message)"
+        return ["\n`gitspace replay` could not run:\n", _fence([said]), said, _fence([said])]
     if data.get("empty"):
         return [f"\nreplay {data['empty']} If that is expected (the range adds only outside "
                 "edits, commands or plain commits), set the input `allow-empty`."]
     d = data.get("divergence")
     if not d:
         return []
-    op = f", op `{d['op_id']}` ({d['tool']})" if d.get("op_id") else ""
-    lines = [f"\nDiverged at commit `{d['commit']}`{op}:\n", f"> {d['reason']}\n"]
+    op = f", op {_code(d['op_id'])} ({one_line(d['tool'])})" if d.get("op_id") else ""
+    lines = [f"\nDiverged at commit `{d['commit']}`{op}:\n", f"> {one_line(d['reason'])}\n"]
     if d.get("paths"):
         more = max(0, len(d["paths"]) - 20) + d.get("more_paths", 0)
-        lines.append("Paths: " + ", ".join(f"`{p}`" for p in d["paths"][:20])
+        lines.append("Paths: " + ", ".join(_code(p) for p in d["paths"][:20])
                      + (f" and {more} more" if more else "") + "\n")
     if d.get("diff"):
-        lines += ["```diff", *d["diff"], "```"]
+        fence = _fence(d["diff"])
+        lines += [f"{fence}diff", *d["diff"], fence]
     return lines
+
+
+# -- history's text where Markdown and the runner read it -------------------------------------
+# A pull request's history is its author's: its text must not close a code block, start a
+# heading, or reach the runner as a workflow command.
+
+def one_line(text: object) -> str:
+    """``text`` on one line, every character that is not printable spelled as an escape."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def _code(text: object) -> str:
+    """``text`` as an inline code span no backtick in it can close."""
+    shown = one_line(text)
+    ticks = "`" * (1 + max((len(run) for run in re.findall(r"`+", shown)), default=0))
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{ticks}{pad}{shown}{pad}{ticks}"
+
+
+def _fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks the lines hold."""
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def escape_command(text: str) -> str:
+    """``text`` as the message of a workflow command (GitHub's own escapes: one line)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _first(result: str, verify: dict[str, Any], replay: dict[str, Any],
@@ -292,7 +323,7 @@ def _first(result: str, verify: dict[str, Any], replay: dict[str, Any],
 def _finish(outcome: Outcome, span: Range, notes: list[str], data: dict[str, Any],
             checked: str, first: str) -> Outcome:
     if notes:
-        outcome.lines += ["", *(f"_{n}_" for n in notes)]
+        outcome.lines += ["", *(f"_{one_line(n)}_" for n in notes)]
     outcome.outputs = {"result": outcome.result, "matched": "true" if outcome.ok else "false",
                        "ops-checked": checked, "reexecuted": str(data.get("reexecuted", 0)),
                        "first-divergence": first, "tip": span.tip, "base": span.base or ""}
@@ -317,14 +348,21 @@ def github_output(env: dict[str, str], values: dict[str, str]) -> None:
             out.write(f"{name}<<{marker}\n{value}\n{marker}\n")
 
 
-def publish(outcome: Outcome, report: Path, summary: str | None) -> None:
+def publish(outcome: Outcome, report: Path, summary: str | None, *, github: bool = False) -> None:
     text = "\n".join(outcome.lines) + "\n"
     report.mkdir(parents=True, exist_ok=True)
     (report / "summary.md").write_text(text)
     if summary:
         with open(summary, "a", encoding="utf-8") as out:
             out.write(text)
-    print(text)
+    if not github:
+        print(text)
+        return
+    # The report quotes the history (a diff of its files): a runner must not read a line of it
+    # as a workflow command, so command processing is off while it prints (GitHub's own advice
+    # for untrusted text), under a token the history cannot know.
+    token = secrets.token_hex(16)
+    print(f"::stop-commands::{token}\n{text}\n::{token}::")
 
 
 def setup(env: dict[str, str]) -> int:
@@ -369,10 +407,11 @@ def main(argv: list[str]) -> int:
         report = env.get("GITSPACE_REPORT")
         outcome = failed_outcome(str(e))
         if report:
-            publish(outcome, Path(report), env.get("GITHUB_STEP_SUMMARY"))
+            publish(outcome, Path(report), env.get("GITHUB_STEP_SUMMARY"),
+                    github=bool(env.get("GITHUB_ACTIONS")))
         github_output(env, outcome.outputs)
-        print(f"::error title=gitspace::{e}" if env.get("GITHUB_ACTIONS") else f"error: {e}",
-              file=sys.stderr)
+        print(f"::error title=gitspace::{escape_command(str(e))}" if env.get("GITHUB_ACTIONS")
+              else f"error: {e}", file=sys.stderr)
         return 1
     print(f"usage: {argv[0]} setup|github|gitlab", file=sys.stderr)
     return 2
@@ -383,14 +422,14 @@ def _conclude(env: dict[str, str], span: Range, notes: list[str], report: Path,
     bin_dir = Path(env["GITSPACE_VENV"]) / "bin"
     outcome = check(bin_dir, span, report, no_scripts=no_scripts, allow_empty=allow_empty,
                     notes=notes)
-    publish(outcome, report, env.get("GITHUB_STEP_SUMMARY"))
+    publish(outcome, report, env.get("GITHUB_STEP_SUMMARY"), github=bool(env.get("GITHUB_ACTIONS")))
     github_output(env, outcome.outputs)
     (report / "gitspace.env").write_text("".join(
         f"GITSPACE_{k.upper().replace('-', '_')}={' '.join(v.split())}\n"
         for k, v in outcome.outputs.items()))
     if not outcome.ok and env.get("GITHUB_ACTIONS"):
-        print(f"::error title=gitspace {outcome.result}::{outcome.outputs['first-divergence']}",
-              file=sys.stderr)
+        print(f"::error title=gitspace {outcome.result}::"
+              f"{escape_command(outcome.outputs['first-divergence'])}", file=sys.stderr)
     return 0 if outcome.ok else 1
 
 

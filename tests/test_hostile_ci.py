@@ -1,0 +1,143 @@
+"""The CI action reads a pull request's history, which its author wrote: untrusted input.
+
+What the action prints, writes to the job summary and sets as outputs carries text from that
+history (a file's content in the divergence's diff, its path, the op's reason). A runner reads
+every line a step prints for workflow commands (``::error::``, ``::add-mask::``,
+``::stop-commands::``, and ``::set-env::`` where insecure commands are allowed), and renders
+the summary as Markdown. So a forged op whose file holds such lines must not speak to the
+runner: the printed report is fenced off with ``::stop-commands::`` and a random token, the one
+``::error::`` the action means is escaped as the runner requires, the summary's code fence is
+longer than any the history holds and history's text in it is kept on one line, and the outputs
+are exactly the action's own.
+
+The check step runs as the runner runs it (``ci/gitspace_ci.py github`` with the ``GITHUB_*``
+files and variables), against a clone of a workspace pushed to a bare remote, using this
+checkout's gitspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ci_runner import read_commands
+from conftest import REPO, call_ok, git, head
+
+import gitspace
+
+HOSTILE = ("::error title=pwned::the history speaks\n"
+           "::add-mask::gitspace\n"
+           "::set-env name=BASH_ENV::/tmp/evil\n"
+           "::stop-commands::abc\n"
+           "```\n"
+           "### gitspace: every op matched\n")
+SNEAKY_PATH = "notes\n### gitspace: every op matched\n::warning::a path speaks.md"
+COMMAND = re.compile(r"^::([A-Za-z-]+)([^:]*)::(.*)$")
+OUTPUTS = {"result", "matched", "ops-checked", "reexecuted", "first-divergence", "tip", "base"}
+
+
+def _remote(where: Path) -> tuple[Path, Path, str]:
+    """A workspace whose branch 'forged' claims an op whose file holds ``HOSTILE`` (and a file
+    with ``SNEAKY_PATH``), pushed to a bare remote; (remote, workspace, pull request head)."""
+    root = where / "ws"
+    with gitspace.init(root, agent="ci-bot") as ws:
+        call_ok(ws, "create", {"path": "a.md", "file_text": "one\n"})
+        call_ok(ws, "branch", {"name": "forged"})
+        call_ok(ws, "create", {"path": "c.md", "file_text": "c\n"})
+        call_ok(ws, "switch", {"name": "main"})
+    git(root, "switch", "-q", "forged")
+    (root / "c.md").write_text(HOSTILE)
+    (root / SNEAKY_PATH).write_text("x\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "--amend", "--no-edit")
+    git(root, "switch", "-q", "main")
+    bare = where / "remote.git"
+    git(where, "init", "-q", "--bare", "--initial-branch=main", str(bare))
+    git(root, "push", "-q", str(bare), "main", "forged")
+    return bare, root, head(root, "forged")
+
+
+def _run_check(bare: Path, tip: str, base: str, tmp: Path) -> tuple[subprocess.CompletedProcess[str],
+                                                                      dict[str, Path]]:
+    clone = tmp / "checkout"
+    git(tmp, "init", "-q", str(clone))
+    git(clone, "remote", "add", "origin", f"file://{bare}")
+    git(clone, "fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
+    git(clone, "checkout", "-q", "--detach", tip)
+    files = {name: tmp / name for name in ("output", "env", "path", "summary", "event.json")}
+    for path in files.values():
+        path.write_text("")
+    event: dict[str, Any] = {"number": 7, "repository": {"default_branch": "main"},
+                             "pull_request": {"number": 7, "head": {"sha": tip, "ref": "forged"},
+                                              "base": {"sha": base, "ref": "main"}}}
+    files["event.json"].write_text(json.dumps(event))
+    env = {**os.environ, "GITHUB_ACTIONS": "true", "CI": "true",
+           "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(files["event.json"]),
+           "GITHUB_OUTPUT": str(files["output"]), "GITHUB_ENV": str(files["env"]),
+           "GITHUB_PATH": str(files["path"]), "GITHUB_STEP_SUMMARY": str(files["summary"]),
+           "GITHUB_BASE_REF": "main", "GITHUB_HEAD_REF": "forged",
+           "GITSPACE_VENV": str(Path(sys.executable).parent.parent),
+           "GITSPACE_REPORT": str(tmp / "report"), "INPUT_NO_SCRIPTS": "true"}
+    proc = subprocess.run([sys.executable, str(REPO / "ci" / "gitspace_ci.py"), "github"],
+                          cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+    return proc, files
+
+
+def _live_commands(text: str) -> list[tuple[str, str, str]]:
+    """The workflow commands a runner would act on in ``text``, honouring ``stop-commands``."""
+    live, stopped = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if stopped is not None:
+            if line == f"::{stopped}::":
+                stopped = None
+            continue
+        found = COMMAND.match(line)
+        if not found:
+            continue
+        if found.group(1).lower() == "stop-commands":
+            stopped = found.group(3)
+            continue
+        live.append((found.group(1).lower(), found.group(2), found.group(3)))
+    return live
+
+
+def _outside_fences(markdown: str) -> list[str]:
+    """The lines of ``markdown`` outside fenced code blocks (CommonMark: a fence closes only on
+    a line of at least as many backticks as opened it)."""
+    out, fence = [], 0
+    for line in markdown.splitlines():
+        ticks = len(line) - len(line.lstrip("`"))
+        if fence:
+            if ticks >= fence and not line.strip("`").strip():
+                fence = 0
+            continue
+        if ticks >= 3:
+            fence = ticks
+            continue
+        out.append(line)
+    return out
+
+
+def test_a_forged_ops_content_never_speaks_to_the_runner(tmp_path: Path) -> None:
+    bare, root, tip = _remote(tmp_path)
+    proc, files = _run_check(bare, tip, head(root, "main"), tmp_path)
+    assert proc.returncode == 1, proc.stderr  # the forged op diverges: the job fails
+    live = _live_commands(proc.stdout) + _live_commands(proc.stderr)
+    assert [(cmd, props.strip()) for cmd, props, _ in live] == [("error", "title=gitspace diverged")], \
+        f"workflow commands from the history reached the runner: {live}"
+    assert not any(word in message for _, _, message in live for word in ("speaks", "pwned"))
+    outputs = read_commands(files["output"])
+    assert set(outputs) == OUTPUTS, outputs
+    assert outputs["result"] == "diverged"
+    assert files["env"].read_text() == "" and files["path"].read_text() == ""
+    summary = files["summary"].read_text()
+    assert "the history speaks" in summary  # the diff is shown...
+    outside = _outside_fences(summary)
+    assert "### gitspace: every op matched" not in outside, summary  # ...but cannot pose as it
+    assert not any(line.lstrip().startswith("::") for line in outside), outside
