@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import head, op_ids
+from conftest import git, head, op_ids
 from hostile import cli, gitspace_argv, never_blocks, objects_hold, sealed, workspace
 
 import gitspace
@@ -137,3 +137,22 @@ def test_a_harness_call_that_wrote_an_ignored_file_is_not_recorded(tmp_path: Pat
             assert "ignored" in said, said
         assert head(ws.root) == before
         assert not objects_hold(ws.root, "the-users-REAL-secret")
+
+
+def test_a_file_an_agent_makes_where_nothing_was_is_its_own(tmp_path: Path) -> None:
+    """The refusal protects what stood there; a new file at an ignored path, by a tool or by a
+    harness's call, is the agent's and is recorded like any other."""
+    with workspace(tmp_path, {"a.txt": "a\n", ".gitignore": "build/\n"}) as (ws, outside):
+        with sealed(ws.root, outside):
+            assert ws.call("create", {"path": "build/by-tool.txt", "file_text": "tool\n"}).ok
+            made = {"file_path": str(ws.root / "build" / "by-hook.txt"), "content": "hook\n"}
+            for event in ("PreToolUse", "PostToolUse"):
+                if event == "PostToolUse":
+                    (ws.root / "build" / "by-hook.txt").write_text("hook\n")
+                body = {"session_id": SID, "cwd": str(ws.root), "hook_event_name": event,
+                        "tool_name": "Write", "tool_input": made, "tool_use_id": "toolu_2"}
+                proc = never_blocks(gitspace_argv(ws.root, "hook", "claude-code"), ws.root,
+                                    stdin=json.dumps(body).encode())
+                assert proc.returncode == 0 and "ignored" not in proc.stderr, proc.stderr
+        assert {"build/by-tool.txt", "build/by-hook.txt"} <= set(
+            git(ws.root, "ls-tree", "-r", "--name-only", "HEAD").split())

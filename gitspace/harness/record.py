@@ -164,8 +164,8 @@ class Recorder:
                                           "does not record); it was not recorded.")
             else:
                 mine.append(rel)
-        mine = self._not_ignored(mine)
         announced = state.retire(self.gitdir, key) if key else None
+        mine = self._not_ignored(mine, announced)
         self._catch_up(exclude=set(mine))
         if announced is not None:
             self._separate(announced, only=set(mine))
@@ -182,11 +182,14 @@ class Recorder:
         if changes:
             self._call_op(call, changes, "")
 
-    def _not_ignored(self, rels: list[str]) -> list[str]:
-        """``rels`` but those .gitignore ignores: a file there is the user's (an ``.env`` the
-        call edited), never recorded. Asking git costs a process, so only for paths the branch
-        does not hold."""
-        untracked = [rel for rel in rels if self.repo.entry_at(self.tree, rel) is None]
+    def _not_ignored(self, rels: list[str], announced: state.Running | None) -> list[str]:
+        """``rels`` but the files of the user's among them: an ignored file the call found there
+        (an ``.env`` it edited) is never recorded. A file the call made where nothing was is
+        its own, as a tool's is. Asking git costs a process, so it is asked only about paths
+        the branch does not hold that held something before the call (or may have)."""
+        before = announced.before if announced is not None else {}
+        untracked = [rel for rel in rels if self.repo.entry_at(self.tree, rel) is None
+                     and (rel not in before or before[rel][0] is not None)]
         ignored = userfiles.ignored(self.repo, untracked) if untracked else set()
         for rel in sorted(ignored):
             self.outcome.notes.append(f"{rel} is ignored by .gitignore: a file of yours, not "
