@@ -141,3 +141,35 @@ def test_a_forged_ops_content_never_speaks_to_the_runner(tmp_path: Path) -> None
     outside = _outside_fences(summary)
     assert "### gitspace: every op matched" not in outside, summary  # ...but cannot pose as it
     assert not any(line.lstrip().startswith("::") for line in outside), outside
+
+
+def test_replay_redoes_a_harness_patch_only_on_the_paths_its_op_lists(tmp_path: Path) -> None:
+    """Replay re-does another harness's file edits from their recorded input (#26). A Codex
+    patch recorded by a harness can name any path; re-done, it is held to the paths its op
+    lists: one outside the work tree or inside .git makes the op diverge, and nothing outside
+    the scratch repository is written."""
+    from hostile import Outside, cli, fsck, status
+
+    outside = Outside(tmp_path / "outside")
+    root = tmp_path / "ws"
+    with gitspace.init(root, agent="ci-bot") as ws:
+        call_ok(ws, "create", {"path": "a.md", "file_text": "one\n"})
+    for target in (f"{outside.path}/pwned.txt", "../outside/pwned.txt", ".git/hooks/post-commit"):
+        (root / "x.txt").write_text("x\n")
+        patch = f"*** Begin Patch\n*** Add File: {target}\n+x\n*** End Patch\n"
+        proc = subprocess.run([sys.executable, "-m", "gitspace", "-C", str(root), "record"],
+                              input=json.dumps({"agent": "codex", "tool": "apply_patch",
+                                                "args": {"command": patch}, "cwd": str(root),
+                                                "paths": [str(root / "x.txt")]}),
+                              cwd=root, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        replayed = cli(root, "replay", "--json")
+        assert replayed.returncode == 1, replayed.stdout
+        assert json.loads(replayed.stdout)["result"] == "diverged", replayed.stdout
+        assert "Traceback" not in replayed.stderr
+        fsck(root)
+        assert status(root) == ""
+        outside.unchanged()
+        assert not (root / ".git" / "hooks" / "post-commit").exists()
+        with gitspace.open(root) as again:
+            call_ok(again, "undo", {})
