@@ -8,7 +8,8 @@ Invariants (docs/trust.md "What gitspace never touches"):
   is refused, as git refuses a checkout, when a path it writes or deletes holds an untracked
   file: the user did not name that file, so it is not theirs to lose into history.
 - Files the tree holds are gitspace's to change (as are their outside edits, committed first);
-  so are paths where nothing stands. Only the paths an op touches are asked about, in one
+  so are paths where nothing stands, and everything in a private repository (replay's scratch,
+  where every file came from the history or its re-run). Only the paths an op touches are asked about, in one
   ``git check-ignore`` process, and only when one of them holds a file the tree lacks.
 """
 
@@ -40,6 +41,8 @@ def refuse_over(repo: GitRepo, disk: Mapping[str, State], recorded: Mapping[str,
                 writes: Mapping[str, State], *, moves: bool, doing: str) -> None:
     """Refuse (Conflict) an op whose paths hold a file of the user's: ``disk`` is what each
     path it read holds, ``recorded`` what the op's tree holds there, ``writes`` what it stages."""
+    if repo.private:
+        return  # replay's scratch: every file in it came from the history or its re-run
     theirs = [rel for rel, state in disk.items()
               if state is not None and recorded.get(rel) is None]
     if not theirs:

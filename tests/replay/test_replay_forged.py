@@ -439,15 +439,18 @@ def test_a_script_that_switches_branches_on_replay_is_reported_at_its_op(ws: Wor
 
 def test_an_op_re_run_over_a_file_whose_outside_edit_was_dropped_is_reported(
         ws: Workspace) -> None:
-    """A script op writes a file its .gitignore hides; the next op appends to it, so gitspace
-    first records the file as an outside edit. With that outside edit dropped from the history,
-    the re-run append finds the file as an outside change first: replay says so there."""
-    (ws.root / ".gitignore").write_text((ws.root / ".gitignore").read_text() + "cache/\n")
+    """A script op writes a file its .gitignore hides; once it is no longer ignored, the next op
+    appends to it, so gitspace first records the file as an outside edit (an ignored one it
+    would refuse: docs/trust.md). With that outside edit dropped from the history, the re-run
+    append finds the file as an outside change first: replay says so there."""
+    ignores = (ws.root / ".gitignore").read_text()
+    (ws.root / ".gitignore").write_text(ignores + "cache/\n")
     add_script(ws, "warm", "import os\nos.makedirs('cache', exist_ok=True)\n"
                "open('cache/x', 'w').write('warm\\n')\n"
                "open('counter.txt', 'a').write('+1\\n')\n")
     call_ok(ws, "warm", {})
     warm = head(ws.root)
+    (ws.root / ".gitignore").write_text(ignores)
     appended = call_ok(ws, "append", {"path": "cache/x", "text": "more\n"})
     assert appended.external_op is not None and head(ws.root, "HEAD~2") == warm
     tip = like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), warm)
