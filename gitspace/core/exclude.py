@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from .. import config
+from ..storage import bounded, statefiles
 
 FILE = "gitspace-exclude"
 
@@ -110,28 +111,24 @@ class Excludes:
 
 def load(commondir: Path) -> Excludes:
     """The patterns of the repository whose common git dir is ``commondir``, and the person's."""
-    lines: list[str] = []
-    for path in (config.user_config_dir() / "exclude", commondir / "info" / FILE):
-        try:
-            lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-    return Excludes(lines)
+    # Bounded, never a fifo's wait; the repository's file never through a link. One that
+    # cannot be read is refused rather than skipped: what it excludes must not be recorded.
+    found = [bounded.read_named(config.user_config_dir() / "exclude", bounded.JSON_CAP,
+                                what="Your gitspace exclude file", follow=True),
+             statefiles.read(commondir, f"info/{FILE}")]
+    return Excludes([line for data in found if data
+                     for line in data.decode("utf-8", "replace").splitlines()])
 
 
 def add(commondir: Path, patterns: list[str]) -> Path:
     """Append ``patterns`` to this repository's file (made if missing); its path."""
     path = commondir / "info" / FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        old = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        old = "# Paths gitspace never records (gitignore syntax): see 'gitspace exclude --help'.\n"
+    found = statefiles.read(commondir, f"info/{FILE}")
+    old = found.decode("utf-8", "replace") if found is not None else (
+        "# Paths gitspace never records (gitignore syntax): see 'gitspace exclude --help'.\n")
     if old and not old.endswith("\n"):
         old += "\n"
     have = set(old.splitlines())
     new = [p for p in patterns if p not in have]
-    tmp = path.with_name(f".{FILE}.tmp")
-    tmp.write_text(old + "".join(p + "\n" for p in new), encoding="utf-8")
-    tmp.replace(path)
+    statefiles.write(commondir, f"info/{FILE}", (old + "".join(p + "\n" for p in new)).encode())
     return path

@@ -44,12 +44,10 @@ held after the last recorded call, the person's commit (``base``) it was on, and
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 
 from ..errors import GitspaceError
-from ..storage import ledger
+from ..storage import ledger, statefiles
 from ..storage.files import State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import EMPTY_TREE, Entry, Signature
@@ -80,40 +78,23 @@ def branch_of(ref: str) -> str | None:
     return ref[len(LINES):] if ref.startswith(LINES) else None
 
 
+MODEL = "gitspace/inplace/model.json"  # below the checkout's git dir
+
+
 def folder(gitdir: Path) -> Path:
     return gitdir / "gitspace" / "inplace"
 
 
 def own_folder(gitdir: Path) -> Path:
     """``folder(gitdir)``, made if missing: refused when it, or ``gitspace/`` above it, is a link
-    or a file (whatever planted it there, gitspace never writes through it)."""
-    place = gitdir
-    for name in ("gitspace", "inplace"):
-        place = place / name
-        try:
-            os.mkdir(place, 0o755)
-        except FileExistsError:
-            pass
-        if not stat.S_ISDIR(os.lstat(place).st_mode):
-            raise GitspaceError(
-                f"{place} is not a folder (a link or a file stands there), so gitspace will not "
-                "keep its state in it.", hint=f"Move {place} away, then run the command again.")
-    return place
+    or a file (whatever planted it there, gitspace never writes through it: ``statefiles``)."""
+    return statefiles.folder(gitdir, "gitspace", "inplace")
 
 
 def write_state(gitdir: Path, name: str, data: bytes) -> None:
     """Replace ``folder(gitdir)/name`` by rename, from a new file nothing else can have planted
-    (created exclusively, never through a link)."""
-    place = own_folder(gitdir)
-    tmp = place / f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, place / name)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    (``statefiles``: created exclusively, never through a link)."""
+    statefiles.write(gitdir, f"gitspace/inplace/{name}", data)
 
 
 class _Value:
@@ -167,15 +148,15 @@ class Model(_Value):
 
 def load(gitdir: Path) -> Model | None:
     try:
-        data = json.loads((folder(gitdir) / "model.json").read_text())
+        data = json.loads(statefiles.read(gitdir, MODEL) or b"null")
         return Model(**{k: data[k] for k in ("ref", "tip", "base", "index_at")},
                      stash=data.get("stash"))
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, statefiles.StateRefused):
         return None
 
 
 def save(gitdir: Path, model: Model) -> None:
-    write_state(gitdir, "model.json", json.dumps(model.as_json()).encode())
+    write_state(gitdir, "model.json", json.dumps(model.as_json()).encode())  # (never via a link)
 
 
 class Where(_Value):

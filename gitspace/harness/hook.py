@@ -115,13 +115,23 @@ def _first_time(start: Path, session: str) -> bool:
     """Has this hook not said yet, for this folder and session, that it records nothing here?
     (It says so once: the mark is a file in a folder of the user's temporary directory.)"""
     import hashlib
+    import stat
     import tempfile
 
-    folder = Path(tempfile.gettempdir()) / f"gitspace-{os.getuid()}" / "said"
-    mark = folder / hashlib.sha1(f"{start.resolve()}\0{session}".encode()).hexdigest()
+    base = Path(tempfile.gettempdir()) / f"gitspace-{os.getuid()}"
+    mark = base / "said" / hashlib.sha1(f"{start.resolve()}\0{session}".encode()).hexdigest()
     try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        for folder in (base, base / "said"):
+            try:
+                os.mkdir(folder, 0o700)
+            except FileExistsError:
+                pass
+            # A folder everyone may write in: only one of the person's own, that no one else
+            # can change, holds the mark (anything else planted there is never written into).
+            st = os.lstat(folder)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+                return True
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
     except FileExistsError:
         return False
     except OSError:

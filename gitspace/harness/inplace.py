@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from ..core import exclude
-from ..errors import FileRefused, GitspaceError, LockTimeout, PathRefused
-from ..storage import lockfile, loose, privateindex
+from ..errors import FileRefused, LockTimeout, PathRefused
+from ..storage import lockfile, loose, privateindex, statefiles
 from ..storage.files import Files
 from . import state
 from .events import Event, NothingRecorded, Options, Recorded
@@ -38,8 +38,8 @@ INTERRUPTED = "a hook call was interrupted before it finished"
 def recording(gitdir: Path) -> list[str]:
     """The harnesses recorded in place in this checkout (``gitspace hooks install`` here)."""
     try:
-        data = json.loads((_folder(gitdir) / RECORDING).read_text())
-    except (OSError, ValueError):
+        data = json.loads(statefiles.read(gitdir, f"gitspace/inplace/{RECORDING}") or b"[]")
+    except (OSError, ValueError, statefiles.StateRefused):
         return []
     found = data.get("harnesses") if isinstance(data, dict) else None
     return [h for h in found if isinstance(h, str)] if isinstance(found, list) else []
@@ -140,10 +140,8 @@ def _background_gc(repo: GitRepo) -> None:
 
 
 def _mark_running(gitdir: Path) -> Path:
-    folder = state.folder(gitdir) / "running"
-    folder.mkdir(parents=True, exist_ok=True)
-    mark = folder / str(os.getpid())
-    mark.touch()
+    mark = state.folder(gitdir, "running") / str(os.getpid())
+    os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
     return mark
 
 
@@ -215,14 +213,7 @@ def _folder(gitdir: Path) -> Path:
 
 
 def _private(folder: Path) -> Path:
-    try:
-        os.mkdir(folder)
-    except FileExistsError:
-        pass
-    if not os.path.isdir(folder) or os.path.islink(folder):
-        raise GitspaceError(f"{folder} is not a folder (a link or a file stands there), so "
-                            "gitspace will not keep its state in it.",
-                            hint=f"Move {folder} away, then run the command again.")
+    statefiles.folder(folder.parent, folder.name)  # never a link (storage/statefiles.py)
     return folder
 
 

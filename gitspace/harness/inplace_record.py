@@ -471,7 +471,7 @@ def _op_id(repo: GitRepo, commit: str) -> str:
 def _started_ns(gitdir: Path, key: str) -> int | None:
     """When the before hook announced call ``key``, on the file system's own clock."""
     try:
-        return os.stat(state.folder(gitdir) / "inflight" / f"{key}.json").st_mtime_ns
+        return os.lstat(gitdir / state.FOLDER / "inflight" / f"{key}.json").st_mtime_ns
     except OSError:
         return None
 

@@ -45,6 +45,11 @@ class Running:
 FOLDER = "gitspace/harness"  # below the worktree's git dir
 
 
+def folder(gitdir: Path, *below: str) -> Path:
+    """The hook's folder (or one below it), made if missing, never a link (statefiles)."""
+    return statefiles.folder(gitdir, *FOLDER.split("/"), *below)
+
+
 def call_key(agent: str, session: str | None, use_id: str | None, tool: str,
              args: dict[str, Any]) -> str:
     """A file-name-safe key for one call: its tool-use id, or (without one) its tool and input."""

@@ -16,12 +16,11 @@ committed. A line that is not JSON, or not of a known shape, is skipped and coun
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from ..errors import GitspaceError
+from ..storage import bounded
 from . import state
 
 LIMIT = 32 << 20
@@ -44,17 +43,15 @@ def read(path_text: str | None, session: str) -> tuple[list[dict[str, Any]], lis
     path = Path(path_text)
     if path.name != f"{session}.jsonl":
         raise Unreadable(f"{path} is not the transcript of session {session}.")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:  # the one bounded reader: a regular file, never through a link, never a fifo's wait
+        found = bounded.read_named(path, LIMIT, what="The transcript", cut=True)
     except OSError as e:
         raise Unreadable(f"The transcript {path} cannot be read: {e.strerror}.") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise Unreadable(f"{path} is not a plain file.")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(LIMIT + 1)
-    finally:
-        os.close(fd)
+    except GitspaceError as e:
+        raise Unreadable(e.message) from None
+    if found is None:
+        raise Unreadable(f"The transcript {path} cannot be read: it does not exist.")
+    data = found
     notes = []
     if len(data) > LIMIT:
         data = data[:data.rfind(b"\n", 0, LIMIT) + 1]

@@ -31,9 +31,11 @@ _READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def read_named(path: Path, limit: int, *, what: str, follow: bool = False) -> bytes | None:
+def read_named(path: Path, limit: int, *, what: str, follow: bool = False,
+               cut: bool = False) -> bytes | None:
     """The bytes of the file at ``path`` (its folders are the caller's to trust), None if it is
-    absent."""
+    absent. With ``cut``, a larger file is not refused: its first ``limit + 1`` bytes come back
+    (the caller, seeing more than ``limit``, says it was cut)."""
     flags = _READ | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -41,7 +43,7 @@ def read_named(path: Path, limit: int, *, what: str, follow: bool = False) -> by
         return None
     except OSError as e:
         raise _unopenable(e, what, str(path), lambda: os.lstat(path)) from None
-    return _read_fd(fd, limit, what, str(path))
+    return _read_fd(fd, limit, what, str(path), cut)
 
 
 def read_inside(root: Path, rel: str, limit: int, *, what: str) -> bytes | None:
@@ -86,12 +88,12 @@ def _lstat(folder: int, name: str) -> Lstat:
     return lambda: os.stat(name, dir_fd=folder, follow_symlinks=False)
 
 
-def _read_fd(fd: int, limit: int, what: str, shown: str) -> bytes:
+def _read_fd(fd: int, limit: int, what: str, shown: str, cut: bool = False) -> bytes:
     try:
         st = os.fstat(fd)
         if not statmod.S_ISREG(st.st_mode):
             raise refused_kind(what, shown, st.st_mode)
-        if st.st_size > limit:
+        if st.st_size > limit and not cut:
             raise too_large(what, shown, st.st_size, limit)
         chunks, total = [], 0
         while total <= limit:
@@ -100,7 +102,7 @@ def _read_fd(fd: int, limit: int, what: str, shown: str) -> bytes:
                 break
             chunks.append(chunk)
             total += len(chunk)
-        if total > limit:
+        if total > limit and not cut:
             raise too_large(what, shown, total, limit)
         return b"".join(chunks)
     finally:

@@ -28,6 +28,7 @@ import os
 from pathlib import Path
 
 from .. import config
+from . import statefiles
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,8 +48,9 @@ def path(gitdir: Path) -> Path:
 
 def rebuild(repo: GitRepo, index: Path) -> str:
     """Make ``index`` anew from the person's index (from HEAD when they have none, or theirs
-    holds a conflict); the tree it holds. Its folder is the caller's to make (and check)."""
-    tmp = index.with_name(f".index.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    holds a conflict); the tree it holds."""
+    statefiles.folder(index.parent.parent, index.parent.name)  # never a link (statefiles)
+    tmp = index.with_name(f".index.{os.urandom(6).hex()}.tmp")
     git = Git(repo, tmp)
     try:
         tree = ""
