@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import REPO, clean_copy
@@ -58,3 +59,19 @@ def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
                      "Every op parses", "exit 4: the policy could not act"):
         assert expected in transcript, expected
     assert "Traceback" not in transcript and "gitspace hit a bug" not in transcript
+
+
+def test_calling_an_agent_from_a_program_runs_as_written(tmp_path: Path) -> None:
+    """The Python example of "Calling an agent from a program", offline, as a reader runs it
+    beside the checkout's sample_workspace."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("\n## Calling an agent from a program\n", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"^```python\n(.*?)^```", section, re.M | re.S)
+    shutil.copytree(REPO / "sample_workspace", tmp_path / "sample_workspace")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "GITSPACE_"))}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert re.fullmatch(r"True 4 [0-9A-Z]{26}", first), first
+    assert second == "24 ops: move, restore"

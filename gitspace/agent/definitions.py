@@ -8,7 +8,7 @@ defines itself (``wire_type``, e.g. the memory tool) are sent as ``{"type", "nam
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..tools.registry import Tool
@@ -45,16 +45,26 @@ def definition(tool: Tool) -> dict[str, Any]:
     return _sorted(tool.definition())
 
 
-def tool_definitions(tools: Mapping[str, Tool], *, cache: bool = True) -> list[dict[str, Any]]:
-    """The definitions of ``tools`` (e.g. ``all_tools(ws)``, already sorted by name)."""
-    defs = [definition(tool) for tool in tools.values()]
+def tool_definitions(tools: Mapping[str, Tool], control: Sequence[dict[str, Any]] = (), *,
+                     cache: bool = True) -> list[dict[str, Any]]:
+    """The definitions of ``tools`` (e.g. ``all_tools(ws)``) and of the loop's own ``control``
+    tools (``return``, ``delegate``: already in the definition shape), sorted by name."""
+    defs = sorted([*(definition(tool) for tool in tools.values()), *map(_sorted, control)],
+                  key=lambda d: d["name"])
     if cache and defs:
         defs[-1] = {**defs[-1], "cache_control": dict(CACHE)}
     return defs
 
 
-def system_blocks(extra: str = "", *, cache: bool = True) -> list[dict[str, Any]]:
-    block: dict[str, Any] = {"type": "text", "text": SYSTEM + (f"\n\n{extra}" if extra else "")}
+RETURNS = """\
+This run must end with a value: when you have it, call the return tool with it instead of \
+answering in text. That ends the run and hands the value to whoever started you."""
+
+
+def system_blocks(extra: str = "", *, returns: bool = False, cache: bool = True
+                  ) -> list[dict[str, Any]]:
+    text = SYSTEM + (f"\n\n{RETURNS}" if returns else "") + (f"\n\n{extra}" if extra else "")
+    block: dict[str, Any] = {"type": "text", "text": text}
     if cache:
         block["cache_control"] = dict(CACHE)
     return [block]

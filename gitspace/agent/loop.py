@@ -10,7 +10,13 @@ Invariants:
   op so far committed, and can be resumed;
 - the session is saved after every step, and a mutating call's op id is saved before it runs, so a
   resumed run reads a finished op back from the ledger instead of applying it twice;
-- the conversation sent never breaks a tool_use/tool_result pairing (checked before each call).
+- the conversation sent never breaks a tool_use/tool_result pairing (checked before each call);
+- a run asked for a value (``Options.returns``) is offered the ``return`` tool and ends the moment
+  a call of it is accepted, with no further model call. A return is accepted when its input
+  fits the schema and it is the turn's only return; the turn's other calls run first, in their
+  order, and must all succeed (the value was written before their results were seen, so a
+  failure among them makes it suspect). Anything else answers the return with ``is_error`` and
+  the loop goes on. A run asked for a value that ends in text stops as ``no_value``.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from . import compaction
 from .clients import ModelError
 from .definitions import system_blocks, tool_definitions
 from .model import DONE, Block, ModelClient, Reply, tool_result_block
+from .returns import RETURN, Returns, dumps
 from .session import CALL, TOOLS, Session
 
 MAX_TOKENS_CEILING = 16_384
@@ -56,19 +63,22 @@ class RunOutcome:
     """How a run of the loop ended (a tool's stage ends in a ``transaction.Outcome``, another
     thing)."""
 
-    # done | gave_up | no_action | refusal | max_steps | max_tokens | context_window | api_error |
-    # stopped. A final answer is "done" unless the agent could not act: a policy that declares
-    # it could not do the task is "gave_up"; a run that called tools and saw every one of them
-    # fail is "no_action", whatever its answer says. (An answer with no tool call at all is
-    # "done": the model chose to answer.)
+    # returned | done | gave_up | no_action | no_value | refusal | max_steps | max_tokens |
+    # context_window | api_error | stopped. "returned": the model called return with a value
+    # that fits (``value``); "no_value": it was asked for one and answered in text. A final
+    # answer is "done" unless the agent could not act: a policy that declares it could not do
+    # the task is "gave_up"; a run that called tools and saw every one of them fail is
+    # "no_action", whatever its answer says. (An answer with no tool call at all is "done": the
+    # model chose to answer.)
     status: str
     text: str
     session: Session
     calls: int
+    value: Any = None  # the returned value (JSON), when status is "returned"
 
     @property
     def ok(self) -> bool:
-        return self.status == "done"
+        return self.status in ("done", "returned")
 
 
 @dataclass
@@ -78,6 +88,7 @@ class Options:
     budget: int = 60_000  # characters of conversation before compaction folds the middle
     keep_last: int = 6
     system: str = ""
+    returns: Returns | None = None  # the run must end by returning such a value
 
 
 class Loop:
@@ -91,6 +102,7 @@ class Loop:
         self.calls = 0
         self._tools: dict[str, Tool] = {}
         self._definitions: list[dict[str, Any]] = []
+        self.returns = self.options.returns
 
     # -- entry points ------------------------------------------------------------------------
 
@@ -98,6 +110,8 @@ class Loop:
         session = Session.new(self.ws.root, task, agent=self.ws.agent, client=self.client.name,
                               scripted=self.client.scripted)
         session.client_state = self.client.state()
+        if self.returns is not None:
+            session.returns = self.returns.schema
         session.save()
         return self._run(session)
 
@@ -106,6 +120,9 @@ class Loop:
         (done, or stopped at a limit) with a new message from the user: its history, compaction
         and ops carry on as they were."""
         session = Session.load(self.ws.root, session_id)
+        self.returns = _returns_of(session, self.returns)
+        if session.status == "returned" and message is None:
+            return RunOutcome("returned", dumps(session.value), session, 0, session.value)
         if session.status == "done" and message is None:
             return RunOutcome("done", "This session already finished; start a new run, or give it "
                                    "a next message.", session, 0)
@@ -129,14 +146,17 @@ class Loop:
         # One tool list per run: byte-stable for the prompt cache, and scripts are discovered
         # once rather than at every model call and tool call.
         self._tools = all_tools(self.ws)
-        self._definitions = tool_definitions(self._tools)
+        control = [] if self.returns is None else [self.returns.definition()]
+        self._definitions = tool_definitions(self._tools, control)
         with s.running():
             return self._drive(s)
 
     def _drive(self, s: Session) -> RunOutcome:
         while True:
             if s.next == TOOLS:
-                self._run_tools(s)
+                ended = self._run_tools(s)
+                if ended is not None:
+                    return ended
                 continue
             if self.calls >= self.options.max_steps:
                 return self._stop(s, "max_steps", (
@@ -164,7 +184,8 @@ class Loop:
             raise RuntimeError("The conversation would break the tool pairing rule: "
                                + "; ".join(problems) + ". Please report this gitspace bug.")
         s.stats.peak_request = max(s.stats.peak_request, compaction.size(s.messages))
-        reply = self.client.create(system=system_blocks(self.options.system),
+        reply = self.client.create(system=system_blocks(self.options.system,
+                                                        returns=self.returns is not None),
                                    messages=s.messages, tools=self._definitions,
                                    max_tokens=self.max_tokens)
         self.calls += 1
@@ -175,7 +196,7 @@ class Loop:
         return reply
 
     def _handle(self, s: Session, reply: Reply) -> RunOutcome | None:
-        """Act on one reply; an RunOutcome means the run ends here."""
+        """Act on one reply; a RunOutcome means the run ends here."""
         reason = reply.stop_reason
         if reply.tool_uses() and reason in ("tool_use", *DONE):
             self._append(s, reply.content, TOOLS)  # the model asked for tools: answer them
@@ -192,6 +213,11 @@ class Loop:
                 return self._stop(s, "no_action", (
                     f"{text}\n[Every one of the {s.stats.tool_calls} tool call(s) of this session "
                     "failed, so nothing was done in the workspace.]"))
+            if self.returns is not None:
+                return self._stop(s, "no_value", (
+                    f"{text}\n[The run was asked for a value, but the model answered in text "
+                    f"without calling return. Ask again with: gitspace run --resume {s.id} "
+                    "\"Call return with the value.\"]"))
             return self._stop(s, "done", text)
         if reason == "max_tokens":
             return self._max_tokens(s, reply)
@@ -225,20 +251,58 @@ class Loop:
         s.next = next_step
         s.save()
 
-    def _stop(self, s: Session, status: str, text: str) -> RunOutcome:
+    def _stop(self, s: Session, status: str, text: str, value: Any = None) -> RunOutcome:
         s.status = status
         s.save()
-        return RunOutcome(status, text, s, self.calls)
+        return RunOutcome(status, text, s, self.calls, value)
 
     # -- tools -------------------------------------------------------------------------------
 
-    def _run_tools(self, s: Session) -> None:
+    def _run_tools(self, s: Session) -> RunOutcome | None:
+        """Answer every tool call of the last reply; a RunOutcome when a return ended the run."""
         uses = [b for b in s.messages[-1]["content"] if b.get("type") == "tool_use"]
-        results = [self._run_tool(s, use) for use in uses]
-        s.messages.append({"role": "user", "content": results})
+        ending = [u for u in uses if self.returns is not None and u["name"] == RETURN]
+        results = {u["id"]: self._run_tool(s, u) for u in uses if u not in ending}
+        value, answers = self._take_return(s, ending, list(results.values()))
+        results.update(answers)
+        s.messages.append({"role": "user", "content": [results[u["id"]] for u in uses]})
         s.pending = {}
         s.next = CALL
+        if value is not None:
+            s.value = value[0]
+            return self._stop(s, "returned", dumps(s.value), value[0])
         s.save()
+        return None
+
+    def _take_return(self, s: Session, ending: list[Block], others: list[Block]
+                     ) -> tuple[tuple[Any] | None, dict[str, Block]]:
+        """The accepted value (in a 1-tuple: None is a value too), and the answer to each return
+        call of the turn (see the module docstring for when one is accepted)."""
+        assert self.returns is not None or not ending
+        failed = [b for b in others if b.get("is_error")]
+        answers: dict[str, Block] = {}
+        accepted: tuple[Any] | None = None
+        for use in ending:
+            args = use.get("input")
+            if len(ending) > 1:
+                result = Result(False, f"return was called {len(ending)} times in one turn; "
+                                       "call it once, with the one value.", RETURN)
+            elif failed:
+                result = Result(False, (
+                    f"The value was not accepted: {len(failed)} other call(s) of this turn "
+                    "failed (their results are beside this one), and it was written before "
+                    "their results were known. Call return again, alone, when the value is "
+                    "right."), RETURN)
+            elif not isinstance(args, dict):
+                result = Result(False, "The tool input must be a JSON object.", RETURN)
+            else:
+                try:
+                    accepted = (self.returns.check(args),)  # type: ignore[union-attr]
+                    result = Result(True, "Returned the value; this run ends here.", RETURN)
+                except GitspaceError as e:
+                    result = Result(False, str(e), RETURN)
+            answers[use["id"]] = self._result(s, use, result)
+        return accepted, answers
 
     def _run_tool(self, s: Session, use: Block) -> Block:
         name, args, use_id = use["name"], use.get("input"), use["id"]
@@ -268,6 +332,23 @@ class Loop:
         self.on_event(Event("tool", s.steps, use["name"], use.get("input") or {}, result,
                             recovered=recovered))
         return tool_result_block(use["id"], result.text or "(empty)", is_error=not result.ok)
+
+
+def _returns_of(session: Session, given: Returns | None) -> Returns | None:
+    """What a resumed session must return: what it was started with (``given``, when the caller
+    passes the type again, must describe the same value)."""
+    if session.returns is None:
+        if given is not None:
+            raise BadArguments(f"Session {session.id} was not started to return a value.",
+                               hint="Resume it without a returns schema, or start a new run.")
+        return None
+    if given is None:
+        return Returns.of(session.returns)
+    if given.schema != session.returns:
+        raise BadArguments(f"Session {session.id} was started to return another value than the "
+                           "one given now.", hint="Resume it with the schema it started with "
+                                                  "(or none: the saved one is used).")
+    return given
 
 
 def _agent_name(client: str) -> str:

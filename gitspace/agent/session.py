@@ -104,6 +104,8 @@ class Session:
     pending: dict[str, str] = field(default_factory=dict)  # tool_use id -> op id
     client_state: dict[str, Any] = field(default_factory=dict)
     stats: Stats = field(default_factory=Stats)
+    returns: dict[str, Any] | None = None  # the JSON Schema of the value the run must return
+    value: Any = None  # the value it returned (status "returned")
     created: float = field(default_factory=time.time)
     updated: float = 0.0
     root: Path | None = field(default=None, repr=False, compare=False)

@@ -1,9 +1,13 @@
 """Commands that run agents: demo, run, sessions.
 
 ``gitspace run`` exits with what happened (RUN_EXIT, also in the README):
-0 the agent finished; 4 it could not act (a policy gave up, every tool call failed, or the model
-refused); 5 the run stopped before the agent finished and can be resumed (--max-steps reached, a
-reply cut off, the context window full, an API error); 1, 2, 3 and 130 as for every command.
+0 the agent finished (or returned its value); 4 it could not act (a policy gave up, every tool
+call failed, the model refused, or it answered in text when a value was asked for); 5 the run
+stopped before the agent finished and can be resumed (--max-steps reached, a reply cut off, the
+context window full, an API error); 1, 2, 3 and 130 as for every command.
+
+With ``--returns SCHEMA`` (and when resuming a session started with it) stdout carries the
+returned value as JSON and nothing else; progress and any other ending go to stderr.
 """
 
 from __future__ import annotations
@@ -47,37 +51,46 @@ def run(
         help="Also commit the conversation to transcripts/ (it may hold sensitive text).")] = False,
     watch_edits: Annotated[bool, typer.Option("--watch", help=(
         "Also record outside edits (shell tools, people) as ops while the run lasts."))] = False,
+    returns: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        metavar="SCHEMA", help=("The run must return a value fitting this JSON Schema (a file, "
+                                "or inline JSON): stdout gets only the value, as JSON."))] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run an agent on the workspace: Claude with an API key, else an offline scripted policy.
     ``--resume SESSION "next message"`` continues a finished session with a new message."""
     from ..agent import runner
     from ..agent.loop import Loop, Options
+    from ..agent.returns import Returns, dumps
     from ..agent.session import Session
 
     if task is None and resume is None:
         usage("Give a TASK, or --resume SESSION to continue one (with a TASK: the session's "
               "next message).")
     real = {"api_key": config.anthropic_api_key(), "base_url": config.anthropic_base_url()}
+    wanted = None if returns is None else Returns.of(_schema(returns))
     with open_workspace() as ws:
         ws.require_owned("run an agent")  # before any model call: every write would be refused
         if resume:
             saved = Session.load(ws.root, resume)
             client = runner.client_for_session(saved, policy=policy, model=model, **real)
+            value_only = saved.returns is not None or wanted is not None
         else:
             client = runner.make_client(policy=policy, model=model, **real)
+            value_only = wanted is not None
         label = getattr(client, "label", None) or f"model {client.name}"
         steps = max_steps or (None if client.scripted else MODEL_STEPS)
+        to_stderr = value_only and not as_json
         if not as_json:
             limit = f"up to {steps} model calls" if steps else "no limit on model calls"
-            echo(f"Running {label} on {ws.root} ({limit}).")
+            echo(f"Running {label} on {ws.root} ({limit}).", err=to_stderr)
 
         def show(event: Any) -> None:
             line = runner.describe(event)
             if line and not as_json:
-                echo(line)
+                echo(line, err=to_stderr)
 
-        loop = Loop(ws, client, Options(max_steps=steps or sys.maxsize, budget=budget), show)
+        options = Options(max_steps=steps or sys.maxsize, budget=budget, returns=wanted)
+        loop = Loop(ws, client, options, show)
         watcher = start_watcher(ws.root, quiet=as_json) if watch_edits else None
         try:
             outcome = loop.resume(resume, task) if resume else loop.start(task or "")
@@ -89,15 +102,17 @@ def run(
             session = outcome.session
             emit_json({"status": outcome.status, "text": outcome.text, "session": session.id,
                        "calls": outcome.calls, "steps": session.steps, "stats": vars(session.stats),
-                       "exit_code": code}, "run")
+                       "exit_code": code, "value": outcome.value}, "run")
+        elif value_only and outcome.status == "returned":
+            echo(dumps(outcome.value))
         else:
-            render().outcome(outcome)
+            render().outcome(outcome, stderr=to_stderr)
         if commit_transcript:  # after the outcome, so a refused transcript cannot hide it
             from ..agent.transcript import commit_transcript as commit
 
             committed = commit(ws, outcome.session)
             if not as_json:
-                echo(committed.text)
+                echo(committed.text, err=to_stderr)
     if code:
         raise typer.Exit(code)
 
@@ -106,10 +121,28 @@ MODEL_STEPS = 40  # a model's default limit; a scripted policy has none (its scr
 
 # The exit code of `gitspace run` for each outcome status (see the module docstring).
 RUN_EXIT = {
-    "done": 0,
-    "gave_up": 4, "no_action": 4, "refusal": 4,
+    "done": 0, "returned": 0,
+    "gave_up": 4, "no_action": 4, "refusal": 4, "no_value": 4,
     "max_steps": 5, "max_tokens": 5, "context_window": 5, "api_error": 5, "stopped": 5,
 }
+
+
+def _schema(text: str) -> Any:
+    """``--returns``: a file holding a JSON Schema, or the schema itself as JSON."""
+    import json
+
+    path = Path(text)
+    source = f"the file {text}"
+    try:
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+        else:
+            source = "the --returns text"
+        return json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise BadArguments(f"--returns takes a JSON Schema, inline or as a file, and {source} "
+                           f"is not one ({e}).",
+                           hint="""For example: --returns '{"type": "integer"}'.""") from None
 
 
 sessions_app = typer.Typer(
@@ -163,8 +196,8 @@ def session_show(
                                  limit=timeline.ALL).entries[::-1]  # every branch, oldest first
         if as_json:
             emit_json({**_session_row(session), "answer": answer(session),
-                       "stats": vars(session.stats), "ops": [e.as_json() for e in entries]},
-                      "session")
+                       "stats": vars(session.stats), "ops": [e.as_json() for e in entries],
+                       "returns": session.returns, "value": session.value}, "session")
             return
         with render().paged():
             render().session(session, answer(session), entries)

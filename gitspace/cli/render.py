@@ -7,6 +7,7 @@ prints whole lines without rich (``lines``).
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
 from collections.abc import Iterator
@@ -208,16 +209,17 @@ def verify(report: Any) -> None:
         out.print(f"[red]{commit[:12]} malformed:[/red] {escape(problem)}")
 
 
-def outcome(result: Any) -> None:
+def outcome(result: Any, stderr: bool = False) -> None:
     s = result.session
+    to = err if stderr else out
     colour = "green" if result.ok else "yellow"
-    out.print(f"\n[{colour}]{escape(result.status)}[/{colour}] after {result.calls} model call(s) "
-              f"this run ({s.steps} in session {s.id}).")
-    out.print(escape(result.text))
+    to.print(f"\n[{colour}]{escape(result.status)}[/{colour}] after {result.calls} model call(s) "
+             f"this run ({s.steps} in session {s.id}).")
+    to.print(escape(result.text))
     st = s.stats
-    out.print(f"[dim]{st.tool_calls} tool calls, {st.bytes_read:,} characters of tool results, "
-              f"largest {st.largest_result:,}; peak conversation {st.peak_request:,} characters, "
-              f"{st.compactions} compaction(s).[/dim]")
+    to.print(f"[dim]{st.tool_calls} tool calls, {st.bytes_read:,} characters of tool results, "
+             f"largest {st.largest_result:,}; peak conversation {st.peak_request:,} characters, "
+             f"{st.compactions} compaction(s).[/dim]")
 
 
 def sessions(rows: list[Any]) -> None:
@@ -248,6 +250,9 @@ def session(s: Any, answer: str, entries: list[Any]) -> None:
         out.print("  " + escape(lines.compact(e)), soft_wrap=True)
     out.print(f"\nHow it ended ({escape(s.status)}):")
     out.print(escape(answer or "(no final answer was saved)"))
+    if s.status == "returned":
+        out.print("\nReturned value:")
+        out.print(escape(json.dumps(s.value, indent=2, ensure_ascii=False)), soft_wrap=True)
 
 
 def usage_error(message: str) -> None:

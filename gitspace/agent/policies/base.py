@@ -1,7 +1,8 @@
 """What every scripted policy shares: it plays the model's part through the same messages.
 
 Invariant: a policy sees only what a model would (the conversation and the offered tools) and
-acts only through tool_use blocks; it reads its previous calls' results from the tool_result
+acts only through tool_use blocks (a value goes back through the ``return`` tool, when the run
+offers it: ``finish``); it reads its previous calls' results from the tool_result
 blocks of the last user message. Its own notes (``state``) are plain JSON so a resumed session can
 hand them back. Every reply says, in its text, that it comes from a script and not a model.
 """
@@ -17,6 +18,13 @@ from ..model import Block, Message, Reply, blocks, result_text, text_block, tool
 
 class GiveUp(str):
     """A final answer saying the policy could not do its task (the run must not say 'done')."""
+
+
+@dataclass
+class Return:
+    """The policy's value, handed back with one ``return`` call."""
+
+    value: Any
 
 
 @dataclass
@@ -43,6 +51,7 @@ class Policy:
     scripted = True
 
     def __init__(self) -> None:
+        self.offered: dict[str, dict[str, Any]] = {}  # the tools of the current call, by name
         self.notes: dict[str, Any] = self.initial()
         self._meta: dict[str, Any] = {"n": 0, "asked": []}
 
@@ -53,17 +62,22 @@ class Policy:
     def initial(self) -> dict[str, Any]:
         return {}
 
-    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str:
-        """The next calls (run in parallel), or the final answer (a ``GiveUp`` when the policy
-        could not do the task)."""
+    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str | Return:
+        """The next calls (run in parallel), the final answer (a ``GiveUp`` when the policy
+        could not do the task), or a ``Return``."""
         raise NotImplementedError
+
+    def finish(self, text: str, value: Any) -> str | Return:
+        """The policy's end: its value through ``return`` when the run asks for one, else its
+        answer in words."""
+        return Return(value) if "return" in self.offered else text
 
     # -- the ModelClient side ----------------------------------------------------------------
 
     def create(self, *, system: list[Block], messages: list[Message], tools: list[dict[str, Any]],
                max_tokens: int) -> Reply:
-        offered = {t["name"] for t in tools}
-        missing = [t for t in self.tools if t not in offered]
+        self.offered = {t["name"]: t for t in tools}
+        missing = [t for t in self.tools if t not in self.offered]
         if missing:
             return self._answer(GiveUp(f"I cannot do this task here: the workspace offers no "
                                        f"{', '.join(missing)} tool."))
@@ -71,6 +85,9 @@ class Policy:
         decision = self.decide(task, self._seen(messages[-1]))
         if isinstance(decision, str):
             return self._answer(decision)
+        if isinstance(decision, Return):
+            schema = self.offered["return"].get("input_schema", {})
+            decision = [Call("return", _return_input(decision.value, schema))]
         content: list[Block] = [text_block(f"[{self.label}] next: "
                                            + ", ".join(c.name for c in decision))]
         asked = []
@@ -106,3 +123,13 @@ class Policy:
         if state:
             self.notes = copy.deepcopy(state["notes"])
             self._meta = copy.deepcopy(state["meta"])
+
+
+def _return_input(value: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``return`` input that hands back ``value``: wrapped as ``{"value": ...}`` when the
+    tool's schema is the wrapping one (see ``agent.returns``)."""
+    wrapping = (set(schema.get("properties", {})) == {"value"} and schema.get("required") ==
+                ["value"] and schema.get("additionalProperties") is False)
+    if wrapping and not (isinstance(value, dict) and set(value) == {"value"}):
+        return {"value": value}
+    return value if isinstance(value, dict) else {"value": value}

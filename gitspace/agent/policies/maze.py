@@ -4,13 +4,15 @@ It tries north, east, south, west in that order; on arriving at a cell with two 
 unexplored openings it checkpoints (in the same reply as the move that leaves it: two parallel
 tool calls); at a dead end it restores the newest junction checkpoint and looks again; a junction
 whose last opening is being taken is dropped from its stack. It knows only what the tools said.
+When the run asks for a value, it returns ``{escaped, row, col, checkpoints, dead_ends}`` where
+it would have answered in words.
 """
 
 from __future__ import annotations
 
 import re
 
-from .base import Call, GiveUp, Policy, Seen
+from .base import Call, GiveUp, Policy, Return, Seen
 
 ORDER = ("north", "east", "south", "west")
 STEP = {"north": (-1, 0), "east": (0, 1), "south": (1, 0), "west": (0, -1)}
@@ -25,7 +27,7 @@ class MazePolicy(Policy):
     def initial(self) -> dict[str, object]:
         return {"visited": [], "junctions": [], "checkpoints": 0, "dead_ends": 0}
 
-    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str:
+    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str | Return:
         failed = [s for s in seen if s.is_error]
         if failed:
             return GiveUp(f"I stopped: {failed[0].name} failed with: "
@@ -36,7 +38,7 @@ class MazePolicy(Policy):
             return [Call("look", {})]
         return self._from(cell_seen.text)
 
-    def _from(self, text: str) -> list[Call] | str:
+    def _from(self, text: str) -> list[Call] | str | Return:
         notes = self.notes
         found = WHERE.search(text)
         doors_line = OPEN.search(text)
@@ -46,8 +48,11 @@ class MazePolicy(Policy):
         if cell not in notes["visited"]:
             notes["visited"].append(cell)
         if "This is the exit" in text:
-            return (f"I escaped the maze at row {cell[0]}, col {cell[1]}, after "
-                    f"{notes['checkpoints']} checkpoints and {notes['dead_ends']} dead ends.")
+            return self.finish(
+                f"I escaped the maze at row {cell[0]}, col {cell[1]}, after "
+                f"{notes['checkpoints']} checkpoints and {notes['dead_ends']} dead ends.",
+                {"escaped": True, "row": cell[0], "col": cell[1],
+                 "checkpoints": notes["checkpoints"], "dead_ends": notes["dead_ends"]})
         fresh = [d for d in ORDER if d in doors
                  and [cell[0] + STEP[d][0], cell[1] + STEP[d][1]] not in notes["visited"]]
         junctions = notes["junctions"]

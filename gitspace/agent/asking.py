@@ -1,0 +1,90 @@
+"""An agent as a function: ``ask(ws, task, returns=...)`` runs the loop and returns its value.
+
+Invariant: ``ask`` returns only a value the model handed back with the ``return`` tool and the
+check accepted (see ``returns``); every other ending raises ``NoValue``, which carries the
+session id, so the run can be continued (``ask(ws, "message", resume=e.session)``) and nothing it
+did is lost: its ops are committed, its conversation is saved. The library reads no environment:
+the model client is passed in (``AnthropicClient``, a scripted policy, or an ``anthropic.Anthropic``
+client, which is wrapped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from ..core import timeline
+from ..core.workspace import Workspace
+from ..errors import BadArguments, GitspaceError
+from ..storage import ledger
+from .loop import Event, Loop, Options, RunOutcome
+from .model import ModelClient
+from .returns import ANY, Returns
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """What an agent handed back, and where to find what it did."""
+
+    value: T  # the JSON value, or the pydantic model / dataclass instance asked for
+    session: str
+    ops: list[ledger.Op] = field(default_factory=list)  # the session's ops, oldest first
+
+
+class NoValue(GitspaceError):
+    """The run ended without returning a value; ``session`` continues it."""
+
+    def __init__(self, outcome: RunOutcome) -> None:
+        self.session = outcome.session.id
+        self.status = outcome.status
+        self.text = outcome.text
+        super().__init__(
+            f"The agent ended without returning a value ({outcome.status}, session "
+            f"{self.session}): {outcome.text}",
+            hint=f"Continue it with ask(ws, 'next message', resume={self.session!r}) or "
+                 f"'gitspace run --resume {self.session}'; its ops are committed.")
+
+
+def ask(ws: Workspace, task: str | None = None, *, returns: Any = ANY, client: Any,
+        model: str | None = None, resume: str | None = None, max_steps: int = 40,
+        budget: int = 60_000, system: str = "",
+        on_event: Callable[[Event], None] | None = None) -> Answer[Any]:
+    """Run an agent on ``ws`` until it returns a value that fits ``returns`` (a JSON Schema, a
+    pydantic model or a dataclass; default: any JSON value). With ``resume``, continue that
+    session instead (``task``, if given, is its next message)."""
+    kind = Returns.of(returns)
+    options = Options(max_steps=max_steps, budget=budget, system=system, returns=kind)
+    loop = Loop(ws, model_client(client, model), options, on_event)
+    if resume is not None:
+        outcome = loop.resume(resume, task)
+    elif task is None:
+        raise BadArguments("ask needs a task (or resume= a session to continue).")
+    else:
+        outcome = loop.start(task)
+    if outcome.status != "returned":
+        raise NoValue(outcome)
+    return Answer(kind.build(outcome.value), outcome.session.id, session_ops(ws, outcome.session.id))
+
+
+def model_client(client: Any, model: str | None = None) -> ModelClient:
+    """``client`` as the loop's model client: an ``anthropic.Anthropic`` (anything with
+    ``messages.create``) is wrapped, anything else must already be one."""
+    if hasattr(client, "scripted") and hasattr(client, "create"):
+        return client  # type: ignore[no-any-return]
+    if hasattr(client, "messages"):
+        from .clients import DEFAULT_MODEL, AnthropicClient
+
+        return AnthropicClient(model=model or DEFAULT_MODEL, sdk_client=client)
+    raise BadArguments(f"{type(client).__name__} is not a model client.",
+                       hint="Pass an anthropic.Anthropic client, an AnthropicClient or a "
+                            "scripted policy (gitspace.agent.policies.make).")
+
+
+def session_ops(ws: Workspace, session: str) -> list[ledger.Op]:
+    """The ops session ``session`` recorded on the workspace's branch, oldest first."""
+    page = timeline.query(ws.repo, f"refs/heads/{ws.branch()}",
+                          timeline.Filters(session=session), limit=timeline.ALL)
+    return [e.op for e in reversed(page.entries) if e.op is not None]
