@@ -21,9 +21,11 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..core.result import Result
@@ -32,7 +34,7 @@ from ..errors import BadArguments, GitspaceError
 from ..storage import ledger
 from ..tools.recovery import from_ledger
 from ..tools.registry import Tool, all_tools
-from . import compaction
+from . import compaction, delegate
 from .clients import ModelError
 from .definitions import system_blocks, tool_definitions
 from .model import DONE, Block, ModelClient, Reply, tool_result_block
@@ -46,7 +48,7 @@ MAX_TOKENS_CEILING = 16_384
 class Event:
     """Something the loop did, for a front end to show as it happens."""
 
-    kind: str  # model | tool | compacted | retry
+    kind: str  # model | tool | compacted | retry | delegate (a child starts: ``name`` its session)
     step: int
     name: str = ""
     input: dict[str, Any] = field(default_factory=dict)
@@ -56,6 +58,7 @@ class Event:
     recovered: bool = False
     size: int = 0
     before: int = 0  # for "compacted": the conversation's size before
+    depth: int = 0  # how many delegated calls deep the session that did it runs
 
 
 @dataclass
@@ -89,12 +92,17 @@ class Options:
     keep_last: int = 6
     system: str = ""
     returns: Returns | None = None  # the run must end by returning such a value
+    max_depth: int = 4  # a session this deep in delegated calls is not offered delegate
 
 
 class Loop:
     def __init__(self, ws: Workspace, client: ModelClient, options: Options | None = None,
-                 on_event: Callable[[Event], None] | None = None) -> None:
+                 on_event: Callable[[Event], None] | None = None, *,
+                 sessions: Path | None = None) -> None:
         self.ws = ws
+        # Where session files live: the workspace's own, or (a delegated child working in a
+        # worktree of its own) the top workspace's, beside its parent's.
+        self.sessions = sessions or ws.root
         self.client = client
         self.options = options or Options()
         self.on_event = on_event or (lambda event: None)
@@ -103,23 +111,42 @@ class Loop:
         self._tools: dict[str, Tool] = {}
         self._definitions: list[dict[str, Any]] = []
         self.returns = self.options.returns
+        self.delegating = False  # is this session offered delegate (set per run)
 
     # -- entry points ------------------------------------------------------------------------
 
     def start(self, task: str) -> RunOutcome:
-        session = Session.new(self.ws.root, task, agent=self.ws.agent, client=self.client.name,
-                              scripted=self.client.scripted)
+        return self.begin(self.new_session(task))
+
+    def new_session(self, task: str, session_id: str | None = None) -> Session:
+        """A session for ``task`` on the workspace's branch, not saved yet."""
+        session = Session.new(self.sessions, task, agent=self.ws.agent, client=self.client.name,
+                              scripted=self.client.scripted, session_id=session_id)
         session.client_state = self.client.state()
         if self.returns is not None:
             session.returns = self.returns.schema
+        session.branch, session.base = self.ws.branch(), self.ws.tip()
+        return session
+
+    def begin(self, session: Session) -> RunOutcome:
+        """Save a new session and run it."""
         session.save()
         return self._run(session)
 
     def resume(self, session_id: str, message: str | None = None) -> RunOutcome:
         """Continue a saved session where it stopped; with ``message``, continue one that ended
         (done, or stopped at a limit) with a new message from the user: its history, compaction
-        and ops carry on as they were."""
-        session = Session.load(self.ws.root, session_id)
+        and ops carry on as they were. A delegated child runs only as its parent's call."""
+        session = Session.load(self.sessions, session_id)
+        if session.parent_session is not None:
+            raise GitspaceError(
+                f"Session {session.id} was delegated by session {session.parent_session} (its "
+                f"call {session.parent_tool_use_id}): it runs only as that call.",
+                hint=f"Resume the parent: gitspace run --resume {session.parent_session}")
+        return self.proceed(session, message)
+
+    def proceed(self, session: Session, message: str | None = None) -> RunOutcome:
+        """``resume`` for a session already loaded."""
         self.returns = _returns_of(session, self.returns)
         if session.status == "returned" and message is None:
             return RunOutcome("returned", dumps(session.value), session, 0, session.value)
@@ -137,6 +164,17 @@ class Loop:
         session.status = "running"
         return self._run(session)
 
+    def spawn(self, ws: Workspace, client: ModelClient, options: Options) -> Loop:
+        """A loop for a delegated child in ``ws``: its sessions beside this one's, its events
+        shown one level deeper."""
+        def nested(event: Event) -> None:
+            self.on_event(dataclasses.replace(event, depth=event.depth + 1))
+
+        return Loop(ws, client, options, nested, sessions=self.sessions)
+
+    def announce(self, step: int, child: Session) -> None:
+        self.on_event(Event("delegate", step, child.id, text=child.task))
+
     # -- the loop ----------------------------------------------------------------------------
 
     def _run(self, s: Session) -> RunOutcome:
@@ -146,7 +184,10 @@ class Loop:
         # One tool list per run: byte-stable for the prompt cache, and scripts are discovered
         # once rather than at every model call and tool call.
         self._tools = all_tools(self.ws)
+        self.delegating = s.depth < self.options.max_depth
         control = [] if self.returns is None else [self.returns.definition()]
+        if self.delegating:
+            control.append(delegate.definition())
         self._definitions = tool_definitions(self._tools, control)
         with s.running():
             return self._drive(s)
@@ -308,6 +349,8 @@ class Loop:
         name, args, use_id = use["name"], use.get("input"), use["id"]
         if not isinstance(args, dict):
             return self._result(s, use, Result(False, "The tool input must be a JSON object.", name))
+        if name == delegate.DELEGATE and self.delegating:
+            return self._result(s, use, delegate.call(self, s, use))
         op_id = s.pending.get(use_id)
         tool = self._tools.get(name)
         if op_id:
@@ -320,7 +363,8 @@ class Loop:
             op_id = s.pending[use_id] = ledger.new_op_id()
             s.save()
         who = self.ws.identity(name, tool_use_id=use_id, op_id=op_id, agent=s.agent,
-                               session=s.id)
+                               session=s.id, parent_session=s.parent_session,
+                               parent_tool_use_id=s.parent_tool_use_id)
         result = self.ws.call_as(who, args)
         return self._result(s, use, result)
 

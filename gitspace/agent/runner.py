@@ -50,7 +50,15 @@ def client_for_session(session: Session, *, policy: str | None = None, model: st
 
 
 def describe(event: Event) -> str | None:
-    """One line for a tool call or compaction as it happens (None for events not worth a line)."""
+    """One line for a tool call or compaction as it happens (None for events not worth a line),
+    indented under the call when a delegated agent did it."""
+    line = _describe(event)
+    return None if line is None else "    " * event.depth + line
+
+
+def _describe(event: Event) -> str | None:
+    if event.kind == "delegate":
+        return f"  {event.step:>3} delegate -> session {event.name}: {event.text[:70]}"
     if event.kind == "tool" and event.result is not None:
         r = event.result
         outcome = (f"op {r.op}" if r.op else "ok") if r.ok else "error"

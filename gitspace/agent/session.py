@@ -106,6 +106,14 @@ class Session:
     stats: Stats = field(default_factory=Stats)
     returns: dict[str, Any] | None = None  # the JSON Schema of the value the run must return
     value: Any = None  # the value it returned (status "returned")
+    branch: str | None = None  # the branch it works on
+    base: str | None = None  # the commit that branch was at when it started
+    # A delegated child: the session and delegate call it answers to, how deep it runs, and the
+    # commit of the parent's branch its ops joined (None: not joined, or not a child).
+    parent_session: str | None = None
+    parent_tool_use_id: str | None = None
+    depth: int = 0
+    joined: str | None = None
     created: float = field(default_factory=time.time)
     updated: float = 0.0
     root: Path | None = field(default=None, repr=False, compare=False)
@@ -113,10 +121,11 @@ class Session:
     _old_file: bool = field(default=False, init=False, repr=False, compare=False)
 
     @classmethod
-    def new(cls, root: Path, task: str, *, agent: str | None, client: str, scripted: bool) -> Session:
+    def new(cls, root: Path, task: str, *, agent: str | None, client: str, scripted: bool,
+            session_id: str | None = None) -> Session:
         if not task.strip():
             raise BadArguments("The task is empty.", hint="Say what the agent should do.")
-        session = cls(ledger.new_op_id(), task, agent, client, scripted, root=root)
+        session = cls(session_id or ledger.new_op_id(), task, agent, client, scripted, root=root)
         session.messages.append({"role": "user", "content": task})
         return session
 

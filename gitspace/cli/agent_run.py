@@ -154,9 +154,11 @@ sessions_app = typer.Typer(
 
 @sessions_app.callback()
 def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """List the saved agent sessions of this workspace (newest last)."""
+    """List the saved agent sessions of this workspace (newest last), each followed by the
+    sessions it delegated to."""
     if ctx.invoked_subcommand is not None:
         return
+    from ..agent import calls
     from ..agent.session import listing
     from ..harness.state import sessions as harness_sessions
 
@@ -166,10 +168,11 @@ def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         if as_json:
             emit_json([_session_row(s) for s in rows] + [
                 {"session": k.session, "status": "recorded", "agent": k.agent,
-                 "client": "harness", "scripted": False, "steps": k.turns, "task": ""}
+                 "client": "harness", "scripted": False, "steps": k.turns, "task": "",
+                 "parent_session": None, "parent_tool_use_id": None, "depth": 0}
                 for k in others], "sessions")
         else:
-            render().sessions(rows)
+            render().sessions(calls.ordered(rows))
             for k in others:
                 echo(f"{k.session}  {k.agent}  {k.turns} turn(s)  (the harness's own transcript"
                      f": 'gitspace ui' shows it)")
@@ -177,7 +180,9 @@ def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 def _session_row(s: Any) -> dict[str, Any]:
     return {"session": s.id, "status": s.status, "agent": s.agent, "client": s.client,
-            "scripted": s.scripted, "steps": s.steps, "task": s.task}
+            "scripted": s.scripted, "steps": s.steps, "task": s.task,
+            "parent_session": s.parent_session, "parent_tool_use_id": s.parent_tool_use_id,
+            "depth": s.depth}
 
 
 @sessions_app.command("show")
@@ -187,17 +192,20 @@ def session_show(
     as_json: JsonOpt = False,
 ) -> None:
     """One run: its task, its ops in order (from every branch) and how it ended."""
-    from ..agent.session import answer, find
+    from ..agent.session import answer, find, listing
     from ..core import timeline
 
     with open_workspace() as ws:
         session = find(ws.root, session_id)
         entries = timeline.query(ws.repo, None, timeline.Filters(session=session.id),
                                  limit=timeline.ALL).entries[::-1]  # every branch, oldest first
+        children = sorted((s for s in listing(ws.root) if s.parent_session == session.id),
+                          key=lambda s: (s.created, s.id))
         if as_json:
             emit_json({**_session_row(session), "answer": answer(session),
                        "stats": vars(session.stats), "ops": [e.as_json() for e in entries],
-                       "returns": session.returns, "value": session.value}, "session")
+                       "returns": session.returns, "value": session.value,
+                       "children": [c.id for c in children]}, "session")
             return
         with render().paged():
-            render().session(session, answer(session), entries)
+            render().session(session, answer(session), entries, children)

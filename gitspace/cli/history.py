@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -80,14 +81,26 @@ def log(
                                  also=also, first_parent=not also).entries
         if as_json:
             emit_json([e.as_json() for e in entries], "log")
-        elif fmt == "table":
+            return
+        depths = _call_depths(ws.root, entries)
+        if fmt == "table":
             with render().paged():
-                render().timeline(entries)
+                render().timeline(entries, depths)
         else:
             with paged(state.pager) as stream:
                 for e in entries:
-                    stream.write((lines.compact(e) if fmt == "line" else
-                                  lines.render_template(fmt, e)) + "\n")
+                    depth = depths.get(e.op.op_id, 0) if e.op else 0
+                    stream.write((lines.compact(e, depth) if fmt == "line" else
+                                  lines.render_template(fmt, e, depth)) + "\n")
+
+
+def _call_depths(root: Path, entries: list[Any]) -> dict[str, int]:
+    """How deep in delegated calls each op was made (only looked into when one was)."""
+    if not any(e.op is not None and e.op.parent_session for e in entries):
+        return {}
+    from ..agent import calls
+
+    return calls.depths([e.op for e in entries], calls.saved_parent(root))
 
 
 def _log_format(fmt: str | None) -> str:

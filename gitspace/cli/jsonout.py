@@ -23,9 +23,11 @@ FIELDS: dict[str, list[str]] = {
     "branches": ["name", "tip", "current"],
     "result": ["ok", "text", "tool", "op", "commit", "changed", "external_op", "notes"],
     "verify": ["ok", "commits", "ops", "foreign", "problems"],
-    "sessions": ["session", "status", "agent", "client", "scripted", "steps", "task"],
-    "session": ["session", "status", "agent", "client", "scripted", "steps", "task", "answer",
-                "stats", "ops", "returns", "value"],
+    "sessions": ["session", "status", "agent", "client", "scripted", "steps", "task",
+                 "parent_session", "parent_tool_use_id", "depth"],
+    "session": ["session", "status", "agent", "client", "scripted", "steps", "task",
+                "parent_session", "parent_tool_use_id", "depth", "answer", "stats", "ops",
+                "returns", "value", "children"],
     "run": ["status", "text", "session", "calls", "steps", "stats", "exit_code", "value"],
     "tools": ["tools", "notes"],
     "attach": ["agent", "branch", "path", "start", "dirty", "existed", "resumed"],
@@ -38,7 +40,8 @@ FIELDS: dict[str, list[str]] = {
                "unverified", "scripts", "empty", "fetched", "onto", "branch", "created",
                "leftover", "ok", "result", "checked", "divergence"],
 }
-OP_FIELDS = ["id", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of"]
+OP_FIELDS = ["id", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of",
+             "parent_session", "parent_tool_use_id"]
 
 
 class UnknownField(ValueError):

@@ -26,6 +26,8 @@ TEMPLATE_FIELDS = {
     "tool": "the tool (ops) or 'commit'",
     "source": "tool, external, init or transcript ('-' for other commits)",
     "session": "the session id ('-' if none)",
+    "parent": "the session that delegated the op's session ('-' if none)",
+    "depth": "how many delegated calls deep the op was made (0: not delegated)",
     "args": "the arguments, summarised on one line",
     "args_json": "the arguments as canonical JSON",
     "files": "the files changed, comma-separated",
@@ -42,7 +44,7 @@ def when(ts: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-def values(e: Any) -> dict[str, str]:
+def values(e: Any, depth: int = 0) -> dict[str, str]:
     """Every template field of one entry, each already on one line."""
     op = e.op
     raw = {
@@ -53,6 +55,8 @@ def values(e: Any) -> dict[str, str]:
         "tool": op.tool if op else "commit",
         "source": op.source if op else "-",
         "session": (op.session or "-") if op else "-",
+        "parent": (op.parent_session or "-") if op else "-",
+        "depth": str(depth),
         "args": ledger.args_summary(op.args, 10_000) if op else e.subject,
         "args_json": ledger.canonical_json(op.args) if op else "{}",
         "files": ",".join(e.files), "checkpoints": ",".join(e.checkpoints),
@@ -61,10 +65,16 @@ def values(e: Any) -> dict[str, str]:
     return {k: one_line(v) for k, v in raw.items()}
 
 
-def compact(e: Any) -> str:
-    """The line ``log`` prints into a pipe: time, op, agent, tool, args, files, checkpoints."""
-    v = values(e)
-    parts = [v["time"], v["op_short"], v["agent"], v["tool"], v["args"]]
+def called(tool: str, depth: int) -> str:
+    """A tool as the call tree shows it: under the call that delegated it, one step per level."""
+    return tool if depth <= 0 else "  " * (depth - 1) + "↳ " + tool
+
+
+def compact(e: Any, depth: int = 0) -> str:
+    """The line ``log`` prints into a pipe: time, op, agent, tool, args, files, checkpoints.
+    An op a delegated agent made shows its tool under the call (``called``)."""
+    v = values(e, depth)
+    parts = [v["time"], v["op_short"], v["agent"], called(v["tool"], depth), v["args"]]
     parts.append(f"files: {v['files'].replace(',', ', ')}" if e.files else "files: -")
     if e.checkpoints:
         parts.append(f"checkpoint: {v['checkpoints'].replace(',', ', ')}")
@@ -90,10 +100,10 @@ def check_template(template: str) -> None:
                               + ", ".join(f"{{{k}}}" for k in TEMPLATE_FIELDS) + ".")
 
 
-def render_template(template: str, e: Any) -> str:
+def render_template(template: str, e: Any, depth: int = 0) -> str:
     """One entry through a checked template (a value never adds a line; the template may)."""
     try:
-        return template.format_map(values(e))
+        return template.format_map(values(e, depth))
     except ValueError as error:  # a format spec that does not fit a string, e.g. {tool:d}
         raise BadTemplate(f"--format {template!r} cannot be applied: {error}.") from None
 

@@ -105,9 +105,11 @@ def _table(columns: list[str], rows: list[list[str]], flexible: tuple[str, ...])
     return table
 
 
-def timeline(entries: list[Any]) -> None:
-    """The op table for a terminal: one row per op, never folded over two lines."""
+def timeline(entries: list[Any], depths: dict[str, int] | None = None) -> None:
+    """The op table for a terminal: one row per op, never folded over two lines; an op a
+    delegated agent made has its tool under the call (``depths``: by op id)."""
     rows = []
+    depths = depths or {}
     for e in entries:
         op = e.op
         files = ", ".join(e.files[:3]) + (f" +{len(e.files) - 3}" if len(e.files) > 3 else "")
@@ -118,7 +120,7 @@ def timeline(entries: list[Any]) -> None:
             lines.when(e.time),
             op.op_id[-lines.OP_SHORT:] if op else e.commit[:lines.OP_SHORT],
             escape(op.agent or "-") if op else escape(e.author),
-            escape(op.tool) if op else "[dim]commit[/dim]",
+            escape(lines.called(op.tool, depths.get(op.op_id, 0))) if op else "[dim]commit[/dim]",
             escape(ledger.args_summary(op.args, 200)) if op else escape(e.subject),
             escape(lines.one_line(files)),
             marks,
@@ -222,22 +224,26 @@ def outcome(result: Any, stderr: bool = False) -> None:
              f"{st.compactions} compaction(s).[/dim]")
 
 
-def sessions(rows: list[Any]) -> None:
+def sessions(rows: list[tuple[Any, int]]) -> None:
+    """The sessions as a tree: each one followed by those it delegated to, indented."""
     if not rows:
         out.print("No saved sessions. Start one with 'gitspace run TASK'.")
         return
-    cells = [[s.id, escape(s.status), escape(s.agent or "-"),
+    cells = [[escape(lines.called(s.id, depth)), escape(s.status), escape(s.agent or "-"),
               escape(f"{s.client} (scripted)" if s.scripted else s.client), str(s.steps),
-              escape(lines.one_line(s.task))] for s in rows]
+              escape(lines.one_line(s.task))] for s, depth in rows]
     out.print(_table(["session", "status", "agent", "client", "steps", "task"], cells, ("task",)))
     out.print("[dim]'gitspace sessions show ID' shows one run (the start or end of an id will "
               "do).[/dim]")
 
 
-def session(s: Any, answer: str, entries: list[Any]) -> None:
+def session(s: Any, answer: str, entries: list[Any], children: list[Any]) -> None:
     client = f"{s.client} (scripted)" if s.scripted else s.client
     out.print(f"Session [bold]{s.id}[/bold]: {escape(s.status)}")
     out.print(f"task    {escape(s.task)}")
+    if s.parent_session:
+        out.print(f"called  by session {s.parent_session} (its delegate call "
+                  f"{escape(s.parent_tool_use_id or '?')}), {s.depth} level(s) deep")
     out.print(f"agent   {escape(s.agent or '-')}   client {escape(client)}   "
               f"{s.steps} model call(s)   {s.stats.tool_calls} tool call(s), "
               f"{s.stats.failed_calls} failed")
@@ -248,6 +254,12 @@ def session(s: Any, answer: str, entries: list[Any]) -> None:
     out.print(f"\n{len(entries)} op(s), oldest first:")
     for e in entries:
         out.print("  " + escape(lines.compact(e)), soft_wrap=True)
+    if children:
+        out.print(f"\nDelegated to {len(children)} session(s):")
+        for c in children:
+            got = json.dumps(c.value, ensure_ascii=False) if c.status == "returned" else c.status
+            out.print(f"  {c.id}  {escape(lines.one_line(got))}  {escape(lines.one_line(c.task))}",
+                      soft_wrap=True)
     out.print(f"\nHow it ended ({escape(s.status)}):")
     out.print(escape(answer or "(no final answer was saved)"))
     if s.status == "returned":

@@ -34,6 +34,10 @@ class Identity:
     # The time the call runs at: what a mutating script sees as now and its commit's time. None:
     # the real clock; a replay pins the recorded op's time.
     clock: float | None = None
+    # The delegated call this call answers to (a child agent's: both or neither), recorded as
+    # Gitspace-Parent-Session and Gitspace-Parent-Tool-Use-Id.
+    parent_session: str | None = None
+    parent_tool_use_id: str | None = None
 
     def op(self, args: dict[str, Any], **links: Any) -> ledger.Op:
         """The ledger record of this call with ``args``; ``links`` are what the tool adds

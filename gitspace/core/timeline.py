@@ -57,6 +57,7 @@ class Entry:
                 "id": op.op_id, "tool": op.tool, "args": op.args, "source": op.source,
                 "agent": op.agent, "session": op.session, "tool_use_id": op.tool_use_id,
                 "undo_of": list(op.undo_of), "redo_of": op.redo_of,
+                "parent_session": op.parent_session, "parent_tool_use_id": op.parent_tool_use_id,
             },
             "problem": self.problem,
         }

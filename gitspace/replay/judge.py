@@ -30,7 +30,7 @@ PATHS_LISTED = 100
 EXTERNAL_LISTED = 100  # transaction.commit_external records the first 100 paths it changed
 TRANSCRIPT = re.compile(r"transcripts/[^/]+\.json")
 _COMPARED = ("tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of",
-             "script")
+             "script", "parent_session", "parent_tool_use_id")
 
 
 @dataclass

@@ -67,15 +67,29 @@ format 2 reads format 1 unchanged.
   100 of them, sorted. For a file tool they are the files it wrote; for a shell command they are
   what changed while it ran.
 
+Format 3 (additive: delegated calls)
+------------------------------------
+Format 3 is format 2 plus what an op made by a delegated agent needs: the call it answers to.
+Only such ops are written as format 3 (they are tool ops, source ``tool``); every other op is
+written as before. A reader of format 3 reads formats 1 and 2 unchanged.
+
+- ``Gitspace-Format``: ``3``.
+- ``Gitspace-Parent-Session``, ``Gitspace-Parent-Tool-Use-Id`` (new, last, in this order; both
+  or neither): tokens as above. The session of the agent that delegated the task and the id of
+  its ``delegate`` tool call; the op's own ``Gitspace-Session`` is the delegated agent's. A
+  chain of them is the tree of calls: a grandchild's op names the child, whose ops (or session
+  file) name the parent.
+
 Format versions
 ---------------
 ``FORMATS`` holds every version this gitspace reads: which op sources are written in it, what a
 tool name looks like in it, and which keys it may hold (all keys keep the order of ``_KEYS``).
 An op is written in ``FORMAT`` unless its source needs another (``version_for``: a harness op is
-written in 2). A change to the block is a new version: append any new key to ``_KEYS``, add
-``FORMATS[n]`` (copy the last and change what changes), make it ``FORMAT`` if every op should be
-written in it, and document it above. Never change or drop an old version, so old history still
-reads. An ``Op`` read back remembers its version (``Op.format``) and is written back in it.
+written in 2) or it names a parent call (written in 3). A change to the block is a new version:
+append any new key to ``_KEYS``, add ``FORMATS[n]`` (copy the last and change what changes),
+make it ``FORMAT`` if every op should be written in it, and document it above. Never change or
+drop an old version, so old history still reads. An ``Op`` read back remembers its version
+(``Op.format``) and is written back in it.
 
 Checkpoint tags and branch reflogs
 ----------------------------------
@@ -148,7 +162,10 @@ _KEYS = (
     "Gitspace-Script",
     "Gitspace-Rebased-From",
     "Gitspace-Paths",
+    "Gitspace-Parent-Session",
+    "Gitspace-Parent-Tool-Use-Id",
 )
+_PARENT = ("Gitspace-Parent-Session", "Gitspace-Parent-Tool-Use-Id")
 _REQUIRED = ("Gitspace-Format", "Gitspace-Op", "Gitspace-Tool", "Gitspace-Source", "Gitspace-Args")
 
 
@@ -163,10 +180,12 @@ class Format:
 
 FORMATS: dict[int, Format] = {
     1: Format(("tool", "external", "init", "transcript"), TOOL_NAME,
-              frozenset(_KEYS) - {"Gitspace-Paths"}),
-    2: Format(("harness",), HARNESS_TOOL_NAME, frozenset(_KEYS)),  # see "Format 2" above
+              frozenset(_KEYS) - {"Gitspace-Paths", *_PARENT}),
+    2: Format(("harness",), HARNESS_TOOL_NAME, frozenset(_KEYS) - set(_PARENT)),  # "Format 2"
+    3: Format(("tool",), TOOL_NAME, frozenset(_KEYS) - {"Gitspace-Paths"}),  # see "Format 3"
 }
 FORMAT = 1  # what an op is written in unless its source needs another
+PARENTED = 3  # what an op that names a parent call is written in
 SOURCES = tuple(dict.fromkeys(s for f in FORMATS.values() for s in f.sources))
 
 
@@ -221,12 +240,16 @@ class Op:
     rebased_from: str | None = None
     paths: tuple[str, ...] | None = None  # a harness op's changed paths (the first 100, sorted)
     path_count: int | None = None  # how many paths it changed (Gitspace-Paths count)
+    parent_session: str | None = None  # the delegating agent's session (format 3)
+    parent_tool_use_id: str | None = None  # ... and its delegate call
     # The version it was read in (None: made here, written as ``version_for(source)``). Not part
     # of what the op means, so not compared.
     format: int | None = field(default=None, compare=False)
 
     def trailers(self) -> str:
-        version = version_for(self.source) if self.format is None else self.format
+        parented = self.parent_session is not None or self.parent_tool_use_id is not None
+        version = self.format if self.format is not None else \
+            PARENTED if parented else version_for(self.source)
         spec = FORMATS[version]
         if self.source not in spec.sources:
             raise BadArguments(f"The op source {self.source!r} is not one of {spec.sources}.")
@@ -262,6 +285,16 @@ class Op:
             count = len(self.paths) if self.path_count is None else self.path_count
             rows.append(("Gitspace-Paths", canonical_json(
                 {"count": count, "paths": sorted(self.paths)[:PATHS_LISTED]})))
+        if parented:
+            if self.parent_session is None or self.parent_tool_use_id is None:
+                raise BadArguments("A delegated op names both its parent session and tool call.")
+            rows.append(("Gitspace-Parent-Session",
+                         check_token("parent session id", self.parent_session)))
+            rows.append(("Gitspace-Parent-Tool-Use-Id",
+                         check_token("parent tool-use id", self.parent_tool_use_id)))
+        if any(key not in spec.keys for key, _ in rows):
+            raise BadArguments(f"Ledger format {version} cannot record this op: it has no "
+                               f"{next(k for k, _ in rows if k not in spec.keys)}.")
         return "\n".join(f"{k}: {v}" for k, v in rows)
 
 
@@ -353,9 +386,12 @@ def _op_from(seen: dict[str, str]) -> Op:
         raise LedgerError(f"Gitspace-Args is not valid JSON: {e}.") from None
     if not isinstance(args, dict) or canonical_json(args) != raw_args:
         raise LedgerError("Gitspace-Args is not a canonical JSON object.")
-    for key in ("Gitspace-Agent", "Gitspace-Session", "Gitspace-Tool-Use-Id"):
+    for key in ("Gitspace-Agent", "Gitspace-Session", "Gitspace-Tool-Use-Id", *_PARENT):
         if key in seen and not TOKEN.fullmatch(seen[key]):
             raise LedgerError(f"{key} has a malformed value.")
+    if (_PARENT[0] in seen) != (_PARENT[1] in seen):
+        raise LedgerError("A delegated op names both its parent session and tool call, or "
+                          "neither.")
     if "Gitspace-Redo-Of" in seen and not OP_ID.fullmatch(seen["Gitspace-Redo-Of"]):
         raise LedgerError("Gitspace-Redo-Of has a malformed op id.")
     undo_of = tuple(seen["Gitspace-Undo-Of"].split(",")) if "Gitspace-Undo-Of" in seen else ()
@@ -379,6 +415,8 @@ def _op_from(seen: dict[str, str]) -> Op:
         rebased_from=seen.get("Gitspace-Rebased-From"),
         paths=paths,
         path_count=count,
+        parent_session=seen.get(_PARENT[0]),
+        parent_tool_use_id=seen.get(_PARENT[1]),
         format=version,
     )
 

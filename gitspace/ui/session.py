@@ -19,8 +19,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..agent import calls, transcript
 from ..agent import session as sessions
-from ..agent import transcript
 from ..agent.compaction import SUMMARY_MARKER
 from ..core import timeline
 from ..core.timeline import Entry, Filters
@@ -46,6 +46,9 @@ class Conversation:
     messages: list[Any] = field(default_factory=list)
     facts: dict[str, object] = field(default_factory=dict)
     problem: str | None = None
+    parent: tuple[str, str | None] | None = None  # (session, delegate call) it was delegated by
+    value: Any = None  # what it returned
+    children: dict[str, str] = field(default_factory=dict)  # delegate call id -> child session
 
 
 def index(ctx: Context) -> Html:
@@ -53,15 +56,20 @@ def index(ctx: Context) -> Html:
     tip = ctx.repo.rev_parse("HEAD")
     committed = transcript.committed(ctx.repo, tip) if tip else []
     rows = []
-    for s in sorted(saved, key=lambda s: s.created, reverse=True):
+    # Newest run first, each followed by the sessions it delegated to (the tree of calls).
+    tops = [s for s, depth in calls.ordered(saved) if depth == 0][::-1]
+    tree = calls.ordered(saved)
+    for s, depth in [row for top in tops for row in _subtree(tree, top)]:
         damaged = s.status == "damaged"
-        rows.append(tag("tr", tag("td", link(f"/session/{s.id}", s.id)),
+        who = link(f"/session/{s.id}", s.id)
+        rows.append(tag("tr", tag("td", "↳ " if depth else "", who),
                         tag("td", "saved" if not damaged else badge("warn", "damaged")),
                         tag("td", s.agent or ""), tag("td", s.status),
                         tag("td", s.steps if not damaged else ""),
                         tag("td", s.stats.compactions if not damaged else ""),
                         tag("td", short(s.task, 90)),
-                        tag("td", when(int(s.created)) if s.created and not damaged else "")))
+                        tag("td", when(int(s.created)) if s.created and not damaged else ""),
+                        class_=f"depth-{min(depth, 4)}" if depth else None))
     for k in harness_state.sessions(ctx.repo.gitdir):
         rows.append(tag("tr", tag("td", link(f"/session/{k.session}", k.session)),
                         tag("td", title(k.agent)), tag("td", k.agent), tag("td", ""),
@@ -83,6 +91,13 @@ def index(ctx: Context) -> Html:
     return page("Sessions", join([tag("h1", "Sessions"), body]), **ctx.shell("/sessions"))  # type: ignore[arg-type]
 
 
+def _subtree(tree: list[tuple[Any, int]], top: Any) -> list[tuple[Any, int]]:
+    """``top`` and the rows below it in ``calls.ordered`` order, up to the next top."""
+    start = next(i for i, (s, _) in enumerate(tree) if s is top)
+    end = next((i for i in range(start + 1, len(tree)) if tree[i][1] == 0), len(tree))
+    return tree[start:end]
+
+
 def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
     """The conversation, or one whose ``problem`` says why it cannot be read."""
     if origin != "commit" and sessions.exists(ctx.root, session_id):
@@ -90,10 +105,15 @@ def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
             s = sessions.Session.load(ctx.root, session_id)
         except GitspaceError as e:
             return Conversation(session_id, "saved session", problem=str(e))
-        return Conversation(s.id, "saved session", s.task, s.agent, s.status, list(s.messages),
+        conv = Conversation(s.id, "saved session", s.task, s.agent, s.status, list(s.messages),
                             {"steps": s.steps, "compactions": s.stats.compactions,
                              "tool calls": s.stats.tool_calls, "client": s.client,
                              "scripted": s.scripted})
+        conv.parent = (s.parent_session, s.parent_tool_use_id) if s.parent_session else None
+        conv.value = s.value if s.status == "returned" else None
+        conv.children = {c.parent_tool_use_id or "": c.id for c in sessions.listing(ctx.root)
+                         if c.parent_session == s.id}
+        return conv
     recorded = transcripts.known(ctx.repo.gitdir, session_id) if origin != "commit" else None
     if recorded is not None:
         kind = f"{title(recorded.agent)} transcript"
@@ -131,13 +151,21 @@ def render(ctx: Context, session_id: str, origin: str | None) -> Html:
     parts = [tag("h1", title), tag("p", *facts, class_="muted")]
     if conv.task:
         parts.append(tag("p", tag("strong", "Task: "), conv.task))
+    if conv.parent is not None:
+        caller, use = conv.parent
+        parts.append(tag("p", "Delegated by session ",
+                         link(f"/session/{caller}#{anchor_id(use or '')}", caller),
+                         f" (its call {use}).", class_="called"))
+    if conv.status == "returned":
+        parts.append(tag("p", tag("strong", "Returned: "),
+                         tag("code", json.dumps(conv.value, ensure_ascii=False))))
     if conv.problem:
         parts.append(placeholder("This conversation cannot be shown:", conv.problem, kind="error"))
         parts.append(_ops_table("The session's ops (from the ledger)", ops))
     else:
         shown = _tool_use_ids(conv.messages)
         folded = [e for e in ops if e.op and e.op.tool_use_id not in shown]
-        parts.append(tag("div", *[_message(i, m, by_use, folded) for i, m in
+        parts.append(tag("div", *[_message(i, m, by_use, folded, conv.children) for i, m in
                                   enumerate(conv.messages)], class_="conversation"))
     return page(title, join(parts), **ctx.shell("/sessions"))  # type: ignore[arg-type]
 
@@ -158,7 +186,8 @@ def _tool_use_ids(messages: list[Any]) -> set[str]:
     return found
 
 
-def _message(i: int, message: Any, by_use: dict[str, Entry], folded: list[Entry]) -> Html:
+def _message(i: int, message: Any, by_use: dict[str, Entry], folded: list[Entry],
+             children: dict[str, str] | None = None) -> Html:
     if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
         return placeholder(f"Message {i} is malformed:", "it is not a user or assistant message; "
                            f"it starts {short(repr(message), 120)}", kind="warn")
@@ -168,7 +197,7 @@ def _message(i: int, message: Any, by_use: dict[str, Entry], folded: list[Entry]
             return _compaction(i, content, folded)
         blocks: list[Html] = [_text(content)]
     elif isinstance(content, list):
-        blocks = [_block(b, by_use) for b in content]
+        blocks = [_block(b, by_use, children or {}) for b in content]
     else:
         blocks = [placeholder("Unreadable content:", f"{type(content).__name__}, not text or "
                               "blocks.", kind="warn")]
@@ -194,7 +223,7 @@ def _ops_table(title: str, ops: list[Entry]) -> Html:
     return tag("details", tag("summary", title), tag("table", tag("tbody", *rows)))
 
 
-def _block(block: Any, by_use: dict[str, Entry]) -> Html:
+def _block(block: Any, by_use: dict[str, Entry], children: dict[str, str] | None = None) -> Html:
     if not isinstance(block, dict):
         return placeholder("Unreadable block:", short(repr(block), 120), kind="warn")
     kind = block.get("type")
@@ -203,7 +232,10 @@ def _block(block: Any, by_use: dict[str, Entry]) -> Html:
     if kind == "tool_use":
         use_id = str(block.get("id", ""))
         entry = by_use.get(use_id)
-        target = (link(f"/op/{entry.commit}", f"→ op {entry.op.op_id if entry.op else ''}",
+        child = (children or {}).get(use_id)
+        target = (link(f"/session/{child}", f"→ delegated to session {child}", class_="called")
+                  if child else
+                  link(f"/op/{entry.commit}", f"→ op {entry.op.op_id if entry.op else ''}",
                        class_="to-op", data_op=entry.commit) if entry
                   else tag("span", "no op: read-only, unchanged or refused", class_="muted"))
         args = json.dumps(block.get("input"), indent=1, ensure_ascii=False)

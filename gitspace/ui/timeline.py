@@ -6,13 +6,24 @@ filters, a restore's checkpoint, an undo's reverted op, a redo's undo.
 
 from __future__ import annotations
 
+from ..agent import calls
 from ..core import timeline
 from ..core.timeline import Entry, Filters
 from ..storage.ledger import Op
 from ..tools.builtins import restoring
 from .context import ALL, Context
 from .html import Html, join, link, tag, url
-from .layout import args_line, badge, op_link, page, pager, placeholder, short, when
+from .layout import (
+    anchor_id,
+    args_line,
+    badge,
+    op_link,
+    page,
+    pager,
+    placeholder,
+    short,
+    when,
+)
 
 FILTERS = ("agent", "session", "tool", "source", "path", "q")
 
@@ -47,14 +58,15 @@ def _results(ctx: Context, found: timeline.Page, kept: dict[str, str]) -> Html:
         return join([count, placeholder("No ops here.", "Nothing matches; clear the filters, or "
                                         "wait for an agent to make its first op.")])
     back = ctx.checkpoints()
-    rows = [_row(e, back, kept) for e in found.entries]
+    depths = calls.depths([e.op for e in found.entries], calls.saved_parent(ctx.root))
+    rows = [_row(e, back, kept, depths.get(e.op.op_id, 0) if e.op else 0) for e in found.entries]
     head = tag("tr", *[tag("th", h) for h in ("time", "agent", "op", "args", "files", "")])
     table = tag("table", tag("thead", head), tag("tbody", *rows), class_="timeline")
     nav = pager("/", kept, found.offset, found.limit, found.total)
     return join([count, nav, table, nav])
 
 
-def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str]) -> Html:
+def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str], depth: int = 0) -> Html:
     def filter_link(name: str, value: str, text: str | None = None) -> Html:
         return link(url("/", **{**kept, name: value}), text or value, class_="filter",
                     title=f"only {name} {value}")
@@ -69,6 +81,8 @@ def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str]) -> Html:
                 else placeholder("Not an op:", "no gitspace trailers (a plain git commit)."))
     else:
         what = join([badge(source), " ", filter_link("tool", op.tool)])
+        if depth:  # made by a delegated agent: under the call, one step per level
+            what = tag("span", "↳ ", what, class_=f"called depth-{min(depth, 6)}")
         agent = filter_link("agent", op.agent) if op.agent else tag("span", e.author, class_="who")
         args = join([tag("code", args_line(op)), _relations(op, checkpoints)])
     files = join([filter_link("path", f) for f in e.files[:3]], ", ")
@@ -100,6 +114,9 @@ def _relations(op: Op, checkpoints: dict[str, str]) -> Html:
         parts.append(link(f"/op/{undone}", f"↶ reverts {undone[:10]}", class_="rel undo"))
     if op.redo_of:
         parts.append(link(f"/op/{op.redo_of}", f"↷ re-applies {op.redo_of[:10]}", class_="rel redo"))
+    if op.parent_session and op.parent_tool_use_id:
+        parts.append(link(f"/session/{op.parent_session}#{anchor_id(op.parent_tool_use_id)}",
+                          f"↳ delegated by {op.parent_session[-8:]}", class_="rel call"))
     return join([" ", *parts]) if parts else Html("")
 
 

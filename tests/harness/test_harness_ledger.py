@@ -77,7 +77,7 @@ def trailer_block(**rows: str) -> str:
     ({"Gitspace_Paths": '{"count":2,"paths":["b","a"]}'}, "canonical"),
     ({"Gitspace_Paths": '{"count":1,"extra":1,"paths":["a"]}'}, "canonical"),
     ({"Gitspace_Tool": "Has Space"}, "Malformed tool name"),
-    ({"Gitspace_Format": "3"}, "Unsupported ledger format"),
+    ({"Gitspace_Format": "9"}, "Unsupported ledger format"),  # 3 names a parent call
 ])
 def test_malformed_harness_trailers(rows: dict[str, str], why: str) -> None:
     with pytest.raises(LedgerError, match=why):

@@ -246,13 +246,13 @@ def test_large_create_args_are_elided_to_a_blob_that_survives_gc_and_clone(
 
 @pytest.fixture
 def bumped(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Format 3 as a future gitspace could add it: format 1 and one more source, written for
-    every op from now on. Formats 1 and 2 stay readable."""
+    """Format 4 as a future gitspace could add it: format 1 and one more source, written for
+    every op from now on. Formats 1 to 3 stay readable."""
     from gitspace.storage import ledger
 
     v1 = ledger.FORMATS[1]
-    monkeypatch.setitem(ledger.FORMATS, 3, dataclasses.replace(v1, sources=(*v1.sources, "hook")))
-    monkeypatch.setattr(ledger, "FORMAT", 3)
+    monkeypatch.setitem(ledger.FORMATS, 4, dataclasses.replace(v1, sources=(*v1.sources, "hook")))
+    monkeypatch.setattr(ledger, "FORMAT", 4)
     return ledger
 
 
@@ -266,11 +266,11 @@ def test_old_history_still_reads_after_a_format_bump(ws: gitspace.Workspace, bum
     ws.call("checkpoint", {"name": "old"}, op_id=new_op_id())
     call_ok(ws, "str_replace", {"path": "a.md", "old_str": "one", "new_str": "two"})
     old = ops(root)
-    bumped.FORMAT = 3
+    bumped.FORMAT = 4
     call_ok(ws, "append", {"path": "b.md", "text": "three\n"})
-    assert "Gitspace-Format: 3\n" in message_of(root)
+    assert "Gitspace-Format: 4\n" in message_of(root)
     assert "Gitspace-Format: 1\n" in message_of(root, "HEAD~1")
-    assert [op.format for op in ops(root)] == [1, 1, 1, 3]
+    assert [op.format for op in ops(root)] == [1, 1, 1, 4]
     report = verify(ws)
     assert report.ok and report.ops == 4, report.problems
     assert lookup.find_op(ws.repo, old[-1].op_id).op == old[-1]  # type: ignore[union-attr]
@@ -284,14 +284,58 @@ def test_a_parsed_op_is_written_back_in_its_own_format(bumped: Any) -> None:
     op = Op(op_id=new_op_id(), tool="create", args={"path": "a"}, format=1)
     assert "Gitspace-Format: 1\n" in encode_message(op, "create a")
     fresh = parse_message(encode_message(Op(op_id=new_op_id(), tool="create", args={}), "c"))
-    assert fresh is not None and fresh.format == 3
+    assert fresh is not None and fresh.format == 4
     hook = Op(op_id=new_op_id(), tool="create", args={}, source="hook")
-    assert parse_message(encode_message(hook, "hook")) == hook  # new in 3
+    assert parse_message(encode_message(hook, "hook")) == hook  # new in 4
     with pytest.raises(BadArguments):  # format 1 never had it
         encode_message(dataclasses.replace(hook, format=1), "hook")
-    in_one = encode_message(hook, "x").replace("Gitspace-Format: 3", "Gitspace-Format: 1")
-    with pytest.raises(LedgerError, match="written in format 3, not 1"):
+    in_one = encode_message(hook, "x").replace("Gitspace-Format: 4", "Gitspace-Format: 1")
+    with pytest.raises(LedgerError, match="written in format 4, not 1"):
         parse_message(in_one)
-    four = encode_message(op, "x").replace("Gitspace-Format: 1", "Gitspace-Format: 4")
-    with pytest.raises(LedgerError, match="Unsupported ledger format '4'"):
-        parse_message(four)
+    five = encode_message(op, "x").replace("Gitspace-Format: 1", "Gitspace-Format: 5")
+    with pytest.raises(LedgerError, match="Unsupported ledger format '5'"):
+        parse_message(five)
+
+
+# -- format 3: delegated calls ----------------------------------------------------------------
+
+
+def test_an_op_with_a_parent_call_is_written_in_format_3_and_reads_back() -> None:
+    op = Op(op_id=new_op_id(), tool="create", args={"path": "a"}, agent="boss",
+            session=new_op_id(), tool_use_id="toolu_c1", parent_session=new_op_id(),
+            parent_tool_use_id="toolu_p1")
+    message = encode_message(op, "create a")
+    assert message.endswith(f"Gitspace-Tool-Use-Id: toolu_c1\n"
+                            f"Gitspace-Parent-Session: {op.parent_session}\n"
+                            f"Gitspace-Parent-Tool-Use-Id: toolu_p1\n")
+    assert "Gitspace-Format: 3\n" in message
+    assert parse_message(message) == op and parse_message(message).format == 3  # type: ignore[union-attr]
+    plain = dataclasses.replace(op, parent_session=None, parent_tool_use_id=None)
+    assert "Gitspace-Format: 1\n" in encode_message(plain, "create a")  # others stay in 1
+
+
+PARENTED = ("Gitspace-Format: {v}\nGitspace-Op: {id}\nGitspace-Tool: create\n"
+            "Gitspace-Source: tool\nGitspace-Args: {{}}\nGitspace-Session: {id}\n")
+
+
+@pytest.mark.parametrize("version, tail, says", [
+    (1, "Gitspace-Parent-Session: {id}\nGitspace-Parent-Tool-Use-Id: toolu_1",
+     "not part of ledger format 1"),
+    (3, "Gitspace-Parent-Session: {id}", "both its parent session and tool call"),
+    (3, "Gitspace-Parent-Tool-Use-Id: toolu_1", "both its parent session and tool call"),
+    (3, "Gitspace-Parent-Session: -rf\nGitspace-Parent-Tool-Use-Id: toolu_1", "malformed value"),
+    (3, "Gitspace-Parent-Tool-Use-Id: toolu_1\nGitspace-Parent-Session: {id}", "out of order"),
+])
+def test_a_forged_or_broken_parent_call_is_malformed(version: int, tail: str, says: str) -> None:
+    message = "s\n\n" + (PARENTED + tail).format(v=version, id=new_op_id()) + "\n"
+    with pytest.raises(LedgerError, match=says):
+        parse_message(message)
+
+
+def test_half_a_parent_call_or_a_bad_token_is_never_written() -> None:
+    half = Op(op_id=new_op_id(), tool="create", args={}, parent_session=new_op_id())
+    with pytest.raises(BadArguments, match="both its parent session and tool call"):
+        encode_message(half, "x")
+    forged = dataclasses.replace(half, parent_tool_use_id="x\nGitspace-Tool: undo")
+    with pytest.raises(BadArguments, match="parent tool-use id"):
+        encode_message(forged, "x")

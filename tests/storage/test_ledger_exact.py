@@ -34,7 +34,7 @@ def error_of(block: str) -> str:
     (HEAD, "Missing trailer(s): Gitspace-Args."),
     (f"Gitspace-Format: 1\nGitspace-Op: {ID}", "Missing trailer(s): Gitspace-Tool, "
      "Gitspace-Source, Gitspace-Args."),
-    (HEAD.replace("Format: 1", "Format: 3") + "Gitspace-Args: {}", "Unsupported ledger format '3'."),
+    (HEAD.replace("Format: 1", "Format: 9") + "Gitspace-Args: {}", "Unsupported ledger format '9'."),
     (HEAD.replace("Format: 1", "Format: 2") + "Gitspace-Args: {}",
      "An op of source 'tool' is written in format 1, not 2."),
     (HEAD.replace(ID, "01arz") + "Gitspace-Args: {}", "Malformed op id '01arz'."),

@@ -67,6 +67,11 @@ class Policy:
         could not do the task), or a ``Return``."""
         raise NotImplementedError
 
+    def child(self) -> Policy:
+        """The player of a session this one delegates to: a fresh policy of the same kind (its
+        notes are its own), which reads its task from its own first message."""
+        return type(self)()
+
     def finish(self, text: str, value: Any) -> str | Return:
         """The policy's end: its value through ``return`` when the run asks for one, else its
         answer in words."""
