@@ -125,6 +125,7 @@ def call(parent: Parent, s: Session, use: Block) -> Result:
     if child_id is None:  # saved before anything is made: a restart finds this child
         child_id = s.pending[use["id"]] = ledger.new_op_id()
         s.save()
+    child = None
     try:
         child = _child(parent, s, use, child_id, returns)
         if child.status == "running":
@@ -132,6 +133,11 @@ def call(parent: Parent, s: Session, use: Block) -> Result:
             _run(parent, child, returns, args.get("max_steps"))
         return _answer(parent.ws, child)
     except GitspaceError as e:
+        if child is not None and child.status == "running":  # it never got going: say so
+            child.status = "failed"
+            child.save()
+            with contextlib.suppress(GitspaceError):
+                _clean_up(parent.ws, child, keep_branch=_made_ops(parent.ws, child))
         return Result(False, f"The delegated agent (session {child_id}) could not run: {e}",
                       DELEGATE, error=e)
 
@@ -180,13 +186,13 @@ def _worktree(ws: Workspace, child: Session) -> Path:
     whatever a crash left there is not trusted, and nothing there is needed but the branch."""
     assert child.branch is not None and child.base is not None
     repo = ws.repo
+    folder = private_folder(private_folder(repo.commondir, "gitspace"), FOLDER)
+    path = folder / child.id
     ref = f"refs/heads/{child.branch}"
     if repo.read_ref(ref) is None:
         with ws.writer.locked():
             ws.writer.apply(Change(f"gitspace: delegate to session {child.id}",
                                    author_of(ws.agent), [RefMove(ref, None, child.base)]))
-    folder = private_folder(private_folder(repo.commondir, "gitspace"), FOLDER)
-    path = folder / child.id
     _remove_worktree(repo, path)
     repo.add_worktree(path, child.branch)
     return path
@@ -209,7 +215,7 @@ def _answer(ws: Workspace, child: Session) -> Result:
     ref = f"refs/heads/{child.branch}"
     tip = repo.read_ref(ref)
     if child.status != "returned":
-        made = tip is not None and tip != child.base
+        made = _made_ops(ws, child)
         _clean_up(ws, child, keep_branch=made)
         kept = (f"its ops stay on branch {child.branch}" if made else "it made no op")
         said = answer(child) or "(no answer)"
@@ -235,10 +241,16 @@ def _answer(ws: Workspace, child: Session) -> Result:
     return Result(True, dumps(child.value), DELEGATE)
 
 
+def _made_ops(ws: Workspace, child: Session) -> bool:
+    tip = ws.repo.read_ref(f"refs/heads/{child.branch}")
+    return tip is not None and tip != child.base
+
+
 def _clean_up(ws: Workspace, child: Session, keep_branch: bool) -> None:
     repo = ws.repo
-    folder = repo.commondir / "gitspace" / FOLDER / child.id
-    _remove_worktree(repo, folder)
+    folder = repo.commondir / "gitspace" / FOLDER
+    if folder.is_dir() and not folder.is_symlink():
+        _remove_worktree(repo, folder / child.id)
     ref = f"refs/heads/{child.branch}"
     tip = repo.read_ref(ref)
     if tip is not None and not keep_branch:

@@ -427,3 +427,38 @@ def test_a_scripted_policy_delegates_to_a_fresh_player_of_its_kind(ws_root: Path
     assert [p.notes["tasks"] for p in players] == [
         ["Count every word.", "Count every word."], ["count a b c"], ["count d e"]]
     assert sorted(s.value for s in listing(ws_root) if s.parent_session) == [2, 3]
+def test_a_child_that_cannot_be_set_up_is_an_error_result_and_leaves_nothing(
+        ws_root: Path, fake_api: FakeAnthropic) -> None:
+    """A branch named delegate (no delegate/X can exist beside it), then a link planted where
+    the children's worktrees go: each call fails with the reason, and nothing is left behind."""
+    gitspace.init(ws_root, agent="boss").close()
+    git(ws_root, "branch", "delegate")
+    planted = ws_root.parent / "elsewhere"
+    planted.mkdir()
+
+    def plant(body: dict[str, Any]) -> None:
+        git(ws_root, "branch", "-D", "delegate")
+        folder = ws_root / ".git" / "gitspace" / "delegates"
+        folder.rmdir()  # made, empty, by the first call
+        folder.symlink_to(planted)
+
+    def told(says: str) -> Any:
+        def check(body: dict[str, Any]) -> None:
+            [result] = last_results(body)
+            assert result["is_error"] and "could not run" in result["content"], result
+            assert says in result["content"], result
+        return check
+
+    fake_api.reply(tool_use("toolu_p1", "delegate", {"task": "x"}), stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_p2", "delegate", {"task": "y"}), stop_reason="tool_use",
+                   check=lambda body: (told("a ref with a prefix of that name")(body),
+                                       plant(body)))
+    fake_api.reply(text("Both failed."), check=told("not a folder (a link or a file"))
+    outcome = run(ws_root, fake_api, "Try twice.")
+    fake_api.done()
+    assert outcome.status == "no_action"
+    assert branches(ws_root) == ["main"] and worktrees(ws_root) == 1
+    assert list(planted.iterdir()) == []
+    children = [s for s in listing(ws_root) if s.parent_session]
+    assert [s.status for s in children] == ["failed", "failed"]
+    assert_clean(ws_root)
