@@ -114,6 +114,9 @@ class Session:
     parent_tool_use_id: str | None = None
     depth: int = 0
     joined: str | None = None
+    # A fork (``gitspace run --fork``): the op it started after, the session and branch that
+    # made that op, and the op's commit.
+    forked_from: dict[str, str | None] | None = None
     created: float = field(default_factory=time.time)
     updated: float = 0.0
     root: Path | None = field(default=None, repr=False, compare=False)

@@ -51,6 +51,9 @@ def run(
         help="Also commit the conversation to transcripts/ (it may hold sensitive text).")] = False,
     watch_edits: Annotated[bool, typer.Option("--watch", help=(
         "Also record outside edits (shell tools, people) as ops while the run lasts."))] = False,
+    fork: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        metavar="OP", help=("Start a new session on a new branch from this op: its files, and "
+                            "the conversation up to its result, then TASK."))] = None,
     returns: Annotated[Optional[str], typer.Option(  # noqa: UP045
         metavar="SCHEMA", help=("The run must return a value fitting this JSON Schema (a file, "
                                 "or inline JSON): stdout gets only the value, as JSON."))] = None,
@@ -66,14 +69,24 @@ def run(
     if task is None and resume is None:
         usage("Give a TASK, or --resume SESSION to continue one (with a TASK: the session's "
               "next message).")
+    if fork is not None and (resume is not None or task is None):
+        usage("--fork OP takes the new instruction as TASK, and no --resume.")
     real = {"api_key": config.anthropic_api_key(), "base_url": config.anthropic_base_url()}
     wanted = None if returns is None else Returns.of(_schema(returns))
     with open_workspace() as ws:
         ws.require_owned("run an agent")  # before any model call: every write would be refused
+        at = None
         if resume:
             saved = Session.load(ws.root, resume)
             client = runner.client_for_session(saved, policy=policy, model=model, **real)
             value_only = saved.returns is not None or wanted is not None
+        elif fork is not None:
+            from ..agent import fork as forking
+
+            at = forking.point(ws, fork, ws.root)
+            client = (runner.make_client(policy=policy, model=model, **real) if policy or model
+                      else runner.client_for_session(at.session, **real))
+            value_only = wanted is not None
         else:
             client = runner.make_client(policy=policy, model=model, **real)
             value_only = wanted is not None
@@ -93,7 +106,10 @@ def run(
         loop = Loop(ws, client, options, show)
         watcher = start_watcher(ws.root, quiet=as_json) if watch_edits else None
         try:
-            outcome = loop.resume(resume, task) if resume else loop.start(task or "")
+            if at is not None:
+                outcome = loop.begin(_forked(loop, at, task or "", to_stderr or as_json))
+            else:
+                outcome = loop.resume(resume, task) if resume else loop.start(task or "")
         finally:
             if watcher is not None:
                 watcher.stop()
@@ -102,7 +118,8 @@ def run(
             session = outcome.session
             emit_json({"status": outcome.status, "text": outcome.text, "session": session.id,
                        "calls": outcome.calls, "steps": session.steps, "stats": vars(session.stats),
-                       "exit_code": code, "value": outcome.value}, "run")
+                       "exit_code": code, "value": outcome.value, "branch": session.branch},
+                      "run")
         elif value_only and outcome.status == "returned":
             echo(dumps(outcome.value))
         else:
@@ -125,6 +142,18 @@ RUN_EXIT = {
     "gave_up": 4, "no_action": 4, "refusal": 4, "no_value": 4,
     "max_steps": 5, "max_tokens": 5, "context_window": 5, "api_error": 5, "stopped": 5,
 }
+
+
+def _forked(loop: Any, at: Any, task: str, quiet: bool) -> Any:
+    """The fork's new session, on its new branch (said on stderr when stdout is for data)."""
+    from ..agent import fork as forking
+
+    session = loop.new_session(task)
+    branch = forking.prepare(loop.ws, session, at, task)
+    echo(f"Forked session {at.session.id} after op {at.op.op_id} ({at.op.tool}) onto the new "
+         f"branch {branch}, as session {session.id}; {at.session.branch or 'its branch'} is "
+         "unchanged.", err=quiet)
+    return session
 
 
 def _schema(text: str) -> Any:

@@ -25,7 +25,7 @@ from starlette.routing import Route
 
 from ..errors import GitspaceError, NotFound
 from ..http_guard import LOOPBACK_NAMES, Guard
-from . import files, graph, op, session, timeline
+from . import files, forks, graph, op, session, timeline
 from .context import Context
 from .highlight import CSS
 from .html import Html, tag
@@ -98,6 +98,7 @@ def build(ctx: Context, port: Callable[[], int], stopping: Callable[[], bool] = 
         Route("/sessions", html(lambda r: session.index(ctx))),
         Route("/session/{sid}", html(lambda r: session.render(ctx, r.path_params["sid"],
                                                               r.query_params.get("from")))),
+        Route("/fork/{sid}", html(lambda r: forks.render(ctx, r.path_params["sid"]))),
         Route("/files", html(lambda r: files.render(ctx, "", "", params(r)))),
         Route("/files/{rev}", html(lambda r: files.render(ctx, r.path_params["rev"], "",
                                                           params(r)))),

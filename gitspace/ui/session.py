@@ -49,6 +49,8 @@ class Conversation:
     parent: tuple[str, str | None] | None = None  # (session, delegate call) it was delegated by
     value: Any = None  # what it returned
     children: dict[str, str] = field(default_factory=dict)  # delegate call id -> child session
+    forked_from: dict[str, str | None] | None = None  # a fork: what it started from
+    forks: list[str] = field(default_factory=list)  # the sessions forked from this one
 
 
 def index(ctx: Context) -> Html:
@@ -111,8 +113,11 @@ def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
                              "scripted": s.scripted})
         conv.parent = (s.parent_session, s.parent_tool_use_id) if s.parent_session else None
         conv.value = s.value if s.status == "returned" else None
-        conv.children = {c.parent_tool_use_id or "": c.id for c in sessions.listing(ctx.root)
+        others = sessions.listing(ctx.root)
+        conv.children = {c.parent_tool_use_id or "": c.id for c in others
                          if c.parent_session == s.id}
+        conv.forked_from = s.forked_from
+        conv.forks = [f.id for f in others if (f.forked_from or {}).get("session") == s.id]
         return conv
     recorded = transcripts.known(ctx.repo.gitdir, session_id) if origin != "commit" else None
     if recorded is not None:
@@ -156,6 +161,17 @@ def render(ctx: Context, session_id: str, origin: str | None) -> Html:
         parts.append(tag("p", "Delegated by session ",
                          link(f"/session/{caller}#{anchor_id(use or '')}", caller),
                          f" (its call {use}).", class_="called"))
+    if conv.forked_from:
+        start = conv.forked_from
+        parts.append(tag("p", "Forked from session ",
+                         link(f"/session/{start.get('session')}", str(start.get("session"))),
+                         f" right after op {start.get('op')}: ",
+                         link(f"/fork/{conv.id}", "the two runs side by side"), ".",
+                         class_="called"))
+    for fork in conv.forks:
+        parts.append(tag("p", "Forked as session ", link(f"/session/{fork}", fork), ": ",
+                         link(f"/fork/{fork}", "the two runs side by side"), ".",
+                         class_="called"))
     if conv.status == "returned":
         parts.append(tag("p", tag("strong", "Returned: "),
                          tag("code", json.dumps(conv.value, ensure_ascii=False))))

@@ -49,3 +49,48 @@ def test_sessions_timeline_and_conversations_link_the_calls(ws_root: Path,
         # The grandchild's op (the child made none): under two calls, linked to the caller.
         assert f'href="/session/{by_depth[1]}#toolu_c1"' in timeline
         assert "called depth-2" in timeline
+
+
+def test_a_fork_and_its_original_are_shown_side_by_side(ws_root: Path,
+                                                         fake_api: FakeAnthropic) -> None:
+    from gitspace.agent import fork
+    from gitspace.agent.asking import session_ops
+
+    gitspace.init(ws_root, agent="boss").close()
+    fake_api.reply(tool_use("toolu_1", "create", {"path": "plan.md", "file_text": "v1\n"}),
+                   stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_2", "create", {"path": "east.md", "file_text": "east\n"}),
+                   stop_reason="tool_use")
+    fake_api.reply(text("Went east."))
+    fake_api.reply(tool_use("toolu_3", "create", {"path": "west.md", "file_text": "west\n"}),
+                   stop_reason="tool_use")
+    fake_api.reply(text("Went west."))
+    with gitspace.open(ws_root, agent="boss") as ws:
+        client = AnthropicClient(model="m", sdk_client=fake_api.client())
+        first = Loop(ws, client).start("Pick a way.")
+        [plan_op] = [e for e in session_ops(ws, first.session.id)
+                     if e.tool_use_id == "toolu_1"]
+        loop = Loop(ws, client)
+        session = loop.new_session("Go west instead.")
+        branch = fork.prepare(ws, session, fork.point(ws, plan_op.op_id, ws.root),
+                              "Go west instead.")
+        loop.begin(session)
+    fake_api.done()
+
+    with serving(ws_root) as base:
+        status, page = fetch(f"{base}/fork/{session.id}")
+        assert status == 200, page
+        columns, files = page.split("<h2>Files: ")
+        original, forked = columns.split('class="side"')[1:3]
+        assert "east.md" in files and "west.md" in files
+        assert "east.md" in original and "west.md" not in original
+        assert "west.md" in forked and "east.md" not in forked
+        assert "<code>main</code>: 1 op(s) after the fork point" in original
+        assert f"<code>{branch}</code>: 1 op(s) after the fork point" in forked
+        assert files.startswith("2 differ between the two branches")
+        status, own = fetch(f"{base}/session/{session.id}")
+        assert f'href="/fork/{session.id}"' in own and "Forked from session" in own
+        status, theirs = fetch(f"{base}/session/{first.session.id}")
+        assert f'href="/fork/{session.id}"' in theirs
+        status, other = fetch(f"{base}/fork/{first.session.id}")
+        assert status == 200 and "Not a fork:" in other

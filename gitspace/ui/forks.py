@@ -1,0 +1,82 @@
+"""Two runs side by side: a fork (``gitspace run --fork``) and the run it forked from.
+
+The page shows, from the op the fork started after, each branch's ops in two columns (oldest
+first), then the files: every file that differs between the two branches' tips, side by side.
+Everything is read from the fork's session file (``forked_from``) and the ledger; a branch that
+is gone, or a session that is not a fork, shows a placeholder saying so.
+"""
+
+from __future__ import annotations
+
+from ..agent import session as sessions
+from ..core import diffs, timeline
+from ..core.timeline import Entry
+from ..errors import GitspaceError
+from .context import Context
+from .diffview import files_table
+from .diffview import render as render_diff
+from .html import Html, join, link, tag
+from .layout import args_line, badge, op_link, page, placeholder, when
+
+OPS_SHOWN = 500  # per side
+
+
+def render(ctx: Context, session_id: str) -> Html:
+    title = f"Fork {session_id}"
+    try:
+        fork = sessions.Session.load(ctx.root, session_id)
+    except GitspaceError as e:
+        return page(title, placeholder("This session cannot be read:", str(e), kind="error"),
+                    **ctx.shell("/sessions"))  # type: ignore[arg-type]
+    origin = fork.forked_from
+    if not origin or not origin.get("commit"):
+        return page(title, placeholder("Not a fork:", f"session {fork.id} was not started with "
+                                       "'gitspace run --fork'."), **ctx.shell("/sessions"))  # type: ignore[arg-type]
+    base = str(origin["commit"])
+    sides = [(f"the original: session {origin.get('session')}", origin.get("branch"),
+              origin.get("session")), (f"the fork: session {fork.id}", fork.branch, fork.id)]
+    columns, tips = [], []
+    for label, branch, sid in sides:
+        tip = ctx.repo.read_ref(f"refs/heads/{branch}") if branch else None
+        tips.append(tip)
+        columns.append(tag("div", tag("h2", label), _ops(ctx, branch, tip, base, sid),
+                           class_="side"))
+    parts = [tag("h1", "Two runs from one op"),
+             tag("p", "Session ", link(f"/session/{fork.id}", fork.id), " forked session ",
+                 link(f"/session/{origin.get('session')}", str(origin.get("session"))),
+                 " right after op ", link(f"/op/{base}", str(origin.get("op"))), ".",
+                 class_="muted"),
+             tag("div", *columns, class_="side-by-side")]
+    if tips[0] and tips[1]:
+        found = diffs.between(ctx.repo, tips[0], tips[1])
+        parts += [tag("h2", f"Files: {len(found)} differ between the two branches"),
+                  files_table(found), render_diff(found, True, file_links=(tips[0], tips[1]))]
+    return page(title, join(parts), **ctx.shell("/sessions"))  # type: ignore[arg-type]
+
+
+def _ops(ctx: Context, branch: str | None, tip: str | None, base: str, sid: object) -> Html:
+    if branch is None or tip is None:
+        return placeholder("No branch:", f"the branch {branch or '?'} is not here any more.",
+                           kind="warn")
+    if not ctx.repo.is_ancestor(base, tip):
+        return placeholder("Moved:", f"{branch} no longer contains the op the fork started "
+                           "after.", kind="warn")
+    newest_first = timeline.query(ctx.repo, tip, limit=OPS_SHOWN, count=False).entries
+    cut = next((i for i, e in enumerate(newest_first) if e.commit == base), len(newest_first))
+    entries = newest_first[:cut]
+    rows = [_row(e, sid) for e in reversed(entries)]
+    head = tag("p", tag("code", branch), f": {len(entries)} op(s) after the fork point",
+               class_="muted")
+    if not rows:
+        return join([head, placeholder("Nothing yet:", "no op since the fork point.")])
+    return join([head, tag("table", tag("tbody", *rows), class_="timeline")])
+
+
+def _row(e: Entry, sid: object) -> Html:
+    op = e.op
+    if op is None:
+        return tag("tr", tag("td", op_link(e, when(e.time))), tag("td", badge("commit")),
+                   tag("td", e.subject))
+    mine = "" if op.session == sid else " (another session)"
+    return tag("tr", tag("td", op_link(e, when(e.time))), tag("td", op.tool + mine),
+               tag("td", tag("code", args_line(op))))
