@@ -16,11 +16,13 @@ from typing import Any, Generic, TypeVar
 
 from ..core import timeline
 from ..core.workspace import Workspace
-from ..errors import BadArguments, GitspaceError
+from ..errors import BadArguments, GitspaceError, LedgerError
 from ..storage import ledger
+from . import calls
 from .loop import Event, Loop, Options, RunOutcome
 from .model import ModelClient
 from .returns import ANY, Returns
+from .session import Session, listing
 
 T = TypeVar("T")
 
@@ -31,7 +33,8 @@ class Answer(Generic[T]):
 
     value: T  # the JSON value, or the pydantic model / dataclass instance asked for
     session: str
-    ops: list[ledger.Op] = field(default_factory=list)  # the session's ops, oldest first
+    # What the call did: the ops of the session and of those it delegated to, oldest first.
+    ops: list[ledger.Op] = field(default_factory=list)
 
 
 class NoValue(GitspaceError):
@@ -49,24 +52,34 @@ class NoValue(GitspaceError):
 
 
 def ask(ws: Workspace, task: str | None = None, *, returns: Any = ANY, client: Any,
-        model: str | None = None, resume: str | None = None, max_steps: int = 40,
-        budget: int = 60_000, system: str = "",
+        model: str | None = None, resume: str | None = None, fork: str | None = None,
+        max_steps: int = 40, budget: int = 60_000, system: str = "",
         on_event: Callable[[Event], None] | None = None) -> Answer[Any]:
     """Run an agent on ``ws`` until it returns a value that fits ``returns`` (a JSON Schema, a
     pydantic model or a dataclass; default: any JSON value). With ``resume``, continue that
-    session instead (``task``, if given, is its next message)."""
+    session instead (``task``, if given, is its next message); with ``fork`` (an op), start
+    from that op's files and conversation on a new branch, ``task`` being the new
+    instruction (see ``agent.fork``)."""
     kind = Returns.of(returns)
     options = Options(max_steps=max_steps, budget=budget, system=system, returns=kind)
     loop = Loop(ws, model_client(client, model), options, on_event)
+    if resume is not None and fork is not None:
+        raise BadArguments("ask takes resume= or fork=, not both.")
     if resume is not None:
         outcome = loop.resume(resume, task)
     elif task is None:
         raise BadArguments("ask needs a task (or resume= a session to continue).")
+    elif fork is not None:
+        from . import fork as forking
+
+        session = loop.new_session(task)
+        forking.prepare(ws, session, forking.point(ws, fork, loop.sessions), task)
+        outcome = loop.begin(session)
     else:
         outcome = loop.start(task)
     if outcome.status != "returned":
         raise NoValue(outcome)
-    return Answer(kind.build(outcome.value), outcome.session.id, session_ops(ws, outcome.session.id))
+    return Answer(kind.build(outcome.value), outcome.session.id, session_ops(ws, outcome.session))
 
 
 def model_client(client: Any, model: str | None = None) -> ModelClient:
@@ -83,8 +96,21 @@ def model_client(client: Any, model: str | None = None) -> ModelClient:
                             "scripted policy (gitspace.agent.policies.make).")
 
 
-def session_ops(ws: Workspace, session: str) -> list[ledger.Op]:
-    """The ops session ``session`` recorded on the workspace's branch, oldest first."""
-    page = timeline.query(ws.repo, f"refs/heads/{ws.branch()}",
-                          timeline.Filters(session=session), limit=timeline.ALL)
-    return [e.op for e in reversed(page.entries) if e.op is not None]
+def session_ops(ws: Workspace, session: Session) -> list[ledger.Op]:
+    """The ops ``session`` and the sessions it delegated to (at any depth) recorded on the
+    workspace's branch since the session started, oldest first."""
+    tree = {session.id}
+    for s, _ in calls.ordered(listing(session.root or ws.root)):
+        if s.parent_session in tree:
+            tree.add(s.id)
+    rev = f"refs/heads/{ws.branch()}"
+    if session.base is None or not ws.repo.is_ancestor(session.base, ws.tip()):
+        found = [e.op for e in timeline.query(ws.repo, rev, limit=timeline.ALL).entries]
+    else:
+        found = []
+        for commit in ws.repo.log(f"{session.base}..{ws.tip()}", first_parent=False):
+            try:
+                found.append(ledger.parse_message(commit.message))
+            except LedgerError:
+                continue
+    return [op for op in reversed(found) if op is not None and op.session in tree]

@@ -96,11 +96,12 @@ def prepare(ws: Workspace, loop_session: Session, at: Point, instruction: str) -
     assert op.tool_use_id is not None
     loop_session.messages = conversation(original, op.tool_use_id, op.op_id, instruction)
     name = _branch_name(ws, op.op_id)
-    branches.create(ws, name, commit)
+    who = ws.identity("fork")  # (the branch's reflog names the workspace's agent)
+    branches.create(ws, who, name, commit)
     try:
-        branches.switch(ws, name)
+        branches.switch(ws, who, name)
     except BaseException:
-        branches.delete_created(ws, name, commit)
+        branches.delete_created(ws, who, name, commit)
         raise
     loop_session.branch, loop_session.base = name, commit
     loop_session.forked_from = {"op": op.op_id, "session": original.id, "commit": commit,

@@ -275,3 +275,46 @@ def test_without_returns_the_loop_offers_no_return_tool(agent_ws, fake_api: Fake
     fake_api.done()
     assert outcome.status == "no_action" and outcome.value is None
     assert [op.tool for op in ops(agent_ws.root)] == ["init"]
+
+
+def test_ask_hands_back_a_value_its_agent_got_from_a_child_with_every_op_it_caused(
+        agent_ws, fake_api: FakeAnthropic) -> None:
+    fake_api.reply(tool_use("toolu_1", "create", {"path": "a.md", "file_text": "a\n"}),
+                   tool_use("toolu_2", "delegate", {"task": "Write b.", "returns": COUNT}),
+                   stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_c1", "create", {"path": "b.md", "file_text": "b\n"}),
+                   stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_c2", "return", {"count": 1}), stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_3", "return", {"count": 2}), stop_reason="tool_use",
+                   check=lambda body: results(body)[1]["content"] == '{"count":1}'
+                   or pytest.fail("the child's value"))
+    answer = ask(agent_ws, "Write two files and count them.", returns=COUNT,
+                 client=fake_api.client())
+    fake_api.done()
+    assert answer.value == {"count": 2}
+    assert [op.args["path"] for op in answer.ops] == ["a.md", "b.md"]
+    assert answer.ops[1].parent_session == answer.session
+
+
+def test_ask_forks_from_an_op_and_returns_from_there(agent_ws, fake_api: FakeAnthropic) -> None:
+    fake_api.reply(tool_use("toolu_1", "create", {"path": "a.md", "file_text": "a\n"}),
+                   stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_2", "return", {"value": "a.md"}), stop_reason="tool_use")
+    first = ask(agent_ws, "Write a file.", returns={"type": "string"}, client=fake_api.client())
+    [made] = first.ops
+
+    def from_the_op(body: dict[str, Any]) -> None:
+        assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+        assert body["messages"][-1]["content"][-1] == {"type": "text", "text": "Name it b."}
+
+    fake_api.reply(tool_use("toolu_3", "rename", {"old_path": "a.md", "new_path": "b.md"}),
+                   stop_reason="tool_use", check=from_the_op)
+    fake_api.reply(tool_use("toolu_4", "return", {"value": "b.md"}), stop_reason="tool_use")
+    forked = ask(agent_ws, "Name it b.", fork=made.op_id, returns={"type": "string"},
+                 client=fake_api.client())
+    fake_api.done()
+    assert forked.value == "b.md" and [op.tool for op in forked.ops] == ["rename"]
+    assert agent_ws.branch() == f"fork/{made.op_id[-8:].lower()}"
+    assert files(agent_ws.root).get("b.md") == "a\n" and "a.md" not in files(agent_ws.root)
+    with pytest.raises(BadArguments, match="not both"):
+        ask(agent_ws, "x", fork=made.op_id, resume=first.session, client=fake_api.client())

@@ -119,3 +119,21 @@ def test_a_bad_schema_is_refused_before_anything_runs(ws: Path, fake_api: FakeAn
     assert says in run.stderr and "Traceback" not in run.stderr
     assert not (ws / ".gitspace" / "sessions").exists()
     assert fake_api.requests == []
+
+
+def test_a_rejected_value_and_a_return_beside_a_write_through_the_cli(
+        ws: Path, fake_api: FakeAnthropic) -> None:
+    def rejected(body: dict[str, Any]) -> None:
+        [result] = body["messages"][-1]["content"]
+        assert result["is_error"] is True
+        assert result["content"] == "value must be an integer, got a string."
+
+    fake_api.reply(tool_use("toolu_1", "return", {"value": "two"}), stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_2", "create", {"path": "n.md", "file_text": "2\n"}),
+                   tool_use("toolu_3", "return", {"value": 2}), stop_reason="tool_use",
+                   check=rejected)
+    run = gs(ws, fake_api, "run", "count", "--returns", '{"type":"integer"}')
+    fake_api.done()
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "2\n" and "return(value='two') -> error" in run.stderr
+    assert [op.tool for op in ops(ws)] == ["init", "create"]
