@@ -24,9 +24,9 @@ def ordered(sessions: Iterable[Session]) -> list[tuple[Session, int]]:
     found = list(sessions)
     ids = {s.id for s in found}
     children: dict[str | None, list[Session]] = {}
-    for s in sorted(found, key=lambda s: (s.created, s.id)):
-        parent = s.parent_session if s.parent_session in ids and s.parent_session != s.id else None
-        children.setdefault(parent, []).append(s)
+    for s in sorted(found, key=lambda s: (_number(s.created), s.id)):
+        parent = parent_of(s)
+        children.setdefault(parent if parent in ids and parent != s.id else None, []).append(s)
     out: list[tuple[Session, int]] = []
     stack = [(s, 0) for s in reversed(children.get(None, []))]
     seen: set[str] = set()
@@ -69,11 +69,21 @@ def depths(ops: Iterable[ledger.Op | None],
 
 def saved_parent(root: Path) -> Callable[[str], str | None]:
     """``parent_of`` for ``depths``: the parent a saved session file in ``root`` names."""
-    def parent_of(session: str) -> str | None:
+    def from_file(session: str) -> str | None:
         if not ledger.OP_ID.fullmatch(session):  # session ids are ULIDs; a trailer is untrusted
             return None
         try:
-            return Session.load(root, session).parent_session
-        except GitspaceError:  # a missing or damaged file names no parent
+            return parent_of(Session.load(root, session))
+        except (GitspaceError, OSError):  # a missing or damaged file names no parent
             return None
-    return parent_of
+    return from_file
+
+
+def parent_of(session: Session) -> str | None:
+    """The session that delegated ``session``, as its file says (a malformed value: none)."""
+    found = session.parent_session
+    return found if isinstance(found, str) and ledger.OP_ID.fullmatch(found) else None
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0

@@ -109,6 +109,17 @@ def prepare(ws: Workspace, loop_session: Session, at: Point, instruction: str) -
     return name
 
 
+def origin(session: Session) -> dict[str, str] | None:
+    """What ``session`` was forked from, with only well-formed values kept (a session file is
+    read back as it is on disk: a damaged one must not break a reader); None for no fork."""
+    found = session.forked_from
+    if not isinstance(found, dict):
+        return None
+    kept = {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)
+            and ledger.TOKEN.fullmatch(v)}
+    return kept if "commit" in kept and ledger.SHA.fullmatch(kept["commit"]) else None
+
+
 def _op(ws: Workspace, text: str) -> tuple[ledger.Op, str]:
     found = lookup.find_op(ws.repo, lookup.op_id(ws.repo, text.strip()))
     if found is None:

@@ -8,6 +8,7 @@ is gone, or a session that is not a fork, shows a placeholder saying so.
 
 from __future__ import annotations
 
+from ..agent import fork as forking
 from ..agent import session as sessions
 from ..core import diffs, timeline
 from ..core.timeline import Entry
@@ -28,8 +29,8 @@ def render(ctx: Context, session_id: str) -> Html:
     except GitspaceError as e:
         return page(title, placeholder("This session cannot be read:", str(e), kind="error"),
                     **ctx.shell("/sessions"))  # type: ignore[arg-type]
-    origin = fork.forked_from
-    if not origin or not origin.get("commit"):
+    origin = forking.origin(fork)
+    if origin is None:
         return page(title, placeholder("Not a fork:", f"session {fork.id} was not started with "
                                        "'gitspace run --fork'."), **ctx.shell("/sessions"))  # type: ignore[arg-type]
     base = str(origin["commit"])

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent import calls, transcript
+from ..agent import fork as forking
 from ..agent import session as sessions
 from ..agent.compaction import SUMMARY_MARKER
 from ..core import timeline
@@ -49,7 +50,7 @@ class Conversation:
     parent: tuple[str, str | None] | None = None  # (session, delegate call) it was delegated by
     value: Any = None  # what it returned
     children: dict[str, str] = field(default_factory=dict)  # delegate call id -> child session
-    forked_from: dict[str, str | None] | None = None  # a fork: what it started from
+    forked_from: dict[str, str] | None = None  # a fork: what it started from
     forks: list[str] = field(default_factory=list)  # the sessions forked from this one
 
 
@@ -111,13 +112,14 @@ def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
                             {"steps": s.steps, "compactions": s.stats.compactions,
                              "tool calls": s.stats.tool_calls, "client": s.client,
                              "scripted": s.scripted})
-        conv.parent = (s.parent_session, s.parent_tool_use_id) if s.parent_session else None
+        caller, use = calls.parent_of(s), s.parent_tool_use_id
+        conv.parent = (caller, use if isinstance(use, str) else None) if caller else None
         conv.value = s.value if s.status == "returned" else None
         others = sessions.listing(ctx.root)
-        conv.children = {c.parent_tool_use_id or "": c.id for c in others
-                         if c.parent_session == s.id}
-        conv.forked_from = s.forked_from
-        conv.forks = [f.id for f in others if (f.forked_from or {}).get("session") == s.id]
+        conv.children = {c.parent_tool_use_id: c.id for c in others
+                         if calls.parent_of(c) == s.id and isinstance(c.parent_tool_use_id, str)}
+        conv.forked_from = forking.origin(s)
+        conv.forks = [f.id for f in others if (forking.origin(f) or {}).get("session") == s.id]
         return conv
     recorded = transcripts.known(ctx.repo.gitdir, session_id) if origin != "commit" else None
     if recorded is not None:
