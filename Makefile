@@ -105,6 +105,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ops.py
 	$(BIN)/python benchmarks/scale.py --quick
 	$(BIN)/python benchmarks/agent.py
+	$(BIN)/python benchmarks/delegate.py
 	$(BIN)/python benchmarks/watch.py
 	$(BIN)/python benchmarks/replay.py
 	$(BIN)/python benchmarks/ui.py
