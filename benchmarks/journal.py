@@ -10,7 +10,9 @@ show --json`` for the run's stats and walks the tree of summaries it left
 (``summary_tree.check``). Per run it prints:
 
 - wall time, and time per chunk at the start and at the end of the run (the median of the first
-  and of the last CHUNKS_MEASURED chunks): target, the end within 1.3x of the start;
+  and of the last CHUNKS_MEASURED chunks): target, the end within 1.3x of the start; and the same
+  for the CPU the run uses per chunk (its scripts and git included), which the load of other
+  processes on the machine does not inflate;
 - model calls and ops per chunk;
 - peak conversation (target: at most the budget at every size, the final synthesis included),
   largest tool result (at most 16,000 characters), largest summary file;
@@ -83,10 +85,12 @@ def run_policy(root: Path) -> dict[str, Any]:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert proc.stdout is not None
     reads: list[float] = []
+    cpu: list[float] = []
     tail: list[str] = []
     for line in proc.stdout:
         if " range(" in line and "-> ok:" in line:
             reads.append(time.perf_counter())
+            cpu.append(cpu_seconds(proc.pid))
         tail = (tail + [line])[-12:]
     code = proc.wait()
     wall = time.perf_counter() - began
@@ -94,13 +98,24 @@ def run_policy(root: Path) -> dict[str, Any]:
         raise SystemExit(f"gitspace run exited {code}:\n{''.join(tail)}")
     [listed] = json.loads(gitspace(root, "sessions", "--json").stdout)
     shown = json.loads(gitspace(root, "sessions", "show", listed["session"], "--json").stdout)
-    return {"wall_s": wall, "reads": reads, "began": began, "session": shown,
+    return {"wall_s": wall, "reads": reads, "cpu": cpu, "began": began, "session": shown,
             "ops": len(shown["ops"])}
 
 
-def per_chunk(began: float, reads: list[float]) -> tuple[float, float]:
-    """Median seconds per chunk over the first and the last CHUNKS_MEASURED chunks."""
-    gaps = [b - a for a, b in zip([began, *reads], reads, strict=False)][1:]  # not the setup
+def cpu_seconds(pid: int) -> float:
+    """CPU the run has used so far, its finished children (scripts, git) included: unlike wall
+    time, it does not grow with the load other processes put on the machine."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def per_chunk(times: list[float]) -> tuple[float, float]:
+    """Median seconds per chunk over the first and the last CHUNKS_MEASURED chunks (the first
+    chunk's own time, which includes finding and peeking at the log, left out)."""
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     n = max(1, min(CHUNKS_MEASURED, len(gaps) // 4))
     if not gaps:
         return 0.0, 0.0
@@ -114,7 +129,8 @@ def one_case(base: Path, density: str, entries: int) -> dict[str, Any]:
     setup = prepare(root, entries, DENSITIES[density])
     log(f"  generated in {setup['generate_s']} s, split in {setup['split_s']} s; running")
     ran = run_policy(root)
-    start, end = per_chunk(ran["began"], ran["reads"])
+    start, end = per_chunk(ran["reads"])
+    cpu_start, cpu_end = per_chunk(ran["cpu"])
     stats = ran["session"]["stats"]
     tree = summary_tree.check(root, fanout=FANOUT, cap=CAP, entries=entries)
     chunks = max(tree.leaves, 1)
@@ -123,6 +139,8 @@ def one_case(base: Path, density: str, entries: int) -> dict[str, Any]:
         "wall_s": round(ran["wall_s"], 1), "chunks": tree.leaves,
         "chunk_start_ms": round(start * 1000), "chunk_end_ms": round(end * 1000),
         "end_over_start": round(end / start, 2) if start else None,
+        "cpu_start_ms": round(cpu_start * 1000), "cpu_end_ms": round(cpu_end * 1000),
+        "cpu_end_over_start": round(cpu_end / cpu_start, 2) if cpu_start else None,
         "model_calls_per_chunk": round(ran["session"]["steps"] / chunks, 2),
         "ops_per_chunk": round(ran["ops"] / chunks, 2),
         "peak_conversation": stats["peak_request"], "budget": BUDGET,
@@ -142,13 +160,14 @@ def one_case(base: Path, density: str, entries: int) -> dict[str, Any]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     head = ("density", "entries", "wall", "chunks", "ms/chunk start", "end", "end/start",
-            "calls/chunk", "ops/chunk", "peak conv.", "largest result", "largest summary",
-            "depth", "covers all", "load")
+            "CPU ms/chunk start", "end", "end/start", "calls/chunk", "ops/chunk", "peak conv.",
+            "largest result", "largest summary", "depth", "covers all", "load")
     lines = [" | ".join(head), " | ".join("-" * len(h) for h in head)]
     for r in rows:
         lines.append(" | ".join(str(v) for v in (
             r["density"], f"{r['entries']:,}", f"{r['wall_s']:,} s", f"{r['chunks']:,}",
             r["chunk_start_ms"], r["chunk_end_ms"], r["end_over_start"],
+            r["cpu_start_ms"], r["cpu_end_ms"], r["cpu_end_over_start"],
             r["model_calls_per_chunk"], r["ops_per_chunk"],
             f"{r['peak_conversation']:,} / {r['budget']:,}", f"{r['largest_result']:,}",
             f"{r['largest_summary']:,}", r["tree_depth"], r["covers_every_entry"],
