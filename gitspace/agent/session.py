@@ -17,10 +17,14 @@ one save changed, applied in order::
 - ``set``: each field whose value changed, whole (``stats`` as one object).
 
 Invariants:
-- A save appends one line and flushes it (fdatasync), so it costs what the step changed, not the
-  whole history. A crash leaves the previous save or the next, never half of one: a last line
-  that lacks its newline or does not parse is a save cut off, which readers ignore and the next
-  save replaces by writing a new snapshot.
+- A save appends one line, so it costs what the step changed, not the whole history. A crash
+  leaves the previous save or the next, never half of one: a last line that lacks its newline or
+  does not parse is a save cut off, which readers ignore and the next save replaces by writing a
+  new snapshot.
+- A save that records a pending op id, or a new status, is flushed (fdatasync, which flushes the
+  lines before it too) before it returns; the others are left to the system. A power cut may
+  then lose the saves after the last flushed one, and a resume redoes those steps from there,
+  which repeats no op: every op id is on disk before its op runs.
 - When the lines after the snapshot outgrow ``REWRITE`` times its size (and ``MIN_REWRITE``
   bytes), the save writes a new snapshot instead, replacing the file atomically (temp file,
   fsync, rename): the file stays within a few times the live conversation, and each rewrite's
@@ -141,12 +145,10 @@ class Session:
         """Write what changed since the last save (the first save writes a snapshot)."""
         self.updated = time.time()
         assert self.root is not None
-        # Durable: a saved pending op id survives a power cut.
-        tree = Files(self.root, durable=True)
         state = {name: _dumps(value) for name, value in self._state().items()}
         disk = self._disk
         if disk is None or disk.torn:
-            self._snapshot(tree, state)
+            self._snapshot(Files(self.root, durable=True), state)
             return
         keep = _shared_prefix(disk.messages, self.messages)
         record: dict[str, Any] = {} if keep == len(disk.messages) else {"keep": keep}
@@ -155,9 +157,15 @@ class Session:
         changed = {k: v for k, v in state.items() if disk.state.get(k) != v}
         line = _record_line(record, changed)
         if disk.size + len(line) - disk.snapshot > max(MIN_REWRITE, REWRITE * disk.snapshot):
-            self._snapshot(tree, state)
+            self._snapshot(Files(self.root, durable=True), state)
             return
-        disk.size = tree.append(_rel(self.id), line)
+        # What must survive a power cut: an op id before its op runs, and how the run ended.
+        flush = "status" in changed or ("pending" in changed and bool(self.pending))
+        try:
+            disk.size = Files(self.root, durable=flush).append(_rel(self.id), line)
+        except BaseException:
+            disk.torn = True  # the line may be in the file, whole or not: start afresh next time
+            raise
         disk.messages = list(self.messages)
         disk.state.update(changed)
 

@@ -483,6 +483,7 @@ class Files:
                     raise _not_appendable(rel, st.st_mode)
                 _write_all(fd, data)
                 if self.durable:
+                    faults.hit("file.fsync")
                     os.fdatasync(fd)
                 return os.fstat(fd).st_size
             finally:

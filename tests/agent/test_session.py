@@ -6,12 +6,14 @@ Every check reads the real file back from disk, with a fresh ``Session.load``.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+from gitspace import faults
 from gitspace.agent import compaction
 from gitspace.agent import session as sessions
 from gitspace.agent.session import FOLDER, TOOLS, Session
@@ -62,6 +64,26 @@ def test_a_save_appends_what_the_step_changed_and_the_file_reads_back_the_same(t
     lines = s.path.read_bytes().split(b"\n")
     assert json.loads(lines[0])["format"] == 2 and lines[-1] == b""
     assert len(lines) == 1 + 3 * 40 + 1
+    same(Session.load(tmp_path, s.id), s)
+
+
+def test_only_a_pending_op_id_or_a_new_status_is_flushed_before_the_save_returns(
+        tmp_path: Path) -> None:
+    s = new(tmp_path)
+    flushed: list[str] = []
+    with faults.inject("file.fsync", lambda: flushed.append(s.next), times=None):
+        for i in range(5):
+            step(s, i)  # three saves: the reply, the pending op id, the results
+        assert flushed == [TOOLS] * 5  # once a step: the op id, before its op would run
+        s.status = "done"
+        s.save()
+    assert len(flushed) == 6
+    with faults.inject("file.fsync", errno.EIO):  # a flush that fails is the save's failure
+        s.pending = {"toolu_x": "opx"}
+        with pytest.raises(OSError, match="injected at file.fsync"):
+            s.save()
+    s.save()  # the failed save's line may be in the file: the next one starts a new snapshot
+    assert s.path.read_bytes().count(b"\n") == 1
     same(Session.load(tmp_path, s.id), s)
 
 
