@@ -19,10 +19,11 @@ from ..api import open as open_ws
 from ..core import checkpoints, timeline
 from ..core.workspace import Workspace
 from ..errors import GitspaceError
-from . import runner
+from . import calls, runner
 from .loop import Loop, Options, RunOutcome
 from .model import ModelClient
 from .policies.journal_tree import FOLDER, LEAF
+from .session import Session, listing
 
 
 def _sample() -> Path:
@@ -62,6 +63,7 @@ class Figures:
     largest_result: int = 0
     peak_request: int = 0
     compactions: int = 0
+    calls: list[tuple[Session, int]] = field(default_factory=list)  # the journal's call tree
     outcomes: dict[str, RunOutcome] = field(default_factory=dict)
 
 
@@ -85,8 +87,9 @@ def run_demo(directory: Path | None, echo: Echo, *, model: str | None = None,
     echo("\n== maze-runner: escape the maze ==")
     figures.outcomes["maze"] = _run(target, "maze-runner", client("maze"), MAZE_TASK,
                                     Options(max_steps=80), echo)
-    echo("\n== journal-reader: summarise two years of worklog ==")
-    figures.outcomes["journal"] = _run(target, "journal-reader", client("journal"), JOURNAL_TASK,
+    echo("\n== journal-reader: summarise two years of worklog, one delegated agent per chunk ==")
+    figures.outcomes["journal"] = _run(target, "journal-reader", client("journal-nested"),
+                                       JOURNAL_TASK,
                                        Options(max_steps=300, budget=20_000, keep_last=4), echo)
     with open_ws(target) as ws:
         _count(ws, figures)
@@ -135,6 +138,9 @@ def _count(ws: Workspace, f: Figures) -> None:
     stats = f.outcomes["journal"].session.stats
     f.bytes_read, f.largest_result = stats.bytes_read, stats.largest_result
     f.peak_request, f.compactions = stats.peak_request, stats.compactions
+    journal = f.outcomes["journal"].session.id
+    f.calls = [(s, depth) for s, depth in calls.ordered(listing(ws.root))
+               if s.id == journal or s.parent_session == journal]
 
 
 def _final_path(ws: Workspace) -> int:
@@ -158,6 +164,18 @@ def _entries_summarised(ws: Workspace) -> int:
     return total
 
 
+def _call_tree(tree: list[tuple[Session, int]], echo: Echo, shown: int = 4) -> None:
+    """The journal's sessions as a tree: the parent, then its first children, then a count."""
+    echo("\nCall tree of the journal (gitspace sessions):")
+    for s, depth in tree[:shown + 1]:
+        value = s.value if isinstance(s.value, dict) else {}
+        said = (f"returned {value.get('entries')} entries, {value.get('start')} to "
+                f"{value.get('end')}" if value else f"{s.steps} model calls, {s.status}")
+        echo(f"  {'  ' * depth}{'-> ' if depth else ''}{s.id}  {said}")
+    if len(tree) > shown + 1:
+        echo(f"    ... and {len(tree) - shown - 1} more children")
+
+
 def _report(ws: Workspace, f: Figures, echo: Echo) -> None:
     echo("\nTimeline (newest first):")
     for e in timeline.timeline(ws, None):
@@ -179,7 +197,15 @@ def _report(ws: Workspace, f: Figures, echo: Echo) -> None:
     echo(f"  reading (the saved session): agent read {ratio(f.bytes_read)}; largest tool result "
          f"{ratio(f.largest_result)}")
     echo(f"  peak conversation {ratio(f.peak_request)}, after {f.compactions} compactions")
+    children = [s for s, depth in f.calls if depth > 0]
+    if children:
+        largest = max(s.stats.peak_request for s in children)
+        echo(f"  calls (gitspace sessions): the journal-reader delegated {len(children)} windows, "
+             f"each child returning one chunk summary; the largest child conversation was "
+             f"{largest:,} characters")
     echo(f"  {f.ops} ops by the two agents, one commit each")
+    if children:
+        _call_tree(f.calls, echo)
     echo("\nInspect it with git:")
     echo(f"  git -C {ws.root} log --format='%h %an %s'")
     echo(f"  git -C {ws.root} log -1 --format=%B")

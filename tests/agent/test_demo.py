@@ -19,6 +19,7 @@ def figures(output: str) -> dict[str, int]:
         "restores": r"(\d+) restores", "final_path": r"way out is (\d+) moves",
         "entries": r"summaries/\): ([\d,]+) entries", "chunks": r"in (\d+) chunks",
         "journal": r"journal size ([\d,]+) bytes", "ops": r"(\d+) ops by the two agents",
+        "delegated": r"journal-reader delegated (\d+) windows",
     }
     out = {}
     for name, pattern in patterns.items():
@@ -60,6 +61,16 @@ def test_demo_finishes_and_its_figures_match_git_log(tmp_path: Path) -> None:
     chunk_files = [p for p in created if re.fullmatch(r"summaries/\d{4}/[^/]+\.md", p)]
     assert shown["chunks"] == len(chunk_files) == len(list((root / "summaries").glob("2*/*.md")))
     assert shown["entries"] == 2048
+    # The call tree: the journal-reader's session, then each window's child, as sessions say.
+    listed = json.loads(subprocess.run([sys.executable, "-m", "gitspace", "-C", str(root),
+                                        "sessions", "--json"], capture_output=True, text=True,
+                                       env=env, timeout=60).stdout)
+    [journal] = [s for s in listed if s["agent"] == "journal-reader" and not s["parent_session"]]
+    children = [s for s in listed if s["parent_session"] == journal["session"]]
+    assert shown["delegated"] == len(children) >= shown["chunks"]
+    tree = out.stdout[out.stdout.index("Call tree of the journal"):].splitlines()
+    assert tree[1].split()[0] == journal["session"]
+    assert [line.split()[1] for line in tree[2:6]] == [c["session"] for c in children[:4]]
     assert shown["journal"] == (root / "journal/worklog.jsonl").stat().st_size
     assert f"git -C {root} log" in out.stdout
     assert out.stdout.rstrip().endswith(f"gitspace ui {root}")  # make demo ends with the view

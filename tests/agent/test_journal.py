@@ -21,6 +21,7 @@ import pytest
 from conftest import REPO, SAMPLE, assert_clean, call_ok, files, git, gitspace_cli, ops
 
 import gitspace
+from gitspace.agent import session as sessions
 from gitspace.agent.loop import Event, Loop, Options, RunOutcome
 from gitspace.agent.policies.journal import JournalPolicy, _named_log
 from gitspace.agent.policies.journal_tree import FANOUT
@@ -147,6 +148,42 @@ def test_a_synthesis_over_more_chunks_than_one_file_can_list_rolls_up_level_by_l
         JournalPolicy(fanout=1)
 
 
+def test_the_nested_form_writes_each_delegated_childs_value_as_a_chunk_summary(
+        small: Path) -> None:
+    # A budget that never compacts: the parent's conversation keeps every call it made.
+    outcome = run(small, JournalPolicy(fanout=3, nested=True), f"Summarise {JOURNAL}",
+                  budget=10**9)
+    assert outcome.status == "done", outcome.text
+    shape = summary_tree.check(small, fanout=3, entries=SMALL)
+    assert shape.ok, shape.problems
+    parent = outcome.session
+    children = [s for s in sessions.listing(small) if s.parent_session == parent.id]
+    assert children and all(c.status == "returned" and c.depth == 1 for c in children)
+    tree = files(small)
+    for child in children:  # each value became its window's chunk summary, word for word
+        value = child.value
+        leaf = f"summaries/{value['start'][:4]}/{value['start']}_{value['end']}.md"
+        assert tree[leaf] == value["summary"] and value["entries"] == int(
+            re.search(r"^Entries: (\d+)", value["summary"], re.M).group(1))  # type: ignore[union-attr]
+    assert sum(c.value["entries"] for c in children) == SMALL
+    # The parent never read the log: the range calls are all its children's.
+    used = [b["name"] for m in parent.messages if m["role"] == "assistant"
+            for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    assert "range" not in used and used.count("delegate") == len(children)
+    assert all(c.stats.peak_request < 16_000 for c in children)  # one window each
+    assert parent.stats.bytes_read < sum(c.stats.bytes_read for c in children)
+    assert "read by a delegated agent of its own" in outcome.text
+    assert_clean(small)
+
+
+def test_the_nested_form_without_delegate_gives_up_and_says_why(small: Path) -> None:
+    with gitspace.open(small, agent="runner") as ws:
+        outcome = Loop(ws, JournalPolicy(nested=True), Options(max_depth=0)).start(
+            f"Summarise {JOURNAL}")
+    assert outcome.status == "gave_up" and "needs the delegate tool" in outcome.text
+    assert not [op for op in ops(small) if op.session == outcome.session.id]
+
+
 def dense_log(folder: Path) -> int:
     """137 entries a day for about a week, with a burst of 450 entries in one second (more
     than any window of whole minutes can hold); the count written."""
@@ -204,7 +241,7 @@ import os, signal, sys
 import gitspace
 from gitspace.agent.loop import Loop, Options
 from gitspace.agent.policies.journal import JournalPolicy
-root, kill_after = sys.argv[1], int(sys.argv[2])
+root, kill_after, nested = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "nested"
 done = []
 def on_event(event):  # right after the op commits, before the session saves its result
     if event.kind == "tool" and event.result.op:
@@ -212,21 +249,23 @@ def on_event(event):  # right after the op commits, before the session saves its
         if len(done) == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
 with gitspace.open(root, agent="runner") as ws:
-    Loop(ws, JournalPolicy(fanout=2), Options(budget=20_000, keep_last=4, max_steps=2_000),
+    Loop(ws, JournalPolicy(fanout=2, nested=nested), Options(budget=20_000, keep_last=4, max_steps=2_000),
          on_event).start("Summarise journal/worklog.jsonl")
 """
 
 
-def test_a_run_killed_mid_way_resumes_and_repeats_no_op(small: Path) -> None:
-    child = subprocess.run([sys.executable, "-c", CHILD, str(small), "9"], capture_output=True,
-                           text=True, timeout=300)
+@pytest.mark.parametrize("form", ["flat", "nested"])
+def test_a_run_killed_mid_way_resumes_and_repeats_no_op(small: Path, form: str) -> None:
+    child = subprocess.run([sys.executable, "-c", CHILD, str(small), "9", form],
+                           capture_output=True, text=True, timeout=300)
     assert child.returncode == -signal.SIGKILL, child.stderr
     before = ops(small)
     assert len([op for op in before if op.session]) == 9
     assert any("/level-1/" in str(op.args.get("path")) for op in before)
 
     listed = gitspace_cli(small, "sessions", "--json")
-    [saved] = json.loads(listed.stdout)
+    [saved] = [s for s in json.loads(listed.stdout) if not s.get("parent_session")]
+    children = len(json.loads(listed.stdout)) - 1
     resumed = gitspace_cli(small, "--agent", "runner", "run", "--resume", saved["session"])
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "(from the ledger)" in resumed.stdout  # the op of the killed step, read back
@@ -238,6 +277,11 @@ def test_a_run_killed_mid_way_resumes_and_repeats_no_op(small: Path) -> None:
     assert set(paths.values()) == {1}, [p for p, n in paths.items() if n > 1]
     shape = summary_tree.check(small, fanout=2, entries=SMALL)
     assert shape.ok, shape.problems
+    if form == "nested":  # no finished child ran again: one child per window, each returned
+        after_sessions = json.loads(gitspace_cli(small, "sessions", "--json").stdout)
+        kids = [s for s in after_sessions if s.get("parent_session") == saved["session"]]
+        assert 0 < children < len(kids) and len({k["task"] for k in kids}) == len(kids)
+        assert all(k["status"] == "returned" for k in kids)
 
     shown = gitspace_cli(small, "sessions", "show", saved["session"])
     assert re.search(r"stats +peak conversation [\d,]+ characters, largest tool result [\d,]+, "

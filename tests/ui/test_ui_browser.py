@@ -96,7 +96,9 @@ def test_a_session_tool_call_jumps_to_its_op_and_back(page: Page, demo: tuple[Pa
                                                       screenshot: Callable[..., Path]) -> None:
     root, base = demo
     page.goto(base + "/sessions")
-    page.locator("table.sessions tr", has_text="journal-reader").locator("a").first.click()
+    # The journal-reader's own session (its delegated children are journal-readers too).
+    page.locator("table.sessions tr", has_text="journal-reader").filter(
+        has_text="chunk by chunk").locator("a").first.click()
     expect(page.locator(".msg.compaction")).to_have_count(1)  # where the conversation was folded
     call = page.locator(".tool-use", has=page.locator("a.to-op")).first
     use_id = call.get_attribute("id")

@@ -7,7 +7,7 @@ from .base import Policy
 
 
 def names() -> list[str]:
-    return ["journal", "maze"]
+    return ["journal", "journal-nested", "maze"]
 
 
 def make(name: str) -> Policy:
@@ -15,9 +15,9 @@ def make(name: str) -> Policy:
         from .maze import MazePolicy
 
         return MazePolicy()
-    if name == "journal":
+    if name in ("journal", "journal-nested"):
         from .journal import JournalPolicy
 
-        return JournalPolicy()
+        return JournalPolicy(nested=name == "journal-nested")
     raise BadArguments(f"There is no policy named {name!r}.",
                        hint="Offline policies: " + ", ".join(names()) + ".")

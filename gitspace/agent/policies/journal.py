@@ -33,8 +33,9 @@ import re
 from typing import Any
 
 from ...errors import BadArguments, GitspaceError
+from . import journal_calls as calls
 from . import journal_tree as tree
-from .base import Call, GiveUp, Policy, Seen
+from .base import Call, GiveUp, Policy, Return, Seen
 from .journal_tree import DAY_US, HOUR_US, INDEX, MINUTE_US, NOTABLE, bound, span
 
 MEMORY = "/memories/journal.md"
@@ -44,6 +45,7 @@ AIM = 90  # entries per window, on average
 LIMIT = 200  # range's largest limit: a busier window than aimed at is read, not refused
 WIDEST = 8  # no window wider than this many times peek's width
 RETRIES = 1_000  # calls again while a first read is indexed (each call reads on)
+NOTABLE_KEPT = 20  # notable lines a child keeps over the pages of its window
 
 # A worklog in the task: a .jsonl file, or a folder path (with a slash inside or at its end).
 LOG_PATH = re.compile(r"(?<![\w./-])(?:[\w.-]+/)*[\w.-]+\.jsonl\b|(?<![\w./-])[\w.-]+(?:/[\w.-]+)+/?"
@@ -66,19 +68,25 @@ class JournalPolicy(Policy):
     name = "journal"
     tools = ("peek", "range", "create", "plan_add", "plan_done", "memory")
 
-    def __init__(self, fanout: int = tree.FANOUT) -> None:
+    def __init__(self, fanout: int = tree.FANOUT, *, nested: bool = False) -> None:
         if fanout < 2:
             raise BadArguments(f"fanout {fanout} is too small: a summary lists at least two parts.",
                                hint=f"Use the default, {tree.FANOUT}, or any number from 2.")
-        self.fanout = fanout
+        self.fanout, self.nested = fanout, nested
+        self.name = "journal-nested" if nested else "journal"
         super().__init__()
 
+    def child(self) -> JournalPolicy:
+        """A fresh player for a delegated child (``delegate`` asks for one)."""
+        return JournalPolicy(self.fanout, nested=self.nested)
+
     def initial(self) -> dict[str, Any]:
-        return {"fanout": self.fanout, "phase": "start", "path": "", "count": 0, "first": 0, "last": 0,
-                "peek_width": DAY_US, "width": DAY_US, "start": 0, "end": 0, "skip": None,
-                "page": 0, "steps": [], "levels": [], "depth": 0, "entries": 0, "chunks": 0,
-                "nodes": 0, "refused": 0, "reads": 0, "retries": 0, "narrowest": 0,
-                "widest": 0, "busiest": None, "top": []}
+        return {"fanout": self.fanout, "nested": self.nested, "leaf": None, "phase": "start",
+                "path": "", "count": 0, "first": 0, "last": 0, "peek_width": DAY_US,
+                "width": DAY_US, "start": 0, "end": 0, "skip": None, "page": 0, "steps": [],
+                "levels": [], "depth": 0, "entries": 0, "chunks": 0, "nodes": 0, "refused": 0,
+                "reads": 0, "retries": 0, "narrowest": 0, "widest": 0, "busiest": None,
+                "top": []}
 
     def load_state(self, state: dict[str, Any]) -> None:
         if state and set(self.initial()) - set(state["notes"]):
@@ -87,7 +95,7 @@ class JournalPolicy(Policy):
                                 hint="Start a new run; the summaries it wrote are in the git log.")
         super().load_state(state)
 
-    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str:
+    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str | Return:
         n = self.notes
         again = [Call(s.name, s.input) for s in seen if _indexing(s)]
         if again and n["retries"] < RETRIES:
@@ -101,6 +109,8 @@ class JournalPolicy(Policy):
                                     "file_text": self._memory()})]
         if failed is not None:
             return self._failure(failed)
+        if n["leaf"] is not None:
+            return self._leaf(seen)
         for s in seen:
             if s.name == "plan_add":
                 added = ADDED.search(s.text)
@@ -113,6 +123,16 @@ class JournalPolicy(Policy):
     def _next(self, task: str, seen: list[Seen]) -> list[Call] | str:
         n = self.notes
         phase = n["phase"]
+        if phase == "start" and calls.window(task):
+            path, start, end = calls.window(task) or ("", 0, 0)
+            n.update(path=path, last=end - 1, leaf={"count": 0, "tags": {}, "projects": {},
+                                                    "from": "", "to": "", "notable": []})
+            n.update(start=start, end=end, skip=None, page=0)
+            return [Call("range", {"path": path, "start": bound(start), "end": bound(end),
+                                   "limit": LIMIT})]
+        if phase == "start" and n["nested"] and calls.DELEGATE not in self.offered:
+            return GiveUp("I cannot do this task here: the nested journal needs the delegate "
+                          "tool, and this run offers none.")
         if phase == "start":
             named = _named_log(task)
             n.update(path=named, phase="peek" if named else "find")
@@ -122,10 +142,11 @@ class JournalPolicy(Policy):
         if phase == "peek":
             return self._plan(_text_of(seen, "peek"))
         if phase == "read":
-            result = next((s for s in seen if s.name == "range"), None)
+            asked = calls.DELEGATE if n["nested"] else "range"
+            result = next((s for s in seen if s.name == asked), None)
             if result is None:
-                return GiveUp("I stopped: I asked for a range window and got no result for it.")
-            return self._read(result)
+                return GiveUp(f"I stopped: I asked for a {asked} call and got no result for it.")
+            return self._delegated(result) if n["nested"] else self._read(result)
         if phase == "last":
             n["phase"] = "index"
             return [Call("plan_done", {"step": n["steps"][0]}),
@@ -171,6 +192,9 @@ class JournalPolicy(Policy):
             unit = DAY_US if width % DAY_US == 0 else HOUR_US if width % HOUR_US == 0 else MINUTE_US
             end = start + ((n["last"] - start) // unit + 1) * unit
         n.update(start=start, end=end, skip=None, page=0)
+        if n["nested"] and n["leaf"] is None:
+            return Call(calls.DELEGATE, {"task": calls.task(n["path"], start, end),
+                                         "returns": calls.VALUE})
         return Call("range", {"path": n["path"], "start": bound(start), "end": bound(end),
                               "limit": LIMIT})
 
@@ -188,25 +212,45 @@ class JournalPolicy(Policy):
         n["reads"] += 1
         page = PAGE.search(result.text) if n["skip"] is not None else None
         chunk, notable = _chunk(result.text, page)
-        calls = self._write_chunk(chunk, notable) if chunk["count"] else []
+        label = f", page {n['page']}" if n["page"] else ""
+        text = tree.leaf_text(n["path"], n["start"], n["end"], chunk, notable, label)
+        writes = self._write_chunk(chunk, text) if chunk["count"] else []
         if page and int(page.group(2)) < int(page.group(3)):
-            return [*calls, self._page(int(page.group(2)))]
+            return [*writes, self._page(int(page.group(2)))]
+        return self._after(writes, int(page.group(3)) if page else chunk["count"])
+
+    def _delegated(self, result: Seen) -> list[Call] | str:
+        """A child's value: its window written as the chunk's summary."""
+        n = self.notes
+        got = calls.value(result.text, n["start"], n["end"])
+        if isinstance(got, str):
+            return GiveUp(f"I stopped: the child summarising {bound(n['start'])} to "
+                          f"{bound(n['end'])} returned {got}")
+        n["reads"] += 1
+        n["end"] = got["end"]
+        chunk = {"count": got["entries"], "tags": calls.counts(got["summary"], "Tags"),
+                 "projects": calls.counts(got["summary"], "Projects")}
+        writes = self._write_chunk(chunk, got["summary"]) if got["entries"] else []
+        return self._after(writes, got["entries"])
+
+    def _after(self, writes: list[Call], in_window: int) -> list[Call] | str:
+        """The next window after one read, or the end of the tree when that was the last."""
+        n = self.notes
         window = n["end"] - n["start"]
-        in_window = int(page.group(3)) if page else chunk["count"]
         # At the density just seen, but at most twice as wide: a quiet stretch (a night, a
         # weekend) says little about the busy one after it.
         aimed = window * AIM // in_window if in_window else window * 2
         n["width"] = _rounded(min(aimed, window * 2, n["peek_width"] * WIDEST))
         if n["end"] <= n["last"]:
-            return [*calls, self._range(n["end"], n["width"])]
+            return [*writes, self._range(n["end"], n["width"])]
         if not n["chunks"]:
             return (f"peek counted {n['count']:,} entries in {n['path']}, but every range window "
                     f"from {bound(n['first'])} to {bound(n['last'])} was empty, so I wrote no "
                     "summary.")
-        writes, top, depth = tree.finish(n["levels"], n["path"], n["fanout"])
-        n.update(phase="last", depth=depth, top=top, nodes=n["nodes"] + len(writes))
-        calls += [Call("create", {"path": f, "file_text": t}) for f, t in writes]
-        return calls or self._next("", [])
+        rolled, top, depth = tree.finish(n["levels"], n["path"], n["fanout"])
+        n.update(phase="last", depth=depth, top=top, nodes=n["nodes"] + len(rolled))
+        writes += [Call("create", {"path": f, "file_text": t}) for f, t in rolled]
+        return writes or self._next("", [])
 
     def _narrowed(self, text: str) -> list[Call] | str:
         """The same start, a narrower window; by entry count when minutes are too wide."""
@@ -225,12 +269,10 @@ class JournalPolicy(Policy):
         n["width"] = narrower
         return [self._range(n["start"], narrower)]
 
-    def _write_chunk(self, chunk: dict[str, Any], notable: list[str]) -> list[Call]:
+    def _write_chunk(self, chunk: dict[str, Any], text: str) -> list[Call]:
         n = self.notes
         start, end, page = n["start"], n["end"], n["page"]
         file = tree.leaf_file(start, end, page)
-        label = f", page {page}" if page else ""
-        text = tree.leaf_text(n["path"], start, end, chunk, notable, label)
         width = end - start
         n.update(entries=n["entries"] + chunk["count"], chunks=n["chunks"] + 1,
                  narrowest=min(n["narrowest"] or width, width), widest=max(n["widest"], width))
@@ -242,6 +284,33 @@ class JournalPolicy(Policy):
         n["nodes"] += len(writes)
         return [Call("create", {"path": file, "file_text": text}),
                 *(Call("create", {"path": f, "file_text": t}) for f, t in writes)]
+
+    # -- a delegated child: one window, one value ----------------------------------------------
+
+    def _leaf(self, seen: list[Seen]) -> list[Call] | str | Return:
+        """Read the task's window (narrowed or paged as range asks); return what it covered."""
+        n, acc = self.notes, self.notes["leaf"]
+        result = next((s for s in seen if s.name == "range"), None)
+        if result is None:
+            return GiveUp("I stopped: I asked for a range window and got no result for it.")
+        if _refused(result):
+            n["refused"] += 1
+            return self._narrowed(result.text)  # from its start, ending sooner
+        page = PAGE.search(result.text) if n["skip"] is not None else None
+        chunk, notable = _chunk(result.text, page)
+        acc["count"] += chunk["count"]
+        tree.add_counts(acc["tags"], chunk["tags"])
+        tree.add_counts(acc["projects"], chunk["projects"])
+        acc["from"] = acc["from"] or chunk["from"]
+        acc["to"] = chunk["to"] or acc["to"]
+        acc["notable"] = (acc["notable"] + notable)[:NOTABLE_KEPT]
+        if page and int(page.group(2)) < int(page.group(3)):
+            return [self._page(int(page.group(2)))]
+        summary = tree.leaf_text(n["path"], n["start"], n["end"], acc, acc["notable"])
+        return self.finish(
+            f"{acc['count']:,} entries from {bound(n['start'])} to {bound(n['end'])}:\n{summary}",
+            {"start": bound(n["start"]), "end": bound(n["end"]), "entries": acc["count"],
+             "summary": summary})
 
     # -- finishing -----------------------------------------------------------------------------
 
@@ -264,8 +333,7 @@ class JournalPolicy(Policy):
             f"{n['entries']:,} entries in {n['chunks']:,} chunks, {bound(n['first'])} to "
             f"{bound(n['last'])} (peek counted {n['count']:,}).",
             f"Read with range windows of {span(n['narrowest'])} to {span(n['widest'])}; "
-            f"{n['refused']:,} window{'s' if n['refused'] != 1 else ''} refused as too big and "
-            "narrowed.",
+            f"{self._how_read()}.",
             f"Busiest chunk: {bound(start)} to {bound(start + width)} ({most} entries in "
             f"{span(width)}).",
             f"The summaries form a tree: {shape}.",
@@ -289,8 +357,7 @@ class JournalPolicy(Policy):
             f"- peek: {n['count']:,} entries, {bound(n['first'])} to {bound(n['last'])}, about "
             f"{span(n['peek_width'])} per 100 entries.",
             f"- range windows of {span(n['narrowest'])} to {span(n['widest'])} worked (aiming at "
-            f"{AIM} entries each, with limit {LIMIT}); {n['refused']:,} of "
-            f"{n['reads'] + n['refused']:,} windows were refused as too big and narrowed.",
+            f"{AIM} entries each, with limit {LIMIT}); {self._how_read()}.",
             f"- {n['chunks']:,} chunk summaries are in {tree.FOLDER}/, rolled up into "
             f"{INDEX}; read those before reading the journal again.",
         ]) + "\n"
@@ -303,8 +370,16 @@ class JournalPolicy(Policy):
                      f"{'s' if n['depth'] != 1 else ''} deep" if n["depth"] else "")
         return (f"I summarised {n['entries']:,} entries of {n['path']} ({check}) in "
                 f"{n['chunks']:,} chunks, one file each in {tree.FOLDER}/{tree_text}; "
-                f"{n['refused']:,} range windows were refused as too big and narrowed. The "
-                f"synthesis is {INDEX}, and {MEMORY} records what worked.")
+                f"{self._how_read()}. The synthesis is {INDEX}, and {MEMORY} records what "
+                "worked.")
+
+    def _how_read(self) -> str:
+        n = self.notes
+        if n["nested"]:
+            return (f"each window was read by a delegated agent of its own ({n['reads']:,} in "
+                    "all), whose value is the chunk's summary")
+        return (f"{n['refused']:,} range window{'s' if n['refused'] != 1 else ''} refused as too "
+                "big and narrowed")
 
     def _failure(self, failed: Seen) -> str:
         written = self.notes["chunks"]
