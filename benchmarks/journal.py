@@ -18,6 +18,11 @@ show --json`` for the run's stats and walks the tree of summaries it left
   largest tool result (at most 16,000 characters), largest summary file;
 - whether the index covers every entry (each in exactly one leaf).
 
+The nested form (``--policy journal-nested``: each chunk summarised by a delegated child whose
+value is the chunk's summary) runs too, at the sizes of ``--nested-sizes``: a child works in a
+worktree of its own with the whole workspace checked out, so it is measured on the smaller logs.
+Its row adds the children's count and their largest conversation, beside the parent's.
+
 The machine's load average is printed with each run: the 2 cores are shared, so times are noisy;
 the ratio of end to start within one run is the figure to trust. It asserts nothing.
 
@@ -42,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_worklog  # noqa: E402
 import summary_tree  # noqa: E402
 from _bench import emit, finish, hermetic, log  # noqa: E402
+
+from gitspace.agent.session import listing  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / "benchmarks" / ".work"  # git-ignored
@@ -75,20 +82,22 @@ def prepare(root: Path, entries: int, per_day: float | None) -> dict[str, Any]:
     return {"generate_s": round(split - began, 1), "split_s": round(done - split, 1)}
 
 
-def run_policy(root: Path) -> dict[str, Any]:
-    """Run the policy as a user does; the arrival time of each chunk read."""
+def run_policy(root: Path, form: str) -> dict[str, Any]:
+    """Run the policy as a user does; the arrival time of each chunk read (in the nested form,
+    of each child's value)."""
+    policy, done = ("journal-nested", " delegate(") if form == "nested" else ("journal", " range(")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("ANTHROPIC_API_KEY", None)
     began = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "gitspace", "-C", str(root), "--agent",
-                             "journal-reader", "run", "--policy", "journal", TASK],
+                             "journal-reader", "run", "--policy", policy, TASK],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert proc.stdout is not None
     reads: list[float] = []
     cpu: list[float] = []
     tail: list[str] = []
     for line in proc.stdout:
-        if " range(" in line and "-> ok:" in line:
+        if done in line and "-> ok:" in line and not line.startswith("        "):
             reads.append(time.perf_counter())
             cpu.append(cpu_seconds(proc.pid))
         tail = (tail + [line])[-12:]
@@ -96,10 +105,12 @@ def run_policy(root: Path) -> dict[str, Any]:
     wall = time.perf_counter() - began
     if code != 0:
         raise SystemExit(f"gitspace run exited {code}:\n{''.join(tail)}")
-    [listed] = json.loads(gitspace(root, "sessions", "--json").stdout)
-    shown = json.loads(gitspace(root, "sessions", "show", listed["session"], "--json").stdout)
+    [top] = [s for s in json.loads(gitspace(root, "sessions", "--json").stdout)
+             if not s.get("parent_session")]
+    shown = json.loads(gitspace(root, "sessions", "show", top["session"], "--json").stdout)
+    children = [s.stats for s in listing(root) if s.parent_session == top["session"]]
     return {"wall_s": wall, "reads": reads, "cpu": cpu, "began": began, "session": shown,
-            "ops": len(shown["ops"])}
+            "ops": len(shown["ops"]), "children": children}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -122,20 +133,21 @@ def per_chunk(times: list[float]) -> tuple[float, float]:
     return statistics.median(gaps[:n]), statistics.median(gaps[-n:])
 
 
-def one_case(base: Path, density: str, entries: int) -> dict[str, Any]:
-    root = base / f"{density.replace('/', '-')}-{entries}"
+def one_case(base: Path, density: str, entries: int, form: str) -> dict[str, Any]:
+    root = base / f"{form}-{density.replace('/', '-')}-{entries}"
     load_before = os.getloadavg()[0]
-    log(f"{density} density, {entries:,} entries: preparing")
+    log(f"{form}, {density} density, {entries:,} entries: preparing")
     setup = prepare(root, entries, DENSITIES[density])
     log(f"  generated in {setup['generate_s']} s, split in {setup['split_s']} s; running")
-    ran = run_policy(root)
+    ran = run_policy(root, form)
     start, end = per_chunk(ran["reads"])
     cpu_start, cpu_end = per_chunk(ran["cpu"])
     stats = ran["session"]["stats"]
     tree = summary_tree.check(root, fanout=FANOUT, cap=CAP, entries=entries)
     chunks = max(tree.leaves, 1)
+    kids = ran["children"]
     row = {
-        "density": density, "entries": entries, **setup,
+        "form": form, "density": density, "entries": entries, **setup,
         "wall_s": round(ran["wall_s"], 1), "chunks": tree.leaves,
         "chunk_start_ms": round(start * 1000), "chunk_end_ms": round(end * 1000),
         "end_over_start": round(end / start, 2) if start else None,
@@ -145,7 +157,9 @@ def one_case(base: Path, density: str, entries: int) -> dict[str, Any]:
         "ops_per_chunk": round(ran["ops"] / chunks, 2),
         "peak_conversation": stats["peak_request"], "budget": BUDGET,
         "largest_result": stats["largest_result"], "characters_read": stats["bytes_read"],
-        "compactions": stats["compactions"],
+        "compactions": stats["compactions"], "children": len(kids),
+        "child_peak_max": max((k.peak_request for k in kids), default=0),
+        "child_read_max": max((k.bytes_read for k in kids), default=0),
         "largest_summary": tree.largest[0], "largest_summary_file": tree.largest[1],
         "tree_depth": tree.depth, "period_summaries": tree.nodes,
         "covers_every_entry": tree.ok and tree.entries == entries,
@@ -159,17 +173,20 @@ def one_case(base: Path, density: str, entries: int) -> dict[str, Any]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = ("density", "entries", "wall", "chunks", "ms/chunk start", "end", "end/start",
+    head = ("form", "density", "entries", "wall", "chunks", "ms/chunk start", "end", "end/start",
             "CPU ms/chunk start", "end", "end/start", "calls/chunk", "ops/chunk", "peak conv.",
-            "largest result", "largest summary", "depth", "covers all", "load")
+            "largest result", "chars read", "children", "child peak max", "largest summary",
+            "depth", "covers all", "load")
     lines = [" | ".join(head), " | ".join("-" * len(h) for h in head)]
     for r in rows:
         lines.append(" | ".join(str(v) for v in (
-            r["density"], f"{r['entries']:,}", f"{r['wall_s']:,} s", f"{r['chunks']:,}",
+            r["form"], r["density"], f"{r['entries']:,}", f"{r['wall_s']:,} s",
+            f"{r['chunks']:,}",
             r["chunk_start_ms"], r["chunk_end_ms"], r["end_over_start"],
             r["cpu_start_ms"], r["cpu_end_ms"], r["cpu_end_over_start"],
             r["model_calls_per_chunk"], r["ops_per_chunk"],
             f"{r['peak_conversation']:,} / {r['budget']:,}", f"{r['largest_result']:,}",
+            f"{r['characters_read']:,}", f"{r['children']:,}", f"{r['child_peak_max']:,}",
             f"{r['largest_summary']:,}", r["tree_depth"], r["covers_every_entry"],
             f"{r['load'][0]}-{r['load'][1]}")))
     return "\n".join(lines)
@@ -181,6 +198,9 @@ def main() -> None:
                         help="entry counts, comma-separated")
     parser.add_argument("--densities", default=",".join(DENSITIES),
                         help="sample and/or 137/day, comma-separated")
+    parser.add_argument("--nested-sizes", default="2048,20000", help=(
+        "entry counts for the nested form too (each chunk a delegated child in a worktree of its "
+        "own, checked out whole); empty for none"))
     parser.add_argument("--json", action="store_true", help="JSON on stdout, the table on stderr")
     parser.add_argument("--keep", action="store_true", help="keep the workspaces")
     ns = parser.parse_args()
@@ -189,9 +209,11 @@ def main() -> None:
     hermetic(base)
     rows = []
     try:
-        for size in (int(s) for s in ns.sizes.split(",")):
+        cases = [("flat", int(s)) for s in ns.sizes.split(",")]
+        cases += [("nested", int(s)) for s in ns.nested_sizes.split(",") if s]
+        for form, size in sorted(cases, key=lambda c: (c[1], c[0])):
             for density in ns.densities.split(","):
-                rows.append(one_case(base, density, size))
+                rows.append(one_case(base, density, size, form))
     finally:
         if rows:
             emit(table(rows), rows, ns.json)
