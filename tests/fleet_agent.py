@@ -71,7 +71,7 @@ def rounds_until(watch: Watch, deadline: float, done: Callable[[], bool]) -> Non
         if watch.due():
             report(watch.step())
         else:
-            time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))
+            time.sleep(min(POLL, watch.idle_s(), max(0.0, deadline - time.monotonic())))
 
 
 def report(event: Event) -> None:

@@ -19,8 +19,8 @@ short jitter, at most ``attempts`` times; then ``SyncBusy`` (the ops stay here, 
 next sync pushes them). A clone whose last push landed yields before pushing again, until the
 remote has been quiet for a while, so that the clones that lost get their turn; ``wait=False``
 returns at once instead (``Synced.waiting``), its ops queued for a later sync, which is how
-``sync --watch`` batches the ops made meanwhile. The turn is decided right after reading the
-remote's refs, before anything is fetched or re-run.
+``sync --watch`` batches the ops made meanwhile. A round that waits still does steps 1 to 3 (it
+brings the remote's ops here and re-runs its own on them), so the push its turn makes is quick.
 
 Never: ``--force`` or a ``+`` refspec; a change to any commit the remote has (only this clone's
 unpushed commits are re-made, and only here); a sync onto a remote branch that no longer
@@ -135,10 +135,12 @@ class _Turns:
 @dataclass
 class _Again:
     """A round that did not finish the sync: ``why`` is "raced" (its push lost), "moved" (an op
-    landed here meanwhile) or "wait" (not this clone's turn for ``delay`` seconds)."""
+    landed here meanwhile) or "wait" (not this clone's turn for ``delay`` seconds; ``report``
+    says what the round did here: it pulled and re-ran, and only left out the push)."""
 
     why: str
     delay: float = 0.0
+    report: Synced | None = None
 
 
 def _rounds(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Turns,
@@ -154,9 +156,11 @@ def _rounds(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tur
             done.dropped = turns.dropped
             return done
         if done.why == "wait":
-            if not turns.wait:
-                return Synced(remote, branch, ws.repo.read_ref(f"refs/heads/{branch}") or "",
-                              attempts=turns.failed, pushes=turns.pushes, waiting=done.delay)
+            turns.checked = True
+            if not turns.wait and done.report is not None:
+                done.report.attempts, done.report.pushes = turns.failed, turns.pushes
+                done.report.dropped, done.report.waiting = turns.dropped, done.delay
+                return done.report
             on_step("wait")
             turns.pause(done.delay)
             continue
@@ -200,11 +204,7 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     ref, tracking = f"refs/heads/{branch}", sync_state.tracking_ref(remote, branch)
     theirs = ls_remote(repo, remote)
     their_tip = theirs.get(ref)
-    now = turns.clock()
-    turns.pace.observe(their_tip, now)
-    delay = turns.pace.turn(now)
-    if delay > 0 and _unpushed(repo, ref, tracking):
-        return _Again("wait", delay)
+    turns.pace.observe(their_tip, turns.clock())
     first = not turns.checked
     remote_tags = {r: sha for r, sha in theirs.items() if r.startswith(TAGS)}
     on_step("fetch")
@@ -245,6 +245,9 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     refspecs = _refspecs(repo, new, ref, their_tip, remote_tags)
     if not refspecs:
         return report
+    delay = turns.pace.turn(turns.clock())
+    if delay > 0:  # pulled and re-ran here; the push waits for this clone's turn
+        return _Again("wait", delay, report)
     on_step("push")
     turns.pushes += 1
     proc = push_refspecs(repo, remote, refspecs)
@@ -259,14 +262,6 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
         spec.split(":", 1)[1][len(TAGS):] for spec in refspecs if TAGS in spec})
     report.notes += sync_state.move_tracking(ws, tracking, new)
     return report
-
-
-def _unpushed(repo: GitRepo, ref: str, tracking: str) -> bool:
-    """Whether the branch has commits the remote did not have at the last sync."""
-    local, seen = repo.read_ref(ref), repo.read_ref(tracking)
-    if local is None or local == seen:
-        return False
-    return seen is None or not repo.is_ancestor(local, seen)
 
 
 def _check_not_rewritten(repo: GitRepo, remote: str, branch: str, seen: str | None,

@@ -1,37 +1,36 @@
-"""Whose turn it is to push: fairness for a fleet on one branch, with nothing but pushes and
-fetches (a git host offers no lock and no queue).
+"""Whose turn it is to push: fairness for a fleet on one branch with nothing but pushes and
+fetches (a git host offers no lock and no queue). docs/fleet.md has the argument in full.
 
-A round is one landing on the remote branch: of the clones whose pushes race, the server lets
-exactly one through. Left alone, the clone that just won wins again (its next push is a fast
-forward, while the losers still fetch and re-run their ops), and one clone can lose round after
-round. Three rules, each decided by one clone from what it has seen itself:
+A round is one clone's try: read the remote's refs, bring its new ops here and re-run this
+clone's unpushed ops on them, push. The host lets a push land only if the branch is still at
+the tip that round read, so of the rounds that overlap, one lands and the others lose. Left
+alone, the clone that just won wins again (its next push is a fast forward, while the losers
+still fetch and re-run), and one clone can lose round after round. The rules, each applied by a
+clone to what it has seen itself:
 
 - **A loser is owed a turn.** A clone whose last push lost (or that has not pushed yet) tries
-  again at once, after a jitter of at most a quarter of its own round, never a growing backoff:
-  backoff that grows with the rounds lost is what starves the loser.
-- **A winner yields.** A clone whose last push landed pushes again only once the remote has
-  stayed unchanged for the *quiet time*: it saw the same tip at two reads at least ``QUIET``
-  of its own rounds apart (its own push counts as the first read). Losers that are still trying
-  keep moving the tip, so the winner waits until every clone that was owed a turn has had it.
+  again at once, after a jitter of at most ``JITTER`` of its round: never a backoff that grows
+  with the rounds lost, which is what starves a loser.
+- **A winner yields.** A clone whose last push landed pushes again only in a round that reads
+  the same tip it first saw at least ``QUIET`` of its own rounds earlier (its own landing counts
+  as first seeing its tip). Its rounds meanwhile still pull and re-run, and leave out the push.
 - **Until a clone has seen contention** (lost a round, or seen another clone's push land, in the
-  last ``MEMORY`` rounds) the quiet time is only a courtesy drawn once per win, up to one round:
-  a clone alone is not slowed, and a loser it cannot see still gets gaps to land in.
-- Yielding is bounded: ``CAP`` rounds after its win a clone may push whatever it sees (hosts
-  where someone pushes without these rules, such as a person's plain ``git push``, cannot make
-  it wait forever).
+  last ``MEMORY`` rounds) it yields only a courtesy drawn once per win, up to one round: a clone
+  alone is not slowed, and a loser it cannot see still gets gaps to land in.
+- **Yielding is capped** at ``CAP`` rounds after the win, so pushes that follow no such rules (a
+  person's plain ``git push``) cannot hold a clone back for ever.
 
-Why that bounds the rounds a clone loses (docs/fleet.md has the argument in full): let clone Z
-be owed a turn and keep trying, each try (jitter included) taking at most half the quiet time.
-Any other clone W that wins a round while Z waits may push again only after two reads of the
-same tip a quiet time apart. Inside such a stretch a whole try of Z fits, and nothing else
-lands in it, so Z lands, and the tip moves: the stretch cannot exist until Z has landed. So
-each other clone wins at most once while Z waits, and Z loses at most N-1 rounds in a fleet of
-N clones (after its winners have seen contention; before that the courtesy gaps make a landing
-likely, not certain).
+The bound, in short: while a clone Z is owed a turn, each landing L is followed within
+(2 + JITTER) of Z's rounds by Z's own landing unless another clone lands first; a clone that
+won before can land again only a quiet time after it first saw L, which is later as long as
+``QUIET`` of its rounds plus the push of its turn outlast (2 + JITTER) of Z's. So every landing
+while Z waits is by a clone that was itself owed, each of them lands once, and Z loses at most
+N-1 rounds in a fleet of N (once its rivals have seen contention, and while the cap, about
+``CAP``/1.2 owed landings, is not reached).
 
-``round_s`` is this clone's own measure of a round (from reading the remote's refs to its push
-answered), a moving average: the rules scale with the host (tens of milliseconds to a local
-``git daemon``, a second to a busy host). Times are wall-clock seconds, so separate
+``round_s`` is this clone's own measure of a round (a moving average from reading the remote's
+refs to its push answered): the rules scale with the host, tens of milliseconds to a local
+``git daemon``, a second or more to a busy one. Times are wall-clock seconds, so separate
 ``gitspace sync`` processes of one checkout share them (``sync_state`` keeps a ``Pace`` per
 remote branch).
 """
@@ -45,10 +44,10 @@ from typing import Any, Protocol
 ROUND = 0.15  # seconds: the first guess at a round, before one is measured
 ROUND_MIN, ROUND_MAX = 0.01, 10.0
 WEIGHT = 0.25  # of a new round in the moving average
-QUIET = 3.0  # rounds the remote must stay unchanged before a winner pushes again
-JITTER = 0.25  # at most this share of a round before a loser tries again
+QUIET = 2.0  # rounds the remote must stay unchanged before a winner pushes again
+JITTER = 0.05  # at most this share of a round before a loser tries again
 MEMORY = 40.0  # rounds after the last sign of contention that a clone still yields in full
-CAP = 24.0  # rounds after its win that a clone yields at most
+CAP = 10.0  # rounds after its win that a clone yields at most
 SOON = 0.001  # seconds: a turn this close is now
 
 

@@ -32,7 +32,8 @@ from .sync import SyncBusy, Synced, sync
 
 POLL = 0.05  # seconds between looks at the branch ref
 FIRST_RETRY = 0.2  # seconds before the first retry when offline; doubles up to ``every``
-REPORTED = ("synced", "offline")  # what ``watch`` passes on (a turn waited or lost is routine)
+REPORTED = ("synced", "offline")  # what ``watch`` passes on, and any round that changed
+# something here (a round that waits for its turn still brings the remote's ops)
 
 
 @dataclass
@@ -51,8 +52,9 @@ class Watch:
     """The watch's state between rounds: when the next one is due, and why."""
 
     def __init__(self, ws: Workspace, remote: str, every: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.ws, self.remote, self.every, self.clock = ws, remote, every, clock
+                 clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.ws, self.remote, self.every, self.clock, self.wall = ws, remote, every, clock, wall
         self.last: str | None = None  # the branch tip the last round started from
         self.at = 0.0  # when the next round is due even if no op lands here
         self.retry = FIRST_RETRY
@@ -67,13 +69,17 @@ class Watch:
         now = self.clock()
         return (tip != self.last and not self.offline and now >= self.turn_at) or now >= self.at
 
+    def idle_s(self) -> float:
+        """Seconds until a round falls due with no op landing here (for a loop's sleep)."""
+        return max(0.0, self.at - self.clock())
+
     def step(self) -> Event:
         """One sync round now, whatever ``due`` says."""
         ws, now = self.ws, self.clock()
         branch = ws.branch()
         self.last = ws.repo.read_ref(f"refs/heads/{branch}")
         try:
-            done = sync(ws, self.remote, attempts=1, wait=False)
+            done = sync(ws, self.remote, attempts=1, wait=False, clock=self.wall)
         except SyncBusy as e:
             self._next(now + e.retry_in)
             return Event("lost", e.message, queued=self.queued(branch), pushes=e.pushes)
@@ -105,9 +111,9 @@ def watch(ws: Workspace, remote: str, *, every: float, stop: threading.Event,
     while not stop.is_set():
         if state.due():
             event = state.step()
-            if event.kind in REPORTED:
+            if event.kind in REPORTED or (event.synced is not None and event.synced.changed):
                 on_event(event)
-        stop.wait(POLL)
+        stop.wait(min(POLL, state.idle_s()))
 
 
 def queued_ops(ws: Workspace, remote: str, branch: str) -> int:

@@ -2,7 +2,7 @@
 server (tests/gitserver.py), at chosen steps of a sync, with a clock and a pause the test owns,
 so every pause a sync takes, and why, is checked exactly.
 
-The rules (gitspace/team/sync_pace.py): a loser tries again after a jitter of at most a quarter
+The rules (gitspace/team/sync_pace.py): a loser tries again after a jitter of at most a twentieth
 of its round, never a growing backoff; a winner pushes again only once the remote has been quiet
 for ``QUIET`` rounds (or, before it has seen contention, after a courtesy of up to one round);
 nothing waits more than ``CAP`` rounds after its win.
@@ -192,12 +192,15 @@ def test_a_winner_yields_until_the_remote_has_been_quiet(tmp_path: Path,
     clock.now += 0.002
     call_ok(b, "append", {"path": "shared/log.md", "text": "b2\n"})
     sync(b)
-    again = timed_sync(a, clock, wait=False)
+    again = timed_sync(a, clock, wait=False)  # it brings b's op and re-runs its own, no push
     assert again.waiting == pytest.approx(QUIET * won.round_s)
+    assert (again.pulled, again.rebased, again.pushed, again.pushes) == (1, 1, 0, 0)
+    assert git_server.refs("fleet")["refs/heads/main"] != a.tip()
     pauses = len(clock.pauses)
     done = timed_sync(a, clock)  # wait=True: it pauses out the quiet time, then pushes
     assert clock.pauses[pauses:] == [pytest.approx(QUIET * won.round_s)]
-    assert (done.pushed, done.pulled, done.attempts) == (1, 1, 1)
+    assert (done.pushed, done.pulled, done.rebased, done.attempts) == (1, 0, 0, 1)
+    assert git_server.refs("fleet")["refs/heads/main"] == a.tip()
     assert_clean(a.root)
 
 
@@ -296,7 +299,7 @@ def test_the_watch_runs_one_round_at_a_time_and_knows_when_the_next_is_due(
     a = seed(tmp_path, git_server)
     b = machine(tmp_path, git_server, 1)
     now = [0.0]
-    watch = Watch(a, "origin", every=5.0, clock=lambda: now[0])
+    watch = Watch(a, "origin", every=5.0, clock=lambda: now[0], wall=lambda: T0 + now[0])
     assert watch.due()  # nothing run yet
     assert watch.step().kind == "current" and not watch.due()
     call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
@@ -307,19 +310,14 @@ def test_the_watch_runs_one_round_at_a_time_and_knows_when_the_next_is_due(
     sync(b)
     call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
     waiting = watch.step()  # a won last and has now seen b land: not its turn
+    assert pace_of(a).contended_at == T0
     assert waiting.kind == "waiting" and waiting.queued == 1 and waiting.pushes == 0
     assert waiting.synced is not None and not watch.due()
     call_ok(a, "append", {"path": "shared/log.md", "text": "a3\n"})
     assert not watch.due()  # ops made while waiting queue up for the turn
     now[0] += waiting.synced.waiting
     assert watch.due()
-    watch_pace = pace_of(a)
-    assert watch_pace.won_tip != a.tip()
-    # The turn's round, forced with a real clock long after the win: one push carries both ops.
-    a_pace = pace_of(a)
-    a_pace.won_at = (a_pace.won_at or 0) - CAP * a_pace.round_s
-    sync_state.save_pace(a, "origin", "main", a_pace)
-    turn = watch.step()
+    turn = watch.step()  # the remote stayed quiet: one push carries both ops
     assert turn.kind == "synced" and turn.synced is not None and turn.synced.pushed == 2
     assert turn.pushes == 1 and watch.queued("main") == 0
     now[0] += 5.0
@@ -350,7 +348,7 @@ def test_the_watch_tries_a_lost_round_again_after_its_jitter(
     a = seed(tmp_path, git_server)
     b = machine(tmp_path, git_server, 1)
     now = [0.0]
-    watch = Watch(a, "origin", every=5.0, clock=lambda: now[0])
+    watch = Watch(a, "origin", every=5.0, clock=lambda: now[0], wall=lambda: T0 + now[0])
     call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
     rival_lands_inside_the_next_push(tmp_path, git_server, b)
     lost = watch.step()
