@@ -151,12 +151,14 @@ def _rounds(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tur
         took = turns.clock() - started
         if isinstance(done, Synced):
             if done.pushes:
-                turns.pace.won(done.tip, turns.clock(), took, turns.rng)
+                turns.pace.won(done.tip, turns.clock(), took, turns.rng, full=done.rebased > 0)
             done.attempts, done.pushes = turns.failed + 1, turns.pushes
             done.dropped = turns.dropped
             return done
         if done.why == "wait":
             turns.checked = True
+            if done.report is not None and done.report.rebased:
+                turns.pace.measure(took)  # a full round but for its push
             if not turns.wait and done.report is not None:
                 done.report.attempts, done.report.pushes = turns.failed, turns.pushes
                 done.report.dropped, done.report.waiting = turns.dropped, done.delay

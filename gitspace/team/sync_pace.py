@@ -15,8 +15,9 @@ clone to what it has seen itself:
   the same tip it first saw at least ``QUIET`` of its own rounds earlier (its own landing counts
   as first seeing its tip). Its rounds meanwhile still pull and re-run, and leave out the push.
 - **Until a clone has seen contention** (lost a round, or seen another clone's push land, in the
-  last ``MEMORY`` rounds) it yields only a courtesy drawn once per win, up to one round: a clone
-  alone is not slowed, and a loser it cannot see still gets gaps to land in.
+  last ``MEMORY`` rounds) it yields only a courtesy, drawn once per win, that grows with its wins
+  in a row up to ``STREAK`` rounds: a clone alone is hardly slowed (back-to-back ops batch), and
+  a loser it cannot see (whose every push lost to it) gets a gap to land in within a few wins.
 - **Yielding is capped** at ``CAP`` rounds after the win, so pushes that follow no such rules (a
   person's plain ``git push``) cannot hold a clone back for ever.
 
@@ -28,11 +29,12 @@ while Z waits is by a clone that was itself owed, each of them lands once, and Z
 N-1 rounds in a fleet of N (once its rivals have seen contention, and while the cap, about
 ``CAP``/1.2 owed landings, is not reached).
 
-``round_s`` is this clone's own measure of a round (a moving average from reading the remote's
-refs to its push answered): the rules scale with the host, tens of milliseconds to a local
-``git daemon``, a second or more to a busy one. Times are wall-clock seconds, so separate
-``gitspace sync`` processes of one checkout share them (``sync_state`` keeps a ``Pace`` per
-remote branch).
+``round_s`` is this clone's own measure of a full round, one that re-runs ops as a loser's
+does (a moving average from reading the remote's refs to its push answered; a fast forward,
+which a winner's next push often is, does not count): the rules scale with the host, tens of
+milliseconds to a local ``git daemon``, a second or more to a busy one. Times are wall-clock
+seconds, so separate ``gitspace sync`` processes of one checkout share them (``sync_state``
+keeps a ``Pace`` per remote branch).
 """
 
 from __future__ import annotations
@@ -41,13 +43,15 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-ROUND = 0.15  # seconds: the first guess at a round, before one is measured
+ROUND = 0.25  # seconds: the first guess at a round, before one is measured
 ROUND_MIN, ROUND_MAX = 0.01, 10.0
 WEIGHT = 0.25  # of a new round in the moving average
 QUIET = 2.0  # rounds the remote must stay unchanged before a winner pushes again
 JITTER = 0.05  # at most this share of a round before a loser tries again
 MEMORY = 40.0  # rounds after the last sign of contention that a clone still yields in full
 CAP = 10.0  # rounds after its win that a clone yields at most
+STREAK = 4  # wins in a row (nobody else landing between) that the courtesy grows with
+FULL_PER_FAST = 2.5  # a full round (fetch, re-run, push) against a fast forward (read, push)
 SOON = 0.001  # seconds: a turn this close is now
 
 
@@ -61,7 +65,8 @@ class Random(Protocol):
 class Pace:
     """What one clone knows about its turns on one remote branch."""
 
-    round_s: float = ROUND
+    round_s: float = ROUND  # full rounds, as measured
+    fast_s: float = ROUND / FULL_PER_FAST  # fast-forward rounds, as measured
     owed: bool = True  # its last push lost, or it has not pushed: it may push at once
     lost: int = 0  # rounds lost in a row
     won_at: float | None = None  # when its last push landed
@@ -70,6 +75,8 @@ class Pace:
     contended_at: float | None = None  # when it last lost, or saw another clone's push land
     seen_tip: str | None = None  # the remote's tip at its last read...
     seen_since: float | None = None  # ...and the first time it saw that tip (or won_at)
+    streak: int = 0  # wins in a row with no other clone's push seen between them
+    others: bool = False  # another clone's push was seen since this clone's last win
 
     def observe(self, tip: str | None, now: float) -> None:
         """Note the remote's tip as read at ``now``."""
@@ -80,49 +87,62 @@ class Pace:
         else:
             self.seen_since = now
             if self.seen_tip is not None or self.won_at is not None:
-                self.contended_at = now  # someone else's push landed
+                self.contended_at, self.others = now, True  # someone else's push landed
         self.seen_tip = tip
 
     def turn(self, now: float) -> float:
         """Seconds until this clone may push (0: now), given the remote as last observed."""
         if self.owed or self.won_at is None:
             return 0.0
-        since_win = now - self.won_at
-        if not 0 <= since_win < CAP * self.round_s:  # (a clock set back counts as long ago)
+        since_win, round_s = now - self.won_at, self.round()
+        if not 0 <= since_win < CAP * round_s:  # (a clock set back counts as long ago)
             return 0.0
         if self.contended(now):
             quiet = max(0.0, now - (self.seen_since if self.seen_since is not None else now))
-            wait = QUIET * self.round_s - quiet
+            wait = QUIET * round_s - quiet
         else:
             wait = self.courtesy - since_win
-        wait = min(wait, CAP * self.round_s - since_win)
+        wait = min(wait, CAP * round_s - since_win)
         return wait if wait >= SOON else 0.0  # a float's dust is not worth a pause
 
-    def contended(self, now: float) -> bool:
-        return self.contended_at is not None and now - self.contended_at < MEMORY * self.round_s
+    def round(self) -> float:
+        """What a full round costs now: as measured, or as the fast forwards measured lately
+        imply (a clone that only wins measures those alone, and they follow the host's load)."""
+        return max(self.round_s, FULL_PER_FAST * self.fast_s)
 
-    def won(self, tip: str, now: float, took: float, rng: Random) -> None:
-        """This clone's push landed at ``now`` after a round of ``took`` seconds."""
-        self.measure(took)
-        self.owed, self.lost = False, 0
+    def contended(self, now: float) -> bool:
+        return self.contended_at is not None and now - self.contended_at < MEMORY * self.round()
+
+    def won(self, tip: str, now: float, took: float, rng: Random, full: bool) -> None:
+        """This clone's push landed at ``now`` after a round of ``took`` seconds (``full``: it
+        re-ran ops, as a loser's round does; a fast forward is no measure of that)."""
+        if full:
+            self.measure(took)
+        else:
+            self.fast_s = _average(self.fast_s, took)
+        self.streak = self.streak + 1 if self.won_tip is not None and not self.others else 1
+        self.owed, self.lost, self.others = False, 0, False
         self.won_at, self.won_tip = now, tip
         self.seen_tip, self.seen_since = tip, now
-        self.courtesy = rng.uniform(0.0, self.round_s)
+        # Alone, or a rival it cannot see yet: each win in a row yields a little longer, so a
+        # loser whose rounds re-run ops gets a gap to land in within a few of them.
+        self.courtesy = min(self.streak, STREAK) * self.round() * rng.uniform(0.5, 1.0)
 
     def lost_round(self, now: float, took: float) -> None:
         """This clone's push lost its race (another clone's landed first)."""
         self.measure(took)
         self.owed = True
         self.lost += 1
+        self.streak = 0
         self.contended_at = now
 
     def retry_pause(self, rng: Random) -> float:
         """The jitter before a loser tries again."""
-        return rng.uniform(0.0, JITTER * self.round_s)
+        return rng.uniform(0.0, JITTER * self.round())
 
     def measure(self, took: float) -> None:
-        took = min(ROUND_MAX, max(ROUND_MIN, took))
-        self.round_s = (1 - WEIGHT) * self.round_s + WEIGHT * took
+        """A full round took ``took`` seconds."""
+        self.round_s = _average(self.round_s, took)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,11 +160,16 @@ class Pace:
                 return cls()
             setattr(pace, name, value)
         pace.round_s = min(ROUND_MAX, max(ROUND_MIN, float(pace.round_s)))
+        pace.fast_s = min(ROUND_MAX, max(ROUND_MIN, float(pace.fast_s)))
         return pace
+
+
+def _average(mean: float, took: float) -> float:
+    return (1 - WEIGHT) * mean + WEIGHT * min(ROUND_MAX, max(ROUND_MIN, took))
 
 
 _TIME = (int, float, type(None))
 _KINDS: dict[str, tuple[type, ...]] = {
-    "round_s": (int, float), "owed": (bool,), "lost": (int,), "won_at": _TIME,
+    "round_s": (int, float), "fast_s": (int, float), "owed": (bool,), "lost": (int,), "won_at": _TIME,
     "won_tip": (str, type(None)), "courtesy": (int, float), "contended_at": _TIME,
-    "seen_tip": (str, type(None)), "seen_since": _TIME}
+    "seen_tip": (str, type(None)), "seen_since": _TIME, "streak": (int,), "others": (bool,)}

@@ -4,7 +4,8 @@ so every pause a sync takes, and why, is checked exactly.
 
 The rules (gitspace/team/sync_pace.py): a loser tries again after a jitter of at most a twentieth
 of its round, never a growing backoff; a winner pushes again only once the remote has been quiet
-for ``QUIET`` rounds (or, before it has seen contention, after a courtesy of up to one round);
+for ``QUIET`` rounds (or, before it has seen contention, after a courtesy that grows with its wins
+in a row);
 nothing waits more than ``CAP`` rounds after its win.
 """
 
@@ -89,11 +90,12 @@ def test_a_lost_race_is_tried_again_after_a_jitter_not_a_backoff(
     assert (done.attempts, done.pushes, done.pushed, done.pulled) == (2, 2, 1, 1)
     assert done.waiting == 0 and not done.dropped
     before.measure(0.0)  # the losing round, measured by a clock that did not move
-    assert clock.pauses == [pytest.approx(0.5 * JITTER * before.round_s)]
+    assert clock.pauses == [pytest.approx(0.5 * JITTER * before.round())]
     pace = pace_of(a)
     assert (pace.owed, pace.lost, pace.won_tip, pace.won_at) == (False, 0, done.tip, clock.now)
     assert pace.contended_at == clock.now  # it lost, then read the winner's tip: contention
-    assert pace.courtesy == pytest.approx(0.5 * pace.round_s)
+    assert pace.streak == 1  # it saw b land since its last win
+    assert pace.courtesy == pytest.approx(0.75 * pace.round())
     assert [op.op_id for op in remote_ops(git_server)][-1] == mine.op
     assert_clean(a.root)
 
@@ -117,7 +119,7 @@ def test_every_round_lost_gives_up_with_the_ops_kept_and_no_pause_after_the_last
     assert len(clock.pauses) == 2  # between the rounds, not after the last
     pace = pace_of(a)
     assert pace.owed and pace.lost == 3
-    assert busy.value.retry_in == pytest.approx(0.5 * JITTER * pace.round_s)
+    assert busy.value.retry_in == pytest.approx(0.5 * JITTER * pace.round())
     assert mine.op not in [op.op_id for op in remote_ops(git_server)]
     done = timed_sync(a, clock)  # owed a turn: it pushes at once
     assert done.pushed == 1 and clock.pauses[2:] == []
@@ -184,7 +186,7 @@ def test_a_winner_yields_until_the_remote_has_been_quiet(tmp_path: Path,
     tips = git_server.refs("fleet")
     before = state(a.root)
     waiting = timed_sync(a, clock, wait=False)
-    assert waiting.waiting == pytest.approx(QUIET * won.round_s - 0.001)
+    assert waiting.waiting == pytest.approx(QUIET * won.round() - 0.001)
     assert (waiting.pushes, waiting.pushed, waiting.attempts) == (0, 0, 0)
     assert git_server.refs("fleet") == tips and state(a.root) == before
     assert len(clock.pauses) == 1  # the jitter after the lost round, none since
@@ -193,12 +195,12 @@ def test_a_winner_yields_until_the_remote_has_been_quiet(tmp_path: Path,
     call_ok(b, "append", {"path": "shared/log.md", "text": "b2\n"})
     sync(b)
     again = timed_sync(a, clock, wait=False)  # it brings b's op and re-runs its own, no push
-    assert again.waiting == pytest.approx(QUIET * won.round_s)
+    assert again.waiting == pytest.approx(QUIET * won.round())
     assert (again.pulled, again.rebased, again.pushed, again.pushes) == (1, 1, 0, 0)
     assert git_server.refs("fleet")["refs/heads/main"] != a.tip()
     pauses = len(clock.pauses)
     done = timed_sync(a, clock)  # wait=True: it pauses out the quiet time, then pushes
-    assert clock.pauses[pauses:] == [pytest.approx(QUIET * won.round_s)]
+    assert clock.pauses[pauses:] == [pytest.approx(QUIET * won.round())]
     assert (done.pushed, done.pulled, done.rebased, done.attempts) == (1, 0, 0, 1)
     assert git_server.refs("fleet")["refs/heads/main"] == a.tip()
     assert_clean(a.root)
@@ -211,7 +213,8 @@ def test_a_winner_that_saw_no_contention_yields_only_its_courtesy(
     call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
     assert timed_sync(a, clock).pushed == 1
     pace = pace_of(a)
-    assert pace.contended_at is None and pace.courtesy == pytest.approx(0.5 * pace.round_s)
+    assert pace.contended_at is None and pace.streak == 2  # the seed's win, then this one
+    assert pace.courtesy == pytest.approx(2 * 0.75 * pace.round())
     call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
     assert timed_sync(a, clock, wait=False).waiting == pytest.approx(pace.courtesy)
     clock.now += pace.courtesy
@@ -239,18 +242,35 @@ def test_pace_rules_at_their_edges() -> None:
     rng = Fixed(1.0)
     pace = Pace()
     assert pace.turn(T0) == 0  # never pushed: owed
+    assert pace.round() == pytest.approx(ROUND)
     pace.observe("t1", T0)
     assert pace.contended_at is None and pace.seen_since == T0
-    pace.won("t2", T0 + 1, 0.2, rng)
+    pace.won("t2", T0 + 1, 0.2, rng, full=True)
     assert pace.round_s == pytest.approx(0.75 * ROUND + 0.25 * 0.2)
-    r = pace.round_s
-    assert pace.courtesy == pytest.approx(r) and not pace.owed
+    r = pace.round()
+    assert r == max(pace.round_s, sync_pace.FULL_PER_FAST * pace.fast_s)
+    assert pace.streak == 1 and not pace.owed
+    assert pace.courtesy == pytest.approx(r)  # one win: up to one round
     assert pace.turn(T0 + 1) == pytest.approx(r)  # alone: the courtesy, from the win
     assert pace.turn(T0 + 1 + r) == 0
+    # A fast forward is no measure of a full round, but a slow one raises the estimate.
+    full = pace.round_s
+    pace.won("t2b", T0 + 2, 0.5, rng, full=False)
+    assert pace.round_s == full and pace.streak == 2
+    assert pace.fast_s == pytest.approx(0.75 * ROUND / sync_pace.FULL_PER_FAST + 0.25 * 0.5)
+    r = pace.round()
+    assert r == pytest.approx(sync_pace.FULL_PER_FAST * pace.fast_s) and r > pace.round_s
+    assert pace.courtesy == pytest.approx(2 * r)  # two wins in a row: up to two rounds
+    for n in range(3, 7):
+        pace.won(f"t2-{n}", T0 + 2, 0.0, Fixed(0.0), full=False)
+        assert pace.streak == n
+        assert pace.courtesy == pytest.approx(min(n, sync_pace.STREAK) * 0.5 * pace.round())
+    pace.won("t2", T0 + 1, 0.0, rng, full=False)
+    r = pace.round()
     pace.observe("t2", T0 + 1.01)  # its own push: quiet since the win, no contention
-    assert pace.seen_since == T0 + 1 and pace.contended_at is None
+    assert pace.seen_since == T0 + 1 and pace.contended_at is None and not pace.others
     pace.observe("t3", T0 + 1.02)  # another clone's push: contention
-    assert pace.contended_at == T0 + 1.02 and pace.seen_since == T0 + 1.02
+    assert pace.contended_at == T0 + 1.02 and pace.seen_since == T0 + 1.02 and pace.others
     assert pace.turn(T0 + 1.02) == pytest.approx(QUIET * r)
     assert pace.turn(T0 + 1.02 + QUIET * r) == 0
     pace.observe("t3", T0 + 1.5)  # the same tip again: still quiet since it was first seen
@@ -264,11 +284,13 @@ def test_pace_rules_at_their_edges() -> None:
     # Contention is remembered for MEMORY rounds, then the courtesy applies again.
     assert pace.contended(end - 0.02 + sync_pace.MEMORY * r - 0.001)
     assert not pace.contended(end - 0.02 + sync_pace.MEMORY * r)
-    pace.lost_round(T0 + 2, 0.3)
-    assert pace.owed and pace.lost == 1 and pace.turn(T0 + 2) == 0
-    assert pace.retry_pause(Fixed(1.0)) == pytest.approx(JITTER * pace.round_s)
+    pace.won("t5", T0 + 3, 0.0, rng, full=False)
+    assert pace.streak == 1  # another clone's push was seen since the last win
+    pace.lost_round(T0 + 4, 0.3)
+    assert pace.owed and pace.lost == 1 and pace.turn(T0 + 4) == 0 and pace.streak == 0
+    assert pace.retry_pause(Fixed(1.0)) == pytest.approx(JITTER * pace.round())
     assert pace.retry_pause(Fixed(0.0)) == 0
-    pace.lost_round(T0 + 3, 100.0)
+    pace.lost_round(T0 + 5, 100.0)
     assert pace.lost == 2 and pace.round_s <= sync_pace.ROUND_MAX
     pace.measure(0.0)
     assert pace.round_s >= sync_pace.ROUND_MIN
@@ -357,7 +379,7 @@ def test_the_watch_tries_a_lost_round_again_after_its_jitter(
     assert not watch.due()
     pace = pace_of(a)
     assert pace.owed and pace.lost == 1
-    now[0] += JITTER * pace.round_s
+    now[0] += JITTER * pace.round()
     assert watch.due()
     turn = watch.step()
     assert turn.kind == "synced" and turn.synced is not None
