@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from _bench import hermetic, log  # noqa: E402
 
 AGENT = ROOT / "tests" / "fleet_agent.py"
+BOARD = "".join(f"slot-{i}: v0\n" for i in range(17))  # as fleet_agent.py's: a line per clone
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -96,8 +97,7 @@ def fleet(server: Any, work: Path, clones: int, count: int, think: float) -> dic
     name = f"fleet{clones}-{think:g}"
     url = server.create(name)
     first = gitspace.init(work / server.kind / name / "seed", agent="seed")
-    first.call("create", {"path": "shared/board.md",
-                          "file_text": "".join(f"slot-{i}: v0\n" for i in range(8))})
+    first.call("create", {"path": "shared/board.md", "file_text": BOARD})
     first.call("create", {"path": "shared/log.md", "file_text": "log\n"})
     git(first.root, "remote", "add", "origin", url)
     server.authorize(first.root)

@@ -55,6 +55,10 @@ INDEX_LIMITS = [f"{LIMITS}::test_{name}" for name in (
 REPLAY = ["tests/replay/test_replay.py", "tests/replay/test_replay_forged.py",
           "tests/harness/test_harness_ledger.py"]
 
+# A fleet's syncs in this process (the four-clone runs are child processes, and slow).
+FLEET = ["tests/team/test_sync_turns.py", "tests/team/test_fleet_sync.py",
+         "tests/team/test_fleet_hostile.py", "tests/team/test_fleet_http.py"]
+
 # name: (module, the tests that cover it). Only tests that run the module in this process count:
 # a mutant is not active in a child process (the CLI subprocess tests, the crash children).
 MODULES: dict[str, tuple[str, list[str]]] = {
@@ -84,6 +88,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/storage/test_racyindex.py", *INDEX_LIMITS, *FAULTS]),
     "engine": ("gitspace/replay/engine.py", REPLAY),
     "judge": ("gitspace/replay/judge.py", REPLAY),
+    "sync": ("gitspace/team/sync.py", FLEET),
+    "pace": ("gitspace/team/sync_pace.py", FLEET),
 }
 
 KILLED = {1, 3, 36, 24, -24, 152, 255, 37}  # a test failed, pytest broke, or it timed out

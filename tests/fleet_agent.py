@@ -33,7 +33,7 @@ from typing import Any
 import gitspace
 from gitspace.team.sync_watch import POLL, Event, Watch
 
-BOARD = "".join(f"slot-{i}: v0\n" for i in range(8))
+BOARD = "".join(f"slot-{i}: v0\n" for i in range(17))  # a line for each of up to 16 clones
 EVERY = 5.0  # seconds between the watch's syncs that only bring other clones' ops
 DRAIN = 120.0  # seconds after the last op that the member waits for its queue to go out
 

@@ -446,6 +446,8 @@ def fleet_synced(done: Any) -> None:
             parts.append(f"{done.pushed} pushed")
         tries = f" ({done.attempts} attempts: other clones pushed meanwhile)" \
             if done.attempts > 1 else ""
+        if getattr(done, "waiting", 0):
+            tries += f"; its push waits {done.waiting:.1f} s for this clone's turn"
         out.print(f"Synced {where} at {done.tip[:12]}: {', '.join(parts) or 'checkpoints only'}"
                   f"{tries}.")
     for op_id, commit in done.dropped:

@@ -1,6 +1,7 @@
-"""A fleet on one branch: four clones, 25 ops each, running at once, each syncing after every op
-against one real git server (tests/gitserver.py), once with the server up throughout and once
-with it stopped and restarted in the middle.
+"""A fleet on one branch: four clones, 25 ops each, running at once, each with the rounds of
+``sync --watch`` after every op (tests/fleet_agent.py), against one real git server
+(tests/gitserver.py): ``git daemon`` up throughout, and each of ``git daemon`` and the smart-HTTP
+host (basic auth, a protected branch) stopped and restarted in the middle.
 
 What must hold at the end: every op is on the remote branch exactly once (counted by op id), the
 remote branch replays clean, every clone has the remote's tree after a final sync, ``git fsck
@@ -118,8 +119,8 @@ def check_fleet(tmp_path: Path, server: GitServer,
                    if "round" in line)
 
 
-def test_four_clones_share_one_branch(tmp_path: Path, any_server: GitServer) -> None:
-    outcomes = check_fleet(tmp_path, any_server, run_fleet(tmp_path, any_server, outage=False))
+def test_four_clones_share_one_branch(tmp_path: Path, git_server: GitServer) -> None:
+    outcomes = check_fleet(tmp_path, git_server, run_fleet(tmp_path, git_server, outage=False))
     assert outcomes["synced"] > 0 and outcomes["offline"] == 0
 
 

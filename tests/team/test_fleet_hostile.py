@@ -160,8 +160,11 @@ def test_refs_dropped_while_syncing_lose_nothing(tmp_path: Path, git_server: Git
     git_server.git("fleet", "update-ref", "-d", "refs/heads/main")
     call_ok(b, "append", {"path": "shared/log.md", "text": "b again\n"})
     before = state(b.root)
-    with pytest.raises(Conflict, match="no longer has branch main"):
+    with pytest.raises(Conflict, match="no longer has branch main") as gone:
         sync(b)
+    assert gone.value.message.endswith(
+        "Sync never re-creates a branch someone deleted; nothing was changed.")
+    assert gone.value.hint == "If it should exist again, push it on purpose: 'gitspace push origin'."
     assert state(b.root) == before and "refs/heads/main" not in git_server.refs("fleet")
     a.close()
     b.close()

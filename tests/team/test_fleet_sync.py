@@ -37,6 +37,8 @@ def test_unpushed_ops_are_rerun_on_the_remotes_new_ops(tmp_path: Path,
     done = sync(b)  # a text rebase conflicts twice here (same end of file, adjacent lines)
     assert (done.pulled, done.rebased, done.pushed) == (2, 2, 2)
     assert (b.root / "shared/log.md").read_text() == "log\nfrom a\nfrom b\n"
+    # The branch's reflog says what moved it.
+    assert git(b.root, "reflog", "-1", "--format=%gs", "refs/heads/main").strip() == "gitspace: sync"
     assert "slot-0: v1\nslot-1: v1\n" in (b.root / "shared/board.md").read_text()
     # Op ids are what they were; each re-run op names the commit it was first recorded as.
     assert op_ids(b.root)[-2:] == [mine.op, op_ids(b.root)[-1]]
@@ -142,8 +144,11 @@ def test_checkpoints_move_with_their_ops_or_are_refused(tmp_path: Path,
     call_ok(b, "checkpoint", {"name": "same"})
     sync(a)
     before, remote_before = state(b.root), git_server.refs("fleet")
-    with pytest.raises(Conflict, match="checkpoint same"):
+    with pytest.raises(Conflict, match="checkpoint same") as clash:
         sync(b)
+    assert clash.value.message == (
+        "Sync refused: checkpoint same was made here on an op not pushed yet, and origin already "
+        "has a checkpoint of that name. Nothing was changed.")
     assert state(b.root) == before and git_server.refs("fleet") == remote_before
     assert_never_forced(git_server)
     a.close()
