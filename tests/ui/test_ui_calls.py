@@ -68,7 +68,7 @@ def test_a_fork_and_its_original_are_shown_side_by_side(ws_root: Path,
     with gitspace.open(ws_root, agent="boss") as ws:
         client = AnthropicClient(model="m", sdk_client=fake_api.client())
         first = Loop(ws, client).start("Pick a way.")
-        [plan_op] = [e for e in session_ops(ws, first.session.id)
+        [plan_op] = [e for e in session_ops(ws, first.session)
                      if e.tool_use_id == "toolu_1"]
         loop = Loop(ws, client)
         session = loop.new_session("Go west instead.")
