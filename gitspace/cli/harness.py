@@ -180,7 +180,7 @@ def gc(
 
 def _rewind_in_place(ws: Any, which: str | None, every_file: bool, as_json: bool) -> None:
     from ..core import line
-    from ..harness import inplace_undo
+    from ..harness import inplace
     from ..harness.events import Options
 
     if which is None:
@@ -192,7 +192,7 @@ def _rewind_in_place(ws: Any, which: str | None, every_file: bool, as_json: bool
         data.sort(key=lambda d: d["time"])
         emit_json(data, "turns") if as_json else render().turns(data)
         return
-    taken = inplace_undo.rewind(ws.repo, which, every_file, Options(max_file_bytes=ws.max_file_bytes))
+    taken = inplace.rewind(ws.repo, which, every_file, Options(max_file_bytes=ws.max_file_bytes))
     if taken.op is None:
         echo(f"unchanged: your files already are as {which} left them.")
     else:

@@ -228,14 +228,14 @@ def _undo_in_place(ws: Any, op: str | None, count: int | None) -> None:
     """In a checkout of your own: take back one op in the work tree only (the agent's latest
     when no --op is given)."""
     from ..core import lookup
-    from ..harness import inplace_undo
+    from ..harness import inplace, inplace_undo
     from ..harness.events import Options
 
     if count is not None:
         usage("In a checkout of your own, undo takes back one op at a time (--op ID), or the "
               "agent's turns with 'gitspace rewind TURN'.")
     op_id = lookup.op_id(ws.repo, op) if op else inplace_undo.latest_agent_op(ws.repo)
-    taken = inplace_undo.undo_op(ws.repo, op_id, Options(max_file_bytes=ws.max_file_bytes))
+    taken = inplace.undo_op(ws.repo, op_id, Options(max_file_bytes=ws.max_file_bytes))
     _said_taken(taken, f"op {op_id}")
 
 

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from ..core import exclude
-from ..errors import FileRefused, LockTimeout, PathRefused
+from ..errors import FileRefused, GitspaceError, LockTimeout, PathRefused
 from ..storage import lockfile, loose, privateindex, statefiles
 from ..storage.files import Files
 from . import state
@@ -24,9 +24,12 @@ from .prepare import check_cwd, relative, running
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from ..storage.gitrepo import GitRepo
+    from .inplace_record import Recorder
+    from .inplace_undo import Taken
 
 RECORDING = "recording"  # <git dir>/gitspace/inplace/recording: which harnesses record here
 INTERRUPTED = "a hook call was interrupted before it finished"
@@ -92,8 +95,32 @@ def route(event: Event, start: Path, options: Options, *, asked: bool = False) -
         repo.close()
 
 
-def handle(event: Event, repo: GitRepo, options: Options) -> Recorded:
-    """Apply one hook event to the person's checkout ``repo`` (recording is on there)."""
+def undo_op(repo: GitRepo, op_id: str, options: Options) -> Taken:
+    """``gitspace undo --op`` in the person's checkout: work-tree files only (inplace_undo)."""
+    return _take_back(repo, Event("undo", "gitspace", cwd=str(repo.root), extra={"op": op_id}),
+                      options)
+
+
+def rewind(repo: GitRepo, target: str, every_file: bool, options: Options) -> Taken:
+    """``gitspace rewind TURN|OP [--all]`` in the person's checkout (inplace_undo)."""
+    return _take_back(repo, Event("rewind", "gitspace", cwd=str(repo.root),
+                                  extra={"target": target, "all": every_file}), options)
+
+
+def _take_back(repo: GitRepo, event: Event, options: Options) -> Taken:
+    from .inplace_undo import Taken, take_back
+
+    taken = handle(event, repo, options, act=take_back).taken
+    assert isinstance(taken, Taken)
+    return taken
+
+
+def handle(event: Event, repo: GitRepo, options: Options,
+           act: Callable[[Recorder], Any] | None = None) -> Recorded:
+    """Apply one hook event to the person's checkout ``repo`` (recording is on there); ``act``
+    is what a command the person runs (undo, rewind) does on the line, under the lock: what it
+    returns is the outcome's ``taken``. A refusal of such a command changed nothing, so it
+    leaves the checkout as it found it (nothing more to catch up on than before)."""
     check_cwd(repo.root, event)
     if event.kind == "ignored":
         return Recorded()
@@ -111,7 +138,15 @@ def handle(event: Event, repo: GitRepo, options: Options) -> Recorded:
             caught_up = state.missed(repo.gitdir) or _killed(repo.gitdir, mark)
             state.mark_missed(repo.gitdir, INTERRUPTED)  # cleared once this call is recorded
             try:
-                outcome = Recorder(repo, event, options, caught_up).run()
+                outcome = Recorder(repo, event, options, caught_up, act).run()
+            except GitspaceError:
+                if act is None:
+                    raise
+                if caught_up:  # (a refusal changed nothing: as much to catch up on as before)
+                    state.mark_missed(repo.gitdir, caught_up)
+                else:
+                    state.clear_missed(repo.gitdir)
+                raise
             except BaseException as e:
                 state.mark_missed(repo.gitdir, f"{type(e).__name__}: {e}")
                 raise

@@ -47,6 +47,7 @@ from .prepare import relative, running
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 # The private index is brought up to date at a turn's start and end, and by a scan that found
@@ -94,8 +95,10 @@ class Recorder:
     """One after hook (or turn edge) under the checkout's lock: follow the person, catch up,
     record the call, publish."""
 
-    def __init__(self, repo: GitRepo, event: Event, options: Options, missed: str | None) -> None:
+    def __init__(self, repo: GitRepo, event: Event, options: Options, missed: str | None,
+                 act: Callable[[Recorder], Any] | None = None) -> None:
         self.repo, self.event, self.options, self.missed = repo, event, options, missed
+        self.act = act  # a command the person runs (undo, rewind): what it does on the line
         self.gitdir = repo.gitdir
         self.files = Files(repo.root)
         self.excluded = exclude.load(repo.commondir)
@@ -121,8 +124,9 @@ class Recorder:
         started = _started_ns(self.gitdir, key) if key else None
         announced = state.retire(self.gitdir, key) if key else None
         shell = call is not None and call.paths is None
+        # (rewind --all overwrites every file: what the person changed is found, and kept, first)
         scan = event.kind in ("prompt", "stop", "scan") or shell or model is None \
-            or bool(self.missed)
+            or bool(self.missed) or bool(event.kind == "rewind" and event.extra.get("all"))
         mine = self._named(call) if call is not None and call.paths is not None else []
 
         self.stash = self.repo.read_ref("refs/stash")
@@ -144,10 +148,8 @@ class Recorder:
             if before:
                 self._external(before, self._outside_note())
             after = {p: e for p, (e, ctime) in found.items() if by_the_call(e, ctime)}
-        if event.kind in ("undo", "rewind"):
-            from .inplace_undo import take_back
-
-            self.outcome.taken = take_back(self)
+        if self.act is not None:
+            self.outcome.taken = self.act(self)
         elif event.kind in ("prompt", "stop"):
             self._turn(event)
         elif shell and call is not None:
@@ -371,6 +373,8 @@ class Recorder:
             return f"Changes an earlier hook call could not record ({self.missed})."
         if event.kind == "scan":
             return "Outside changes found when recording was turned on again."
+        if self.act is not None:
+            return f"Your changes found before {event.kind}."
         if event.kind in ("prompt", "stop"):
             number = state.turn(self.gitdir, event.agent, event.session)
             when = "began" if event.kind == "prompt" else "ended"

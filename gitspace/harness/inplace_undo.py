@@ -1,4 +1,5 @@
-"""``gitspace undo --op`` and ``gitspace rewind`` in a person's own checkout: work-tree files only.
+"""``gitspace undo --op`` and ``gitspace rewind`` in a person's own checkout: work-tree files only
+(run through ``inplace.undo_op`` and ``inplace.rewind``, which hand ``take_back`` to the recorder).
 
 Invariants:
 - Only work-tree files change: never ``.git/index``, HEAD or a branch. Each is itself an op on
@@ -25,8 +26,6 @@ from ..errors import Conflict, FileRefused, NotFound, PathRefused
 from ..storage import ledger, privateindex
 from ..storage.files import State
 from ..storage.objects import Entry
-from .events import Event, Options
-from .inplace import handle
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,16 +40,6 @@ class Taken:
     op: str | None  # None: nothing to change
     files: list[str]
     took_back: list[str]
-
-
-def undo_op(repo: GitRepo, op_id: str, options: Options) -> Taken:
-    return _run(repo, Event("undo", "gitspace", cwd=str(repo.root), extra={"op": op_id}),
-                options)
-
-
-def rewind(repo: GitRepo, target: str, every_file: bool, options: Options) -> Taken:
-    return _run(repo, Event("rewind", "gitspace", cwd=str(repo.root),
-                            extra={"target": target, "all": every_file}), options)
 
 
 def latest_agent_op(repo: GitRepo) -> str:
@@ -71,26 +60,19 @@ def latest_agent_op(repo: GitRepo) -> str:
                    hint="'gitspace log' lists what is recorded here.")
 
 
-def _run(repo: GitRepo, event: Event, options: Options) -> Taken:
-    outcome = handle(event, repo, options)
-    taken = outcome.taken
-    assert isinstance(taken, Taken)
-    return taken
-
-
 def take_back(rec: Recorder) -> Taken:
     """The undo or rewind ``rec.event`` asks for, on the line ``rec`` has started."""
     repo, event = rec.repo, rec.event
     if event.kind == "undo":
         found = _op_commit(repo, str(event.extra["op"]))
         return _commit(rec, _reverse(rec, [found]), "undo", {"op": found[0].op_id},
-                       f"undo {found[0].tool} {found[0].op_id[-8:]}")
+                       f"undo {found[0].tool} {found[0].op_id[-8:]}", [found[0].op_id])
     target = _target(rec, str(event.extra["target"]))
     if event.extra.get("all"):
         return _rewind_all(rec, target)
     agents = _agent_ops_since(rec, target)
-    return _commit(rec, _reverse(rec, agents), "rewind",
-                   {"to": target, "files": "agent"}, f"rewind to {target[:10]}")
+    return _commit(rec, _reverse(rec, agents), "rewind", {"to": target, "files": "agent"},
+                   f"rewind to {target[:10]}", [op.op_id for op, _ in agents])
 
 
 def _op_commit(repo: GitRepo, op_id: str) -> tuple[ledger.Op, str]:
@@ -203,11 +185,12 @@ def _rewind_all(rec: Recorder, target: str) -> Taken:
         writes[change.path] = None if change.new is None else (
             repo.read_blob(change.new.sha), change.new.mode)
     return _commit(rec, writes, "rewind", {"to": target, "files": "all"},
-                   f"rewind every file to {target[:10]}")
+                   f"rewind every file to {target[:10]}", [])
 
 
 def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, object],
-            subject_line: str) -> Taken:
+            subject_line: str, took_back: list[str]) -> Taken:
+    """Record the op ``tool`` that writes ``writes`` and takes back the ops ``took_back``."""
     repo = rec.repo
     pending = {rel: _disk(rec, rel) for rel in writes}
     outside = {rel: None if s is None else Entry(s[1], repo.write_blob(s[0]))
@@ -220,7 +203,7 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
         return Taken(None, [], [])
     entries = {rel: None if s is None else Entry(s[1], repo.write_blob(s[0]))
                for rel, s in writes.items()}
-    undone = tuple(_undone(rec, tool, args))
+    undone = tuple(took_back)
     person, agent = rec.person()
     op = ledger.Op(op_id=ledger.new_op_id(), tool=tool, args=args, source="tool", agent=agent,
                    undo_of=undone)
@@ -230,10 +213,3 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
     rec.write_files(writes, pending)
     return Taken(op.op_id, sorted(writes), list(undone))
 
-
-def _undone(rec: Recorder, tool: str, args: dict[str, object]) -> list[str]:
-    if tool == "undo":
-        return [str(args["op"])]
-    if args.get("files") == "agent":
-        return [op.op_id for op, _ in _agent_ops_since(rec, str(args["to"]))]
-    return []
