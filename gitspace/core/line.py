@@ -33,7 +33,10 @@ held after the last recorded call, the person's commit (``base``) it was on, and
   (what a checkout does; a path with uncommitted changes keeps them). Its arguments name the
   branch and the commit it follows (``commit``), and the paths it changed (``count``, ``paths``)
   as every external op's do; it has a single parent, so the line never drags the person's
-  history into its own: their commits are read beside it (``gitspace log``).
+  history into its own: their commits are read beside it. ``gitspace log`` (and the web
+  view) list the two as one, newest first, by what happened rather than by dates
+  (``timeline.interleaved``): each of the person's commits right below the follow op that
+  names it, one no follow op names yet above every op.
 - A line's first commit is always a ``follow`` op whose parent is the person's commit, so a walk
   back along first parents finds the base at the nearest ``follow`` op without ever reading the
   person's history as if it were ops.

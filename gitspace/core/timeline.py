@@ -282,6 +282,8 @@ def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, off
     if not _has_commits(repo, revs):
         return Page([], 0, offset, limit)
     marks = checkpoint_marks(repo)
+    if len(revs) == 2 and also:  # a line recorded in place, and the branch it follows
+        return _interleaved_page(repo, revs, filters, offset, limit, marks, count)
     if not filters.active:
         tip = repo.rev_parse(rev) if rev is not None and counts is not None and not also else None
         args = _walk([tip] if tip else revs, first_parent)  # one tip for the count and the page
@@ -296,6 +298,64 @@ def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, off
     chosen = matches[offset:offset + limit]
     found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"], marks) if chosen else []
     return Page(found, len(matches), offset, limit)
+
+
+def _interleaved_page(repo: GitRepo, revs: list[str], filters: Filters, offset: int, limit: int,
+                      marks: dict[str, list[str]], count: bool) -> Page:
+    """A page of a line recorded in place and the person's branch as one list: the part only
+    one of them holds in ``interleaved`` order, then the history both share, in git's order."""
+    top = interleaved(repo, revs[0], revs[1])
+    shared = repo.read_git("merge-base", "--all", *revs, check=False).decode().split()
+    if filters.active:
+        rank = {sha: n for n, sha in enumerate(top)}
+        matches = sorted(_candidates(repo, revs, filters, False),
+                         key=lambda sha: rank.get(sha, len(top)))
+        chosen = matches[offset:offset + limit]
+        found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"], marks) \
+            if chosen else []
+        return Page(found, len(matches), offset, limit)
+    chosen = top[offset:offset + limit]
+    found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"], marks) if chosen else []
+    more = limit - len(found)
+    if more > 0 and shared:
+        skip = max(offset - len(top), 0)
+        found += _entries(repo, ["log", f"--skip={skip}", f"-n{more}", *shared, "--"], marks)
+    total = -1
+    if count:
+        total = len(top) + (int(repo.read_git("rev-list", "--count", *shared, "--").decode())
+                            if shared else 0)
+    return Page(found, total, offset, limit)
+
+
+def interleaved(repo: GitRepo, line_ref: str, head: str) -> list[str]:
+    """The commits only the line ``line_ref`` or only the person's ``head`` holds, newest first,
+    in the order things happened rather than by their dates (a skewed clock, one second for
+    both, or a rebase that kept old dates would mislead): the line's own in its order, and each
+    of the person's commits right below the follow op that followed it (the oldest, if several
+    did), with the older ones it brought along below it; one no follow op names yet (made since
+    the last call) is newer than all of the line's."""
+    def listed(*args: str) -> list[str]:
+        return repo.read_git("rev-list", "--topo-order", *args, "--").decode().split()
+
+    ours, theirs = listed(line_ref, f"^{head}"), listed(head, f"^{line_ref}")
+    if not theirs:
+        return ours
+    where = {sha: n for n, sha in enumerate(ours)}
+    followed: dict[str, int] = {}  # the person's commit -> the oldest follow op naming it
+    for brief in briefs(repo, ["--topo-order", "-E", f"--grep=^Gitspace-Tool: {line.FOLLOW}$",
+                               line_ref, f"^{head}", "--"]):
+        named = brief.op.args.get("commit") if brief.op is not None else None
+        if brief.op is not None and brief.op.tool == line.FOLLOW and isinstance(named, str):
+            followed[named] = max(followed.get(named, -1), where.get(brief.commit, -1))
+    below: dict[int, list[str]] = {}  # a position in ``ours`` (-1: above all) -> theirs there
+    slot = -1
+    for sha in theirs:
+        slot = max(slot, followed.get(sha, -1))
+        below.setdefault(slot, []).append(sha)
+    found = below.get(-1, [])
+    for n, sha in enumerate(ours):
+        found += [sha, *below.get(n, [])]
+    return found
 
 
 def entry(repo: GitRepo, sha: str) -> Entry:

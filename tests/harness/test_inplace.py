@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -408,3 +409,42 @@ def test_gemini_and_cursor_hooks_go_into_your_user_settings(tmp_path: Path, name
     assert users_own(root, ignore=()) == before  # not even a settings file in the work tree
     install.uninstall(name, None, root, tmp_path / "home")
     assert inplace.recording(root / ".git") == []
+
+
+def test_log_lists_your_commits_where_you_made_them_whatever_their_dates(user: Path) -> None:
+    """One list, newest first, by what happened when, not by clocks: a commit dated in the
+    future (a skewed clock, or the same second) or in the past (a rebase keeping dates) still
+    sits between the calls it was made between."""
+    from user_repo import gs
+
+    def commit(rel: str, message: str, date: str) -> None:
+        git(user, "add", rel)
+        proc = subprocess.run(["git", "commit", "-q", "-m", message], cwd=user,
+                              capture_output=True, text=True,
+                              env={**os.environ, "GIT_COMMITTER_DATE": date})
+        assert proc.returncode == 0, proc.stderr
+
+    def edit(use_id: str, rel: str) -> None:
+        call(user, "Write", {"file_path": str(user / rel), "content": rel + "\n"}, use_id,
+             write(user, rel, rel + "\n"))
+
+    edit("toolu_1", "a.txt")
+    commit("a.txt", "yours, dated a day ahead", "@" + str(int(time.time()) + 86400))
+    edit("toolu_2", "b.txt")
+    commit("b.txt", "yours, dated a year back", "2000-01-01T00:00:00Z")
+    edit("toolu_3", "c.txt")
+    commit("c.txt", "yours, after the last call", "2000-01-02T00:00:00Z")
+
+    def listed(*args: str) -> list[str]:
+        out = gs(user, "log", "--format", "{tool} {subject}", "-n", "12", *args)
+        assert out.returncode == 0, out.stderr
+        return [s.split(" ", 1)[1] for s in out.stdout.splitlines()
+                if not s.startswith("follow ")]
+
+    newest = listed()
+    assert newest[:7] == ["yours, after the last call", "Write c.txt", "yours, dated a year back",
+                          "Write b.txt", "yours, dated a day ahead", "Write a.txt",
+                          "the user's first commit"], newest
+    assert listed("--", "a.txt", "b.txt") == ["yours, dated a year back", "Write b.txt",
+                                              "yours, dated a day ahead", "Write a.txt"]
+    assert listed("-n", "3")[:2] == newest[:2]
