@@ -82,7 +82,7 @@ def test_direct_verbs_undo_redo_restore_branch_switch(ws_dir: Path) -> None:
     assert (ws_dir / "f.txt").read_text() == "v2\n"
     assert gs(ws_dir, "restore", "v1").returncode == 0
     assert (ws_dir / "f.txt").read_text() == "v1\n"
-    assert gs(ws_dir, "branch", "alt", "--from", "v1").returncode == 0
+    assert gs(ws_dir, "branch", "alt", "--from", "v1", "--switch").returncode == 0
     call("create", {"path": "f.txt", "file_text": "alt\n"})
     assert gs(ws_dir, "switch", "main").returncode == 0
     assert (ws_dir / "f.txt").read_text() == "v1\n"

@@ -211,7 +211,8 @@ def test_an_outside_link_over_a_folder_recorded_before_an_op_keeps_the_index_exa
         txn.write("box/new.txt", b"written by the op\n")
         return Outcome("done", "box again")
 
-    result = ws.transact(ws.identity("note").op({}), stage)
+    who = ws.identity("note")
+    result = ws.transact(who.op({}), stage, who.author)
     assert result.ok and result.external_op is not None, result.text
     assert git(root, "ls-tree", "-r", "--name-only", "HEAD", "box") == "box/new.txt\n"
     assert git(root, "diff-index", "--cached", "HEAD") == "", "the index is not the tree"

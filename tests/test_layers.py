@@ -209,6 +209,8 @@ ALLOWED_MOVERS: dict[str, str] = {
                               "(their filters, their index format) under the branch's ref lock",
     "gitspace/team/merge_journal.py": "it puts back such a merge that a crash cut short (git's "
                                       "'update-index' and 'checkout-index', the saved index)",
+    "gitspace/core/unrecorded.py": "'gitspace diff' alone fills a throwaway copy of the index in a "
+                                   "temporary folder, never the repository's own",
 }
 
 
@@ -249,7 +251,7 @@ def test_only_the_writer_moves_refs_head_or_the_index() -> None:
     assert not stale, f"ALLOWED_MOVERS lists modules that no longer move anything: {stale}"
 
 
-IDENTITY_FIELDS = {"agent", "session", "clock", "rebased_from", "tool_use_id", "op_id"}
+IDENTITY_FIELDS = {"agent", "session", "clock", "rebased_from", "tool_use_id", "op_id", "person"}
 
 
 def test_a_calls_identity_is_handed_down_never_set_on_the_workspace() -> None:

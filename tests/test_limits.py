@@ -183,7 +183,8 @@ def test_the_answer_recorded_in_an_op_commit_is_capped(ws: gitspace.Workspace, s
         txn.write("a.txt", b"a\n")
         return Outcome("r" * size, "answer of a given size")
 
-    done = ws.transact(ws.identity("create").op({"path": "a.txt", "file_text": "a\n"}), stage)
+    who = ws.identity("create")
+    done = ws.transact(who.op({"path": "a.txt", "file_text": "a\n"}), stage, who.author)
     recorded = ledger.result_of(ws.repo.commit(done.commit or "").message)
     if size <= ledger.RESULT_CAP:
         assert recorded == "r" * size
@@ -339,7 +340,8 @@ def test_the_mode_read_back_after_a_staged_write(ws: gitspace.Workspace) -> None
         assert txn.read("run.sh") == b"#!/bin/sh\necho hi\n"  # the staged content reads back
         return Outcome("wrote run.sh", "write run.sh")
 
-    ws.transact(ws.identity("create").op({"path": "run.sh"}), stage)
+    who = ws.identity("create")
+    ws.transact(who.op({"path": "run.sh"}), stage, who.author)
     assert seen == {"absent": FILE_MODE, "staged exec": EXEC_MODE, "rewritten": EXEC_MODE}
     assert os.stat(ws.root / "run.sh").st_mode & 0o777 == 0o755
     assert git(ws.root, "ls-files", "-s", "run.sh").split()[0] == "100755"

@@ -181,7 +181,7 @@ def test_a_persons_checkpoints_and_their_refusals(person: gitspace.Workspace,
     from gitspace.core import checkpoints
 
     [cp] = checkpoints.listing(person)
-    assert (cp.name, cp.agent, cp.message) == ("one", "human", "first")
+    assert (cp.name, cp.agent, cp.message) == ("one", "unknown", "first")  # no git user.name
     call_refused(person, "checkpoint", {"name": "one"}, GitspaceError, "already exists")
     call_refused(person, "checkpoint", {"name": "../x"}, BadArguments, "not a valid checkpoint name")
     call_refused(person, "restore", {"name": "two"}, NotFound, "no checkpoint named 'two'")

@@ -34,14 +34,15 @@ def commit_transcript(ws: Workspace, session: Session) -> Result:
         raise FileRefused(f"The transcript is {len(data):,} bytes, over the {ws.max_file_bytes:,}-byte "
                           "cap for committed files; it stays in .gitspace/sessions.",
                           hint="Raise GITSPACE_MAX_FILE_BYTES if you do want it committed.")
-    op = ws.identity("transcript", source="transcript").op({"path": rel, "session": session.id})
+    who = ws.identity("transcript", source="transcript")
+    op = who.op({"path": rel, "session": session.id})
 
     def stage(txn: Txn) -> Outcome:
         txn.write(rel, data)
         return Outcome(f"Committed the conversation of session {session.id} to {rel}.",
                        f"transcript {session.id}")
 
-    return ws.transact(op, stage)
+    return ws.transact(op, stage, who.author)
 
 
 def committed(repo: GitRepo, commit: str) -> list[str]:

@@ -31,9 +31,9 @@ def usage(message: str) -> NoReturn:
 
 def _version(value: bool) -> None:
     if value:
-        from ..storage.ledger import FORMAT
+        from ..storage.ledger import formats_note
 
-        echo(f"gitspace {__version__} (JSON output schema {jsonout.SCHEMA}, ledger format {FORMAT})")
+        echo(f"gitspace {__version__} (JSON output schema {jsonout.SCHEMA}, {formats_note()})")
         raise typer.Exit()
 
 
@@ -88,8 +88,10 @@ def here(path: Path | None = None) -> Path:
     return path if path.is_absolute() else Path(state.directory) / path
 
 
-def open_workspace(**extra: Any) -> Any:
-    """The workspace the command works on, as ``-C`` and ``--agent`` say."""
+def open_workspace(*, author: str | None = None, **extra: Any) -> Any:
+    """The workspace the command works on, as ``-C`` and ``--agent`` say. The person's edits
+    and the ops they make with no agent are theirs: ``author`` (``--author``), else
+    GITSPACE_AUTHOR, else their git user.name (core/person.py, read only when needed)."""
     import gitspace
 
     from ..team.attach import route
@@ -97,7 +99,20 @@ def open_workspace(**extra: Any) -> Any:
     # --agent NAME works in NAME's attached worktree, and is refused where NAME is not attached
     # (route). Ops are refused in a checkout gitspace does not own (owner.py); reads work anywhere.
     return gitspace.open(route(state.directory, state.agent), agent=state.agent,
-                         max_file_bytes=config.max_file_bytes(), **extra)
+                         max_file_bytes=config.max_file_bytes(),
+                         person=author or config.default_author(), **extra)
+
+
+def person_of(root: Path, explicit: str | None) -> str:
+    """The name a person's edits in ``root`` are recorded under (see ``open_workspace``)."""
+    from ..core import person
+    from ..storage.gitrepo import GitRepo
+
+    repo = GitRepo.open(root)
+    try:
+        return person.person_token(repo, explicit)
+    finally:
+        repo.close()
 
 
 def in_place(ws: Any) -> Any:
@@ -157,7 +172,10 @@ def write_raw(data: bytes, stream: Any = None) -> None:
 def show_result(result: Any, as_json: bool = False) -> None:
     """A tool call's result, as text or JSON; exit 1 when it failed."""
     if as_json:
+        from ..storage.ledger import short_id
+
         emit_json({"ok": result.ok, "text": result.text, "tool": result.tool, "op": result.op,
+                   "op_short": short_id(result.op) if result.op else None,
                    "commit": result.commit, "changed": result.changed,
                    "external_op": result.external_op, "notes": result.notes}, "result")
     else:
@@ -181,7 +199,7 @@ def start_watcher(root: Path, quiet: bool) -> Any:
     """A running watcher for ``gitspace run --watch`` (stop it when the run ends)."""
     from ..team.watch import Watcher
 
-    watcher = Watcher(root, author=config.default_author() or "unknown",
+    watcher = Watcher(root, author=config.default_author(),
                       max_file_bytes=config.max_file_bytes(),
                       on_report=None if quiet else report_line)
     watcher.start()

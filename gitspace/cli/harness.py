@@ -17,6 +17,7 @@ from .common import (
     JsonOpt,
     echo,
     emit_json,
+    here,
     in_place,
     open_workspace,
     render,
@@ -112,7 +113,7 @@ def record() -> None:
     phase (before | after | failed; default after)."""
     from ..harness.hook import main
 
-    raise typer.Exit(main(["record"]))
+    raise typer.Exit(main(["record"], cwd=str(here())))
 
 
 def rewind(

@@ -34,6 +34,7 @@ from .pager import paged
 class Source(StrEnum):
     tool = "tool"
     script = "script"
+    harness = "harness"
     external = "external"
     init = "init"
     transcript = "transcript"
@@ -47,17 +48,22 @@ def log(
     n: Annotated[int, typer.Option("-n", "--max-count", min=1, help="How many entries.")] = 20,
     skip: Annotated[int, typer.Option(min=0, help="Skip this many entries first.")] = 0,
     agent: Annotated[Optional[str], typer.Option(help="Only ops by this agent.")] = None,  # noqa: UP045
-    session: Annotated[Optional[str], typer.Option(help="Only ops of this session.")] = None,  # noqa: UP045
+    session: Annotated[Optional[str], typer.Option(help=(  # noqa: UP045
+        "Only ops of this session: its id, or a unique start or end of it (the 8 characters "
+        "a turn's checkpoint name shows)."))] = None,
     tool: Annotated[Optional[str], typer.Option(help="Only ops of this tool.")] = None,  # noqa: UP045
     source: Annotated[Optional[Source], typer.Option(help=(  # noqa: UP045
-        "Only entries from this source: a tool call, a constraint script, an outside edit, the "
-        "first commit, a committed transcript, or a commit that is no op."))] = None,
+        "Only entries from this source: a tool call, a constraint script, another harness's "
+        "tool (Claude Code...), an outside edit, the first commit, a committed transcript, or "
+        "a commit that is no op."))] = None,
     since: Annotated[Optional[str], typer.Option(help="Only entries after this date ('2 days ago', 2025-01-31).")] = None,  # noqa: UP045,E501
     until: Annotated[Optional[str], typer.Option(help="Only entries before this date.")] = None,  # noqa: UP045
     fmt: Annotated[Optional[str], typer.Option("--format", help=(  # noqa: UP045
         "table (the default on a terminal), line (one line per entry: the default into a pipe) "
         "or a template such as '{op_short} {tool} {files}' (fields: gitspace log --format help)."
     ))] = None,
+    every: Annotated[bool, typer.Option("--all", help=(
+        "Every branch (and every line recorded in place), not only the current one."))] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """The op timeline, newest first: time, op, agent, tool, args, files, checkpoints.
@@ -68,17 +74,21 @@ def log(
     from ..core import timeline
 
     fmt = _log_format(fmt)
+    if every and rev:
+        usage("Give a REV or --all, not both.")
     filters = timeline.Filters(agent=agent, session=session, tool=tool,
                                source=source.value if source else None, since=since, until=until,
                                paths=tuple(take_paths()))
     with open_workspace() as ws:
-        start = find_entry(ws, rev).commit if rev else "HEAD"  # HEAD: a branch, or detached in CI
+        start: str | None = find_entry(ws, rev).commit if rev else "HEAD"  # HEAD: or detached in CI
         also: tuple[str, ...] = ()
-        here = in_place(ws) if rev is None else None
+        here = in_place(ws) if rev is None and not every else None
         if here is not None and here.tip is not None:  # the line's ops and your commits
             start, also = here.ref, ("HEAD",)
+        if every:
+            start = None  # every branch and line, each child before its parents
         entries = timeline.query(ws.repo, start, filters, offset=skip, limit=n, count=False,
-                                 also=also, first_parent=not also).entries
+                                 also=also, first_parent=not also and not every).entries
         if as_json:
             emit_json([e.as_json() for e in entries], "log")
             return
@@ -92,6 +102,8 @@ def log(
                     depth = depths.get(e.op.op_id, 0) if e.op else 0
                     stream.write((lines.compact(e, depth) if fmt == "line" else
                                   lines.render_template(fmt, e, depth)) + "\n")
+            if not entries:  # said beside the output, so a pipe still reads nothing
+                echo("No entries match.", err=True)
 
 
 def _call_depths(root: Path, entries: list[Any]) -> dict[str, int]:
@@ -141,19 +153,57 @@ def show(
 
 
 def diff(
-    a: Annotated[str, typer.Argument(metavar="A", help="An op, checkpoint, branch or revision.")],
+    a: Annotated[Optional[str], typer.Argument(metavar="A", help=(  # noqa: UP045
+        "An op, checkpoint, branch or revision (none: the changes not recorded yet)."))] = None,
     b: Annotated[Optional[str], typer.Argument(metavar="B", help="The other side (default: HEAD).")] = None,  # noqa: UP045,E501
     stat: Annotated[bool, typer.Option("--stat", help="Only the files changed, with counts.")] = False,
 ) -> None:
-    """The diff from A to B (ops, checkpoints, branches or revisions)."""
+    """The diff from A to B (ops, checkpoints, branches or revisions); with no A, the changes
+    made outside gitspace that are not recorded yet, as 'gitspace snapshot' would record them."""
     with open_workspace() as ws:
+        if a is None:
+            _unrecorded(ws, stat)
+            return
         left = find_entry(ws, a).commit
         here = in_place(ws) if not b else None
         right = find_entry(ws, b).commit if b else (
             here.tip if here is not None and here.tip else ws.repo.read_ref("HEAD") or left)
+        patch = ws.repo.git("diff", *_color(), *(["--stat"] if stat else []), left, right)
+        if not patch:
+            what = f"{a} and {b}" if b else f"{a} and {'the line' if here else 'HEAD'}"
+            echo(f"No differences: {what} have the same files.")
+            return
         with render().paged():
-            write_raw(ws.repo.git("diff", *_color(), *(["--stat"] if stat else []), left, right),
-                      render().out.file)
+            write_raw(patch, render().out.file)
+
+
+def _unrecorded(ws: Any, stat: bool) -> None:
+    """``gitspace diff`` alone: what is on disk and not recorded yet, against the tip."""
+    from ..core import unrecorded
+
+    here = in_place(ws)
+    if here is not None:
+        from ..harness import inplace_record
+        from ..harness.events import Options
+
+        found = inplace_record.pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
+        base, (paths, skipped) = here.tip or here.head, found or ([], [])
+    else:
+        from ..core.snapshot import pending_changes
+
+        base = ws.repo.read_ref("HEAD")
+        changes, skipped = pending_changes(ws) if base else ({}, [])
+        paths = sorted(changes)
+    patch = unrecorded.patch(ws.repo, base, paths, stat_only=stat,
+                             color=colour_on()) if paths else b""
+    if not patch:
+        echo("No changes to record: the files are as the last op left them."
+             if here is None else "No changes to record: the files are as the line has them.")
+    else:
+        with render().paged():
+            write_raw(patch, render().out.file)
+    for note in skipped:
+        echo(f"not recorded: {note}", err=True)
 
 
 def _color() -> list[str]:
@@ -256,10 +306,11 @@ def redo() -> None:
 def branch(
     name: str,
     start: Annotated[Optional[str], typer.Option("--from", help="Checkpoint to fork at.")] = None,  # noqa: UP045
-    no_switch: Annotated[bool, typer.Option("--no-switch")] = False,
+    switch: Annotated[bool, typer.Option("--switch", help="Also switch to it.")] = False,
 ) -> None:
-    """Create branch NAME (at a checkpoint with --from) and switch to it."""
-    args: dict[str, Any] = {"name": name, "switch": not no_switch}
+    """Create branch NAME here (at a checkpoint with --from), staying on this branch as
+    'git branch' does; --switch also switches to it ('gitspace switch NAME' later)."""
+    args: dict[str, Any] = {"name": name, "switch": switch}
     if start:
         args["from"] = start
     call_tool("branch", args)

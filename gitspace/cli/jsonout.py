@@ -14,14 +14,15 @@ from typing import Any
 
 SCHEMA = 1
 
-_ENTRY = ["commit", "parents", "time", "author", "subject", "files", "checkpoints", "op", "problem"]
+_ENTRY = ["commit", "parents", "time", "author", "agent", "subject", "files", "checkpoints", "op",
+          "problem"]
 FIELDS: dict[str, list[str]] = {
     "log": _ENTRY,
     "show": _ENTRY,
     "status": ["root", "branch", "detached", "tip", "pending", "too_large"],
     "checkpoints": ["name", "commit", "branch", "agent", "time", "message"],
     "branches": ["name", "tip", "current"],
-    "result": ["ok", "text", "tool", "op", "commit", "changed", "external_op", "notes"],
+    "result": ["ok", "text", "tool", "op", "op_short", "commit", "changed", "external_op", "notes"],
     "verify": ["ok", "commits", "ops", "foreign", "problems"],
     "sessions": ["session", "status", "agent", "client", "scripted", "steps", "task",
                  "parent_session", "parent_tool_use_id", "depth"],
@@ -41,8 +42,8 @@ FIELDS: dict[str, list[str]] = {
                "unverified", "scripts", "empty", "fetched", "onto", "branch", "created",
                "leftover", "ok", "result", "checked", "divergence"],
 }
-OP_FIELDS = ["id", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of",
-             "parent_session", "parent_tool_use_id"]
+OP_FIELDS = ["id", "short", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of",
+             "redo_of", "parent_session", "parent_tool_use_id"]
 
 
 class UnknownField(ValueError):

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..storage import ledger
 
-OP_SHORT = 8  # the op-id suffix log shows: the random end of a ULID, unique in practice
+OP_SHORT = ledger.SHORT  # the op-id suffix gitspace shows everywhere (ledger.short_id)
 TEMPLATE_FIELDS = {
     "time": "local time of the op (YYYY-MM-DD HH:MM:SS)",
     "timestamp": "seconds since the epoch",
@@ -22,12 +22,13 @@ TEMPLATE_FIELDS = {
     "op_short": f"the last {OP_SHORT} characters of the op id, as log shows them",
     "commit": "the full commit id",
     "short": "the first 12 characters of the commit id",
-    "agent": "the agent (ops) or the author (other commits)",
+    "agent": "who made it: the agent, or the person (their git user.name)",
     "tool": "the tool (ops) or 'commit'",
-    "source": "tool, external, init or transcript ('-' for other commits)",
+    "source": "tool, harness, external, init or transcript ('-' for other commits)",
     "session": "the session id ('-' if none)",
     "parent": "the session that delegated the op's session ('-' if none)",
     "depth": "how many delegated calls deep the op was made (0: not delegated)",
+    "tool_use_id": "the model's or harness's id of the tool call ('-' if none)",
     "args": "the arguments, summarised on one line",
     "args_json": "the arguments as canonical JSON",
     "files": "the files changed, comma-separated",
@@ -49,14 +50,15 @@ def values(e: Any, depth: int = 0) -> dict[str, str]:
     op = e.op
     raw = {
         "time": when(e.time), "timestamp": str(e.time),
-        "op": op.op_id if op else "-", "op_short": op.op_id[-OP_SHORT:] if op else e.commit[:OP_SHORT],
+        "op": op.op_id if op else "-", "op_short": short(e),
         "commit": e.commit, "short": e.commit[:12],
-        "agent": (op.agent or "-") if op else e.author,
+        "agent": e.agent,
         "tool": op.tool if op else "commit",
         "source": op.source if op else "-",
         "session": (op.session or "-") if op else "-",
         "parent": (op.parent_session or "-") if op else "-",
         "depth": str(depth),
+        "tool_use_id": (op.tool_use_id or "-") if op else "-",
         "args": ledger.args_summary(op.args, 10_000) if op else e.subject,
         "args_json": ledger.canonical_json(op.args) if op else "{}",
         "files": ",".join(e.files), "checkpoints": ",".join(e.checkpoints),
@@ -70,6 +72,11 @@ def called(tool: str, depth: int) -> str:
     return tool if depth <= 0 else "  " * (depth - 1) + "↳ " + tool
 
 
+def short(e: Any) -> str:
+    """What names an entry in a listing: an op's short id, else the commit's first 8 characters."""
+    return str(e.short)
+
+
 def compact(e: Any, depth: int = 0) -> str:
     """The line ``log`` prints into a pipe: time, op, agent, tool, args, files, checkpoints.
     An op a delegated agent made shows its tool under the call (``called``)."""
@@ -78,6 +85,8 @@ def compact(e: Any, depth: int = 0) -> str:
     parts.append(f"files: {v['files'].replace(',', ', ')}" if e.files else "files: -")
     if e.checkpoints:
         parts.append(f"checkpoint: {v['checkpoints'].replace(',', ', ')}")
+    if e.op is not None and e.op.tool_use_id:
+        parts.append(f"tool_use_id: {v['tool_use_id']}")
     if e.problem:
         parts.append(f"malformed: {one_line(e.problem)}")
     return "  ".join(parts)

@@ -61,8 +61,10 @@ def result(res: Any) -> None:
     if res.ok:
         out.print(escape(res.text))
         if res.op:
-            extra = f" (after outside changes, op {res.external_op})" if res.external_op else ""
-            out.print(f"[dim]op {res.op} commit {res.commit[:12]}{extra}[/dim]")
+            extra = (f" (after outside changes, op {ledger.short_id(res.external_op)})"
+                     if res.external_op else "")
+            out.print(f"[dim]op {ledger.short_id(res.op)} ({res.op}) commit {res.commit[:12]}"
+                      f"{extra}[/dim]")
     else:
         error(res.error or res.text)
     for note in getattr(res, "notes", []):
@@ -118,8 +120,8 @@ def timeline(entries: list[Any], depths: dict[str, int] | None = None) -> None:
             marks += f" [red]malformed: {escape(e.problem)}[/red]"
         rows.append([
             lines.when(e.time),
-            op.op_id[-lines.OP_SHORT:] if op else e.commit[:lines.OP_SHORT],
-            escape(op.agent or "-") if op else escape(e.author),
+            e.short,
+            escape(e.agent),
             escape(lines.called(op.tool, depths.get(op.op_id, 0))) if op else "[dim]commit[/dim]",
             escape(ledger.args_summary(op.args, 200)) if op else escape(e.subject),
             escape(lines.one_line(files)),
@@ -132,16 +134,20 @@ def timeline(entries: list[Any], depths: dict[str, int] | None = None) -> None:
 
 
 def op_detail(e: Any) -> None:
-    out.print(f"commit {e.commit}  {_when(e.time)}  {escape(e.author)}")
+    out.print(f"commit {e.commit}  {_when(e.time)}  {escape(e.agent)}")
     if e.op:
         op = e.op
-        out.print(f"op {op.op_id}  tool {escape(op.tool)}  source {op.source}  "
-                  f"agent {escape(op.agent or '-')}")
+        out.print(escape(e.subject))
+        out.print(f"op {e.short} ({op.op_id})  tool {escape(op.tool)}  source {op.source}  "
+                  f"agent {escape(e.agent)}")
+        if op.session or op.tool_use_id:
+            out.print(f"session {escape(op.session or '-')}  tool_use_id "
+                      f"{escape(op.tool_use_id or '-')}")
         out.print(f"args {escape(ledger.args_summary(op.args, 200))}")
         if op.undo_of:
-            out.print(f"undoes {', '.join(op.undo_of)}")
+            out.print(f"undoes {', '.join(ledger.short_id(u) for u in op.undo_of)}")
         if op.redo_of:
-            out.print(f"redoes {op.redo_of}")
+            out.print(f"redoes {ledger.short_id(op.redo_of)}")
     else:
         out.print(escape(e.subject))
 
@@ -189,14 +195,20 @@ def branches(rows: list[Any]) -> None:
 
 
 def tools(found: list[Any], notes: list[str]) -> None:
+    """Each tool: its name, whether it writes, what it does, and its example as a command to
+    paste (``gitspace call NAME --args '...'``)."""
+    import shlex
+
     table = Table(box=None, pad_edge=False, show_lines=False)
-    for col in ("tool", "kind", "description"):
+    for col in ("tool", "kind", "description and example"):
         table.add_column(col, overflow="fold")
     for t in found:
         kind = ("mutates" if t.mutates else "read-only") + ("" if t.origin == "builtin" else
                                                             f", {t.origin}")
         first = t.description.split(". ")[0].rstrip(".") + "."
-        table.add_row(escape(t.name), kind, escape(first))
+        example = json.dumps(t.example, ensure_ascii=False) if t.example is not None else "{}"
+        call = f"gitspace call {t.name} --args {shlex.quote(example)}"
+        table.add_row(escape(t.name), kind, f"{escape(first)}\n[dim]{escape(call)}[/dim]")
     out.print(table)
     for note in notes:
         out.print(f"[yellow]note:[/yellow] {escape(note)}")
@@ -347,8 +359,7 @@ def _replay_body(report: Any) -> None:
         out.print("[red]diverged[/red] at this op:")
     out.print(f"  commit {d.commit}")
     if d.op_id:
-        out.print(f"  op {d.op_id}  tool {escape(d.tool or '-')}")
-        import json
+        out.print(f"  op {ledger.short_id(d.op_id)} ({d.op_id})  tool {escape(d.tool or '-')}")
 
         args = json.dumps(d.args, ensure_ascii=False)
         out.print(f"  args {escape(args if len(args) <= 300 else args[:297] + '...')}")
@@ -387,7 +398,7 @@ def agents(rows: list[Any]) -> None:
     for col in ("agent", "branch", "worktree", "ops", "last op"):
         table.add_column(col, overflow="fold")
     for a in rows:
-        last = "-" if a.last is None else (f"{escape(a.last.tool)} {a.last.op_id[-8:]} "
+        last = "-" if a.last is None else (f"{escape(a.last.tool)} {ledger.short_id(a.last.op_id)} "
                                            f"{_when(a.last_time)}")
         where = escape(str(a.path)) if a.path else "[dim]detached[/dim]"
         table.add_row(escape(a.name), escape(a.branch), where, str(a.ops), last)
@@ -451,7 +462,8 @@ def fleet_synced(done: Any) -> None:
         out.print(f"Synced {where} at {done.tip[:12]}: {', '.join(parts) or 'checkpoints only'}"
                   f"{tries}.")
     for op_id, commit in done.dropped:
-        out.print(f"dropped op {op_id} (its commit {commit[:12]} stays in the reflog)")
+        out.print(f"dropped op {ledger.short_id(op_id)} ({op_id}); its commit {commit[:12]} "
+                  "stays in the reflog")
     if done.checkpoints:
         out.print("checkpoints: " + ", ".join(escape(c) for c in done.checkpoints))
     for note in done.notes:

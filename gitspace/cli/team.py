@@ -9,12 +9,22 @@ import typer
 
 from .. import config
 from ..errors import BadArguments
-from .common import JsonOpt, echo, emit_json, here, open_workspace, render, report_line, state
+from .common import (
+    JsonOpt,
+    echo,
+    emit_json,
+    here,
+    open_workspace,
+    person_of,
+    render,
+    report_line,
+    state,
+)
 
 
 def watch(
     directory: Annotated[Optional[Path], typer.Argument(help="The workspace (default: -C, else the current folder).")] = None,  # noqa: UP045,E501
-    author: Annotated[Optional[str], typer.Option(help="Who made the edits (default: GITSPACE_AUTHOR, else unknown).")] = None,  # noqa: UP045,E501
+    author: Annotated[Optional[str], typer.Option(help="Who made the edits (default: GITSPACE_AUTHOR, else your git user.name).")] = None,  # noqa: UP045,E501
     debounce: Annotated[float, typer.Option(min=0.01, help="Seconds of quiet that end a burst.")] = 0.3,
     max_wait: Annotated[float, typer.Option(min=0.01, help="Most seconds a busy burst waits.")] = 5.0,
 ) -> None:
@@ -27,14 +37,15 @@ def watch(
 
     # Like every other command: --agent NAME watches NAME's worktree, never the user's checkout.
     target = route(here(directory), state.agent)
-    watcher = Watcher(target, author=author or config.default_author() or "unknown",
+    watcher = Watcher(target, author=author or config.default_author(),
                       debounce=debounce, max_wait=max_wait, max_file_bytes=config.max_file_bytes(),
                       on_report=report_line)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         watcher.start()
-        echo(f"Watching {watcher.root} for edits by {watcher.author}; Ctrl-C or SIGTERM stops.")
+        echo(f"Watching {watcher.root} for edits by {person_of(watcher.root, watcher.author)}; "
+             "Ctrl-C or SIGTERM stops.")
         while not stop.wait(1.0):
             pass
     finally:

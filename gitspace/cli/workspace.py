@@ -154,11 +154,19 @@ def _decoded(data: bytes, source: str) -> str:
         usage(f"{source} is not UTF-8 text: {e}.")
 
 
-def snapshot(author: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        help="Who made the changes (default: your git user.name).")] = None) -> None:
+def snapshot(
+    author: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        help="Who made the changes (default: GITSPACE_AUTHOR, else your git user.name).")] = None,
+    message: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "-m", "--message", help="The op's subject line (default: 'external edit of FILES').")
+    ] = None,
+) -> None:
     """Commit all pending outside changes as one op (source: external)."""
-    with open_workspace(external_author=author or "human") as ws:
+    with open_workspace(author=author) as ws:
         if in_place(ws) is not None:
+            if message is not None:
+                usage("-m names a snapshot in a workspace; in your own checkout your edits are "
+                      "recorded as they are, and 'git commit -m' is how you name them.")
             from ..harness import inplace
             from ..harness.events import Options
 
@@ -169,7 +177,7 @@ def snapshot(author: Annotated[Optional[str], typer.Option(  # noqa: UP045
             for note in done.notes:
                 echo(f"not recorded: {note}")
             return
-        show_result(ws.snapshot())
+        show_result(ws.snapshot(message))
 
 
 def exclude(

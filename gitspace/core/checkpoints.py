@@ -48,7 +48,7 @@ def create(ws: Workspace, who: Identity, name: str, message: str = "") -> Checkp
             f"A checkpoint named {name!r} already exists.",
             hint="Pick another name; 'gitspace checkpoints' lists the existing ones.",
         )
-    agent = who.agent or "human"
+    agent = who.name  # the agent, or the person who made it from the command line
     text = ledger.clean_subject(message, MESSAGE_CAP)  # one printable line: no forged lines
     body = ledger.checkpoint_message(text, name, branch, agent, who.op_id)
     tagger = who.author

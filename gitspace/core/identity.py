@@ -38,6 +38,9 @@ class Identity:
     # Gitspace-Parent-Session and Gitspace-Parent-Tool-Use-Id.
     parent_session: str | None = None
     parent_tool_use_id: str | None = None
+    # The person a call with no agent is by (their git user.name as a token, see person.py): its
+    # commit's author. The ledger records it as that author, not as a trailer.
+    person: str | None = None
 
     def op(self, args: dict[str, Any], **links: Any) -> ledger.Op:
         """The ledger record of this call with ``args``; ``links`` are what the tool adds
@@ -53,13 +56,22 @@ class Identity:
         return cls(**{**{name: getattr(op, name) for name in _RECORDED}, **changes})
 
     @property
+    def name(self) -> str:
+        """Who makes the call, the one name every reader shows: its agent, else the person."""
+        return self.agent or self.person or HUMAN
+
+    @property
     def author(self) -> Signature:
-        """The commit author of the call's op: its agent, or ``human``."""
-        return author_of(self.agent)
+        """The commit author of the call's op: ``NAME <NAME@gitspace>`` for its ``name``."""
+        return author_of(self.name)
 
 
-def author_of(agent: str | None) -> Signature:
-    name = agent or "human"
+HUMAN = "human"  # a call with neither agent nor person (a library caller that named no one)
+
+
+def author_of(name: str | None) -> Signature:
+    """The author gitspace writes for an agent or a person's token (None: ``human``)."""
+    name = name or HUMAN
     return Signature(name, f"{name}@gitspace")
 
 

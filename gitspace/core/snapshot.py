@@ -66,7 +66,9 @@ def pending_changes(
     return changes, skipped
 
 
-def snapshot(ws: Host) -> Result:
+def snapshot(ws: Host, message: str | None = None) -> Result:
+    """Commit every pending outside change as one external op (``message``: its subject line,
+    instead of "external edit of ...")."""
     with ws.writer.locked():
         branch, tip, tree = ws.branch(), ws.tip(), ws.tree()
         changes, skipped = pending_changes(ws, write=True)
@@ -79,7 +81,7 @@ def snapshot(ws: Host) -> Result:
                           tool="snapshot")
         commit, _, op_id = commit_external(
             ws, tip, tree, {rel: e for rel, (e, _) in changes.items()}, "Recorded by snapshot.",
-            session=ws.session)
+            session=ws.session, subject=message)
         known = {rel: st for rel, (_, st) in changes.items() if st is not None}
         _publish(ws, branch, tip, commit, list(changes), known)
     return Result(ok=True, text=f"Committed outside changes to {len(changes)} file(s)." + note,

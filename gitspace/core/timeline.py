@@ -47,14 +47,28 @@ class Entry:
         """tool, script, external, init, transcript; "commit" for a commit that is no op."""
         return source_of(self.op)
 
+    @property
+    def agent(self) -> str:
+        """Who made it, the one name every reader shows: an op's agent; for an op made with no
+        agent (a person's: at the command line, their outside edits) and for a plain commit,
+        its author, the person's name."""
+        return (self.op.agent if self.op else None) or self.author
+
+    @property
+    def short(self) -> str:
+        """What names it in a listing: an op's short id (``ledger.short_id``), else the first
+        8 characters of the commit id."""
+        return ledger.short_id(self.op.op_id) if self.op else self.commit[:ledger.SHORT]
+
     def as_json(self) -> dict[str, object]:
         op = self.op
         return {
             "commit": self.commit, "parents": list(self.parents), "time": self.time,
-            "author": self.author, "subject": self.subject, "files": self.files,
-            "checkpoints": self.checkpoints,
+            "author": self.author, "agent": self.agent, "subject": self.subject,
+            "files": self.files, "checkpoints": self.checkpoints,
             "op": None if op is None else {
-                "id": op.op_id, "tool": op.tool, "args": op.args, "source": op.source,
+                "id": op.op_id, "short": ledger.short_id(op.op_id), "tool": op.tool,
+                "args": op.args, "source": op.source,
                 "agent": op.agent, "session": op.session, "tool_use_id": op.tool_use_id,
                 "undo_of": list(op.undo_of), "redo_of": op.redo_of,
                 "parent_session": op.parent_session, "parent_tool_use_id": op.parent_tool_use_id,
@@ -144,10 +158,9 @@ def _op_ids_before(repo: GitRepo, rev: str, checked: set[str]) -> set[str]:
 # -- the paged query --------------------------------------------------------------------------
 
 PAGE = 50
-SOURCES = ("tool", "script", "external", "init", "transcript", "commit")
+SOURCES = ("tool", "script", *(s for s in ledger.SOURCES if s != "tool"), "commit")
 # filter -> (trailer key git can pre-filter on, the Op field it is)
-_TRAILER_FILTERS = (("agent", "Gitspace-Agent", "agent"), ("session", "Gitspace-Session", "session"),
-                    ("tool", "Gitspace-Tool", "tool"))
+_TRAILER_FILTERS = (("agent", "Gitspace-Agent", "agent"), ("tool", "Gitspace-Tool", "tool"))
 
 
 def _printable(name: str, value: str | None) -> None:
@@ -165,7 +178,9 @@ def source_of(op: ledger.Op | None) -> str:
 @dataclass(frozen=True)
 class Filters:
     """Which commits a timeline shows. Every value given must match exactly, except ``text``: a
-    case-insensitive piece of the subject or of the args. ``path`` (or several, ``paths``) keeps
+    case-insensitive piece of the subject or of the args, and ``session``: a session id or a
+    start or end of one, as gitspace shows them (a turn's checkpoint names 8 characters of it;
+    ``query`` refuses a part that two sessions share). ``path`` (or several, ``paths``) keeps
     commits that change it (a file, or anything under a folder). ``since`` and ``until`` are
     dates as git reads them ("2 days ago", "2025-01-31"), on the commit time."""
 
@@ -204,9 +219,11 @@ class Filters:
         ``accepts`` keeps (checked exactly afterwards, so a Result paragraph that quotes a trailer
         line is no false match)."""
         patterns = [f"^{key}: {_ere(value)}$" for key, _, value in self._exact()]
+        if self.session:
+            patterns.append(f"^Gitspace-Session: .*{_ere(self.session)}")
         if self.source == "script":
             patterns.append("^Gitspace-Script: ")
-        elif self.source in ("tool", "external", "init", "transcript"):
+        elif self.source in ledger.SOURCES:
             patterns.append(f"^Gitspace-Source: {self.source}$")
         if self.text and _verbatim_in_json(self.text):
             patterns.append(_ere(self.text))  # run with -i: still a superset
@@ -217,6 +234,9 @@ class Filters:
         for _, attr, value in self._exact():
             if op is None or getattr(op, attr) != value:
                 return False
+        if self.session and not (op is not None and op.session is not None and (
+                op.session.startswith(self.session) or op.session.endswith(self.session))):
+            return False
         if self.source is not None and self.source != source_of(op):
             return False
         if self.text:
@@ -434,8 +454,19 @@ def _candidates(repo: GitRepo, revs: list[str], filters: Filters, first_parent: 
     args += [f"--since={filters.since}"] if filters.since else []
     args += [f"--until={filters.until}"] if filters.until else []
     paths = [p.strip("/") or "." for p in filters.paths]
-    return [b.commit for b in briefs(repo, [*args, *revs, "--", *paths])
-            if filters.accepts(b.subject, b.op)]
+    found = [b for b in briefs(repo, [*args, *revs, "--", *paths])
+             if filters.accepts(b.subject, b.op)]
+    if filters.session:
+        _one_session(filters.session, {b.op.session for b in found if b.op and b.op.session})
+    return [b.commit for b in found]
+
+
+def _one_session(text: str, sessions: set[str]) -> None:
+    """A session filter that is part of two sessions' ids names neither: refuse it."""
+    if len(sessions) > 1 and text not in sessions:
+        shown = ", ".join(sorted(sessions)[:5]) + (", ..." if len(sessions) > 5 else "")
+        raise BadArguments(f"{text!r} is part of {len(sessions)} session ids: {shown}.",
+                           hint="Give more characters of the one you mean, or the whole id.")
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,11 @@ class Host(Protocol):
     root: Path
     max_file_bytes: int
     session: str | None
-    external_author: str
     writer: Writer
     files: Files
+
+    @property
+    def external_author(self) -> str: ...
 
     @property
     def external_identity(self) -> Signature: ...
@@ -214,9 +216,11 @@ def _commit(ws: Host, op: ledger.Op, txn: Txn, outcome: Outcome, author: Signatu
 
 
 def commit_external(ws: Host, parent: str, tree: str, changes: dict[str, Entry | None],
-                    note: str, *, session: str | None) -> tuple[str, str, str]:
+                    note: str, *, session: str | None,
+                    subject: str | None = None) -> tuple[str, str, str]:
     """Commit outside changes (blobs already written) on ``parent``, found during ``session``:
-    (commit, tree, op id). Only objects are written: the caller's change moves the branch."""
+    (commit, tree, op id); ``subject``: the person's own words for them (``snapshot -m``). Only
+    objects are written: the caller's change moves the branch."""
     paths = sorted(changes)
     op = ledger.Op(
         op_id=ledger.new_op_id(),
@@ -228,7 +232,7 @@ def commit_external(ws: Host, parent: str, tree: str, changes: dict[str, Entry |
     )
     new_tree = ws.repo.update_tree(tree, changes)
     body = note + "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in paths[:200])
-    message = ledger.encode_message(op, f"external edit of {_summary(paths)}", body)
+    message = ledger.encode_message(op, subject or f"external edit of {_summary(paths)}", body)
     commit = ws.repo.write_commit(new_tree, [parent], message, ws.external_identity, COMMITTER)
     return commit, new_tree, op.op_id
 

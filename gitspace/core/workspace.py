@@ -21,6 +21,7 @@ from ..errors import GitspaceError, NotAWorkspace, from_os_error
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import FILE_MODE, Signature
+from . import person as persons
 from . import transaction
 from .identity import Identity, author_of
 from .result import Result
@@ -47,7 +48,8 @@ class Workspace:
         tools: Tools,
         agent: str | None = None,
         session: str | None = None,
-        external_author: str = "unknown",
+        external_author: str | None = None,
+        person: str | None = None,
         max_file_bytes: int = 1 << 20,
         pack_threshold: int = 1024,
         check_owner: bool = False,
@@ -59,7 +61,12 @@ class Workspace:
         self.root = repo.root
         self.agent = ledger.check_token("agent name", agent) if agent else None
         self.session = ledger.check_token("session id", session) if session else None
-        self.external_author = ledger.check_token("author", external_author)
+        # The person at the keyboard (``person``): ``external_author`` is a ledger token a
+        # program gives (checked), ``person`` a name someone typed (made a token: "Zoë van Dijk"
+        # is Zoe-van-Dijk). Neither: their git user.name, read when first needed.
+        self._person: str | None = (
+            ledger.check_token("author", external_author) if external_author
+            else persons.token(person) if person else None)
         self.max_file_bytes = max_file_bytes
         # Refuse to record ops in a checkout gitspace does not own (see owner.py). ``open`` turns
         # this on; gitspace's own private repositories (replay's scratch) are made owned.
@@ -85,9 +92,23 @@ class Workspace:
         self.close()
 
     @property
+    def person(self) -> str:
+        """The person at the keyboard, as a ledger token: who outside edits and the ops made with
+        no agent are by. As given, else their git ``user.name`` (read when first needed), else
+        ``unknown`` (see person.py)."""
+        if self._person is None:
+            self._person = persons.person_token(self.repo)
+        return self._person
+
+    @property
+    def external_author(self) -> str:
+        """Who outside changes are attributed to: the person."""
+        return self.person
+
+    @property
     def external_identity(self) -> Signature:
-        """Who outside changes are attributed to (a person's name, or 'unknown')."""
-        return Signature(self.external_author, f"{self.external_author}@gitspace")
+        """The author of outside changes: the person's name as a token (``NAME <NAME@gitspace>``)."""
+        return author_of(self.external_author)
 
     @property
     def owned(self) -> bool:
@@ -129,13 +150,17 @@ class Workspace:
 
     def identity(self, tool: str, **fields: Any) -> Identity:
         """The identity of a call of ``tool`` that enters here: this workspace's agent and
-        session, unless ``fields`` say otherwise (``op_id``, ``tool_use_id``, ``source``...)."""
-        return Identity(tool, **{"agent": self.agent, "session": self.session, **fields})
+        session, unless ``fields`` say otherwise (``op_id``, ``tool_use_id``, ``source``...). A
+        call with no agent is the person's: it carries their name (``person``), its author."""
+        merged = {"agent": self.agent, "session": self.session, **fields}
+        if merged["agent"] is None:
+            merged.setdefault("person", self.person)
+        return Identity(tool, **merged)
 
-    def transact(self, op: ledger.Op, stage: Stage) -> Result:
-        """Run ``stage(txn) -> Outcome`` as one op (the caller has checked ownership); its
-        author is the op's agent."""
-        return transaction.run(self, op, stage, author_of(op.agent))
+    def transact(self, op: ledger.Op, stage: Stage, author: Signature) -> Result:
+        """Run ``stage(txn) -> Outcome`` as one op (the caller has checked ownership), authored
+        by ``author`` (the call's: ``Identity.author``)."""
+        return transaction.run(self, op, stage, author)
 
     def call(
         self,
@@ -161,10 +186,11 @@ class Workspace:
                 raise
             return Result(ok=False, text=str(expected), tool=who.tool, error=expected)
 
-    def snapshot(self) -> Result:
-        """Commit every pending outside change (not ignored, under the size cap) as one op."""
+    def snapshot(self, message: str | None = None) -> Result:
+        """Commit every pending outside change (not ignored, under the size cap) as one op
+        (``message``: its subject line, instead of "external edit of ...")."""
         self.require_owned("commit outside changes")
-        return snapshot(self)
+        return snapshot(self, message)
 
 
 def _open_repo(path: Path) -> GitRepo:

@@ -29,8 +29,9 @@ USAGE = ("usage: gitspace hook {" + ",".join(ADAPTERS) + "} [--quiet-outside] "
 
 
 def main(argv: list[str], stdin: Any = None, stdout: TextIO | None = None,
-         stderr: TextIO | None = None) -> int:
-    """Run ``hook NAME ...`` or ``record`` (``argv`` starts with the command); the exit code."""
+         stderr: TextIO | None = None, cwd: str | None = None) -> int:
+    """Run ``hook NAME ...`` or ``record`` (``argv`` starts with the command); the exit code.
+    ``cwd``: the folder to record in when the payload names none (``gitspace -C DIR``)."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     out, err = stdout or sys.stdout, stderr or sys.stderr
     command, rest = (argv[0] if argv else ""), argv[1:]
@@ -48,19 +49,21 @@ def main(argv: list[str], stdin: Any = None, stdout: TextIO | None = None,
     except Exception as e:  # noqa: BLE001  (an unknown harness: say so, never break it)
         err.write(f"gitspace: {e}\n")
         return 0 if hook else 2
-    code = _run(name, hook, flags, stdin, err)
+    code = _run(name, hook, flags, stdin, err, None if hook else out, cwd)
     if spec_stdout:
         out.write(spec_stdout + "\n")
     return code
 
 
-def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int:
+def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO,
+         out: TextIO | None = None, cwd: str | None = None) -> int:
+    """One hook call (``out``: where ``record`` says what it recorded; a hook says nothing)."""
     from .. import config
     from ..errors import GitspaceError
     from .events import NothingRecorded, Options, PayloadRefused
     from .payload import read as read_payload
 
-    start = Path(os.getcwd())
+    start = Path(cwd or os.getcwd())
     session = ""
     try:
         payload = read_payload(stdin)  # the one validator of what harnesses send
@@ -94,6 +97,8 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int
             outcome = record.handle(event, start, options)
         for note in outcome.notes:
             err.write(f"gitspace: {note}\n")
+        if out is not None:
+            out.write(_recorded(event, outcome) + "\n")
         return 0
     except NothingRecorded as e:  # said once, plainly: not a failure to catch up on
         if not hook or _first_time(start, session):
@@ -109,6 +114,20 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO) -> int
                   "next call records what this one could not.\n")
         _note_failure(start, f"{type(e).__name__}: {e}")
         return 0 if hook else 3
+
+
+def _recorded(event: Any, outcome: Any) -> str:
+    """What ``gitspace record`` says it did: the ops it made, by the short id log shows."""
+    from ..storage.ledger import short_id
+
+    if outcome.ops:
+        shown = ", ".join(f"{short_id(op)} ({op})" for op in outcome.ops)
+        tool = event.call.tool if event.call is not None else "the call"
+        return f"Recorded {tool} as op {shown}." if len(outcome.ops) == 1 \
+            else f"Recorded {len(outcome.ops)} ops: {shown}."
+    if event.kind == "before":
+        return "Noted the call's start; its after phase records what it changed."
+    return "unchanged: the call changed no file, so no op was recorded."
 
 
 def _first_time(start: Path, session: str) -> bool:

@@ -125,13 +125,29 @@ def source_problem(repo: GitRepo, commit: Commit, op: ledger.Op) -> str | None:
 
 
 def author_problem(commit: Commit, op: ledger.Op) -> str | None:
-    """Why the commit's author is not the one gitspace writes for the op's agent, or None."""
-    name = op.agent or "human"
-    expected, found = f"{name} <{name}@gitspace>", identity(commit.author)
+    """Why the commit's author is not the one gitspace writes for the op's agent, or None. An
+    op with no agent is a person's: authored as their name, whatever it is."""
+    found = identity(commit.author)
+    if op.agent is None:
+        if person_of(commit) is not None:
+            return None
+        return (f"its author is {found!r}, but gitspace authors an op made with no agent as the "
+                "person who made it, 'NAME <NAME@gitspace>'.")
+    expected = f"{op.agent} <{op.agent}@gitspace>"
     if found == expected:
         return None
-    return (f"its author is {found!r}, but gitspace authors an op of agent {name!r} as "
+    return (f"its author is {found!r}, but gitspace authors an op of agent {op.agent!r} as "
             f"{expected!r}.")
+
+
+def person_of(commit: Commit) -> str | None:
+    """The person an op made with no agent is authored as (``NAME <NAME@gitspace>``, NAME a
+    ledger token), or None when the author is not of that shape."""
+    found = re.fullmatch(r"(\S+) <(\S+)@gitspace>", identity(commit.author))
+    if found is None or found.group(1) != found.group(2) or not ledger.TOKEN.fullmatch(
+            found.group(1)):
+        return None
+    return found.group(1)
 
 
 def identity(author: str) -> str:
@@ -177,11 +193,11 @@ def reexecute(sc: Scratch, commit: Commit, op: ledger.Op, args: dict[str, Any],
     changed = script_change(sc.ws, op, tool.script if tool else None)
     if changed:
         return diverged(sc, commit, op, changed)
-    # The call as it was recorded: its agent, session, tool-use id and op id; the moment a
-    # mutating script saw when it was recorded. A replay writes the trailer as recorded; a
-    # rebase (onto, sync) names where the op came from, the first commit it was recorded as when
-    # it has been rebased before.
-    who = Identity.of(op, clock=commit.time,
+    # The call as it was recorded: its agent, session, tool-use id and op id (an op with no agent
+    # is a person's: by them again); the moment a mutating script saw when it was recorded. A
+    # replay writes the trailer as recorded; a rebase (onto, sync) names where the op came from,
+    # the first commit it was recorded as when it has been rebased before.
+    who = Identity.of(op, clock=commit.time, person=None if op.agent else person_of(commit),
                       rebased_from=op.rebased_from if compare else op.rebased_from or commit.sha)
     result = sc.ws.call_as(who, args)
     if not sc.on_branch():

@@ -176,17 +176,30 @@ class Format:
     sources: tuple[str, ...]  # the op sources written in it
     tool_name: re.Pattern[str]  # what a tool name looks like in it
     keys: frozenset[str]  # the keys it may hold
+    written_for: str  # which ops it is written for, as ``gitspace --version`` says it
 
 
 FORMATS: dict[int, Format] = {
     1: Format(("tool", "external", "init", "transcript"), TOOL_NAME,
-              frozenset(_KEYS) - {"Gitspace-Paths", *_PARENT}),
-    2: Format(("harness",), HARNESS_TOOL_NAME, frozenset(_KEYS) - set(_PARENT)),  # "Format 2"
-    3: Format(("tool",), TOOL_NAME, frozenset(_KEYS) - {"Gitspace-Paths"}),  # see "Format 3"
+              frozenset(_KEYS) - {"Gitspace-Paths", *_PARENT}, "every other op"),
+    2: Format(("harness",), HARNESS_TOOL_NAME, frozenset(_KEYS) - set(_PARENT),  # "Format 2"
+              "harness ops"),
+    3: Format(("tool",), TOOL_NAME, frozenset(_KEYS) - {"Gitspace-Paths"},  # see "Format 3"
+              "the ops of a delegated call"),
 }
 FORMAT = 1  # what an op is written in unless its source needs another
 PARENTED = 3  # what an op that names a parent call is written in
 SOURCES = tuple(dict.fromkeys(s for f in FORMATS.values() for s in f.sources))
+
+
+def formats_note() -> str:
+    """The ledger formats in one phrase, as ``gitspace --version`` says it: every version this
+    gitspace reads, and which it writes for what."""
+    versions = sorted(FORMATS)
+    span = f"{versions[0]}-{versions[-1]}" if len(versions) > 1 else str(versions[0])
+    written = [f"{v} for {FORMATS[v].written_for}" for v in versions if v != FORMAT]
+    return (f"ledger formats {span}: writes {', '.join(written)}, {FORMAT} for "
+            f"{FORMATS[FORMAT].written_for}")
 
 
 def version_for(source: str) -> int:
@@ -200,6 +213,17 @@ def version_for(source: str) -> int:
 
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+SHORT = 8  # characters of an op id people see: its random end (a ULID's start is its time)
+
+
+def short_id(op_id: str) -> str:
+    """The short form of an op id, the same wherever gitspace shows one (the CLI, the web view,
+    the graph, JSON): its last 8 characters, the random end of the ULID, unique in practice
+    (two ops made in the same millisecond share a start, never an end). Every reader takes it
+    back, as it takes any unique start or end of an id (``core/lookup.py``)."""
+    return op_id[-SHORT:]
 
 
 def new_op_id(now: float | None = None) -> str:

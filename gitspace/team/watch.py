@@ -93,7 +93,7 @@ class Watcher:
         self,
         root: str | os.PathLike[str],
         *,
-        author: str = "unknown",
+        author: str | None = None,
         debounce: float = 0.3,
         max_wait: float = 5.0,
         max_file_bytes: int = 1 << 20,
@@ -103,7 +103,8 @@ class Watcher:
             raise BadArguments(
                 f"The debounce ({debounce:g} s) must be positive and no longer than the maximum "
                 f"wait ({max_wait:g} s).", hint="For example: debounce 0.3, max wait 5.")
-        self.author = ledger.check_token("author", author)
+        # None: the person whose checkout it is, by their git user.name (core/person.py).
+        self.author = ledger.check_token("author", author) if author else None
         self.debounce = debounce
         self.max_wait = max_wait
         self.max_file_bytes = max_file_bytes

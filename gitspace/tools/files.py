@@ -151,7 +151,7 @@ def create(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
 
     blob = ws.repo.hash_object("blob", data)
     record = ledger.elide({**args, "path": rel}, "file_text", blob)
-    return ws.transact(who.op(record), stage)
+    return ws.transact(who.op(record), stage, who.author)
 
 
 @builtin(
@@ -193,7 +193,7 @@ def str_replace(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
         return Outcome(f"The file {rel} has been edited. Snippet of the change:\n{snippet}",
                        f"str_replace {rel}")
 
-    return ws.transact(who.op({**args, "path": rel}), stage)
+    return ws.transact(who.op({**args, "path": rel}), stage, who.author)
 
 
 @builtin(
@@ -223,7 +223,7 @@ def insert(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
         txn.write(rel, "\n".join(lines).encode("utf-8"))
         return Outcome(f"The file {rel} has been edited.", f"insert {rel}:{at}")
 
-    return ws.transact(who.op({**args, "path": rel}), stage)
+    return ws.transact(who.op({**args, "path": rel}), stage, who.author)
 
 
 @builtin(
@@ -245,7 +245,7 @@ def append(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
         txn.write(rel, (current or b"") + args["text"].encode("utf-8"))
         return Outcome(f"Appended {len(args['text']):,} characters to {rel}.", f"append {rel}")
 
-    return ws.transact(who.op({**args, "path": rel}), stage)
+    return ws.transact(who.op({**args, "path": rel}), stage, who.author)
 
 
 @builtin(
@@ -275,7 +275,7 @@ def delete(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
         return Outcome(f"Successfully deleted {rel}" + (f" ({len(victims)} files)"
                        if len(victims) > 1 else ""), f"delete {rel}")
 
-    return ws.transact(who.op({**args, "path": rel}), stage)
+    return ws.transact(who.op({**args, "path": rel}), stage, who.author)
 
 
 @builtin(
@@ -312,7 +312,7 @@ def rename(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
             txn.write(new, data, mode)
         return Outcome(f"Successfully renamed {src} to {dst}", f"rename {src} -> {dst}")
 
-    return ws.transact(who.op({"new_path": dst, "old_path": src}), stage)
+    return ws.transact(who.op({"new_path": dst, "old_path": src}), stage, who.author)
 
 
 @builtin(

@@ -171,7 +171,7 @@ def _op(ws: Workspace, args: dict[str, Any], stage: Stage, who: Identity) -> Res
     if args["command"] == "create" and isinstance(record.get("file_text"), str):
         blob = ws.repo.hash_object("blob", record["file_text"].encode("utf-8"))
         record = ledger.elide(record, "file_text", blob)
-    return ws.transact(who.op(record), stage)
+    return ws.transact(who.op(record), stage, who.author)
 
 
 # -- view (read-only) -------------------------------------------------------------------------

@@ -114,7 +114,7 @@ def plan_add(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
         txn.write(PLAN_FILE, text.encode("utf-8"))
         return Outcome(f"Added step {n}: {step}\n{listing(parse(text))}", f"plan_add step {n}")
 
-    return ws.transact(who.op({"step": step}), stage)
+    return ws.transact(who.op({"step": step}), stage, who.author)
 
 
 @builtin(
@@ -143,7 +143,7 @@ def plan_done(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
         return Outcome(f"Marked step {number} done: {step.text}\n{listing(done)}",
                        f"plan_done step {number}")
 
-    return ws.transact(who.op({"step": number}), stage)
+    return ws.transact(who.op({"step": number}), stage, who.author)
 
 
 def _no_such_step(number: int, steps: list[Step]) -> str:

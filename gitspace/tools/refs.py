@@ -51,7 +51,8 @@ def restore(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
         target, label = undo.op_commit(ws, args["op"]), f"op {args['op']}"
     else:
         target, label = checkpoints.resolve(ws, args["name"]), args["name"]
-    return ws.transact(who.op(dict(args)), checkpoints.stage_restore(ws, label, target))
+    return ws.transact(who.op(dict(args)), checkpoints.stage_restore(ws, label, target),
+                       who.author)
 
 
 @builtin(
@@ -69,7 +70,7 @@ def undo_tool(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     targets = ([undo.op_target(ws, args["op"])] if "op" in args
                else undo.undo_targets(ws, who.agent, args.get("count", 1)))
     op = who.op(args, undo_of=tuple(o.op_id for o, _ in targets))
-    return ws.transact(op, undo.stage_undo(ws, targets))
+    return ws.transact(op, undo.stage_undo(ws, targets), who.author)
 
 
 @builtin(
@@ -82,7 +83,7 @@ def undo_tool(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
 def redo_tool(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     undo_op, commit = undo.redo_target(ws, who.agent)
     op = who.op(args, redo_of=undo_op.op_id)
-    return ws.transact(op, undo.stage_redo(ws, undo_op, commit))
+    return ws.transact(op, undo.stage_redo(ws, undo_op, commit), who.author)
 
 
 def _recover_branch(ws: Workspace, args: dict[str, Any], op_id: str) -> str | None:

@@ -166,7 +166,7 @@ def _run_mutating(ws: Workspace, script: script_header.Script, args: dict[str, A
         finally:
             before.discard()
 
-    return ws.transact(op, stage)
+    return ws.transact(op, stage, who.author)
 
 
 def _outcome(ws: Workspace, txn: Txn, script: script_header.Script,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
+from pathlib import Path
 
 from conftest import call_ok, git, ops
 
@@ -10,7 +11,8 @@ import gitspace
 from gitspace.core.identity import Identity
 from gitspace.storage import ledger
 
-NOT_RECORDED = {"clock"}  # the commit's time records it, not a trailer
+# The commit records these, not a trailer: its time the clock, its author the person.
+NOT_RECORDED = {"clock", "person"}
 
 
 def test_every_field_is_recorded_by_name_or_said_not_to_be() -> None:
@@ -53,3 +55,18 @@ def test_a_pinned_clock_is_the_ops_commit_time(ws: gitspace.Workspace) -> None:
                       {"path": "journal/log.jsonl", "text": "then"})
     assert done.ok, done.text
     assert ws.repo.commit(done.commit or "").time == 1_700_000_000
+
+
+def test_a_call_with_no_agent_is_the_persons_and_authored_as_them(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    gitspace.init(root).close()
+    with gitspace.open(root, external_author="ada") as ws:
+        assert ws.identity("create").person == "ada"
+        assert ws.identity("create", agent="bot").person is None  # an agent's call is the agent's
+        done = ws.call("create", {"path": "a.txt", "file_text": "a\n"})
+        assert done.ok, done.text
+        assert ws.person == "ada" and ws.agent is None  # nothing set on the workspace
+    [op] = [o for o in ops(root) if o.tool == "create"]
+    assert op.agent is None  # no trailer invented: the author names the person
+    assert git(root, "log", "-1", "--format=%an <%ae>").strip() == "ada <ada@gitspace>"
+    assert Identity.of(op, person="ada").author == Identity("create", person="ada").author

@@ -370,15 +370,15 @@ def commit_a_transcript(ws: Workspace, files: dict[str, str]) -> None:
     """A transcript op as ``gitspace run --commit-transcript`` records it."""
     from gitspace.core.transaction import Outcome
 
-    op = ws.identity("transcript", source="transcript").op(
-        {"path": "transcripts/s1.json", "session": "s1"})
+    who = ws.identity("transcript", source="transcript")
+    op = who.op({"path": "transcripts/s1.json", "session": "s1"})
 
     def stage(txn: Any) -> Outcome:
         for path, text in files.items():
             txn.write(path, text.encode())
         return Outcome("Committed the conversation.", "transcript s1")
 
-    ws.transact(op, stage)
+    ws.transact(op, stage, who.author)
 
 
 def test_a_transcript_op_may_change_only_its_transcript(ws: Workspace) -> None:
@@ -506,7 +506,7 @@ def stamp_tool(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
                 txn.write("stamp.txt", f"{version}: {args['text']}\n".encode())
                 return Outcome("stamped", "stamp")
 
-            return ws.transact(who.op(args), stage)
+            return ws.transact(who.op(args), stage, who.author)
 
         monkeypatch.setitem(builtins.BUILTINS, "stamp_test", stamp)
 

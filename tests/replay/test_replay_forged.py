@@ -570,8 +570,8 @@ def test_an_outside_edit_without_an_agent_must_be_authored_as_a_persons(ws: Work
     forged = commit_tree(ws.root, tree, head(ws.root), by="Mallory <m@evil.example>", msg=msg)
     d = replay(ws, forged).divergence
     assert d is not None and d.reason == ("its author is 'Mallory <m@evil.example>', but gitspace "
-                                          "authors an op of agent 'human' as "
-                                          "'human <human@gitspace>'.")
+                                          "authors an op made with no agent as the person who "
+                                          "made it, 'NAME <NAME@gitspace>'.")
 
 
 def test_a_persons_git_colours_never_reach_the_report(ws: Workspace, tmp_path: Path,

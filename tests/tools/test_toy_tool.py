@@ -33,7 +33,7 @@ def toy_stamp(ws: gitspace.Workspace, args: dict[str, Any], who: Identity) -> gi
         txn.write("stamp.txt", f"{args['word']}\n".encode())
         return Outcome(f"Stamped {args['word']}.", f"toy_stamp {args['word']}")
 
-    return ws.transact(who.op(args), stage)
+    return ws.transact(who.op(args), stage, who.author)
 
 
 @pytest.fixture
