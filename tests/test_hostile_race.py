@@ -1,13 +1,13 @@
 """A race: another process swaps a folder for a link to the outside while the agent writes into it.
 
-Bounded in time (``RACE_SECONDS``). The racer runs in its own process, so it truly runs between
-the writer's system calls: it moves the folder aside, puts a link to the outside folder in its
-place, waits a moment, then puts the folder back. The agent meanwhile creates, appends, edits,
-renames and deletes files in that folder and below, and undoes, switches branches and restores a
-checkpoint (writers of many paths at once). An op may fail (a link stood in its way:
-an expected error, rolled back) but nothing may land outside, and afterwards the repository is
-sound: ``git fsck --strict`` passes and, once what the racer left is recorded, the status is
-clean.
+Bounded in time (``RACE_SECONDS``; the reads in rounds). The racer runs in its own process, so
+it truly runs between the writer's system calls: it moves the folder aside, puts a link to the
+outside folder in its place, waits a moment, then puts the folder back. The agent meanwhile
+creates, appends, edits, renames and deletes files in that folder and below, and undoes, switches
+branches and restores a checkpoint (writers of many paths at once). An op may fail (a link stood
+in its way: an expected error, rolled back) but nothing may land outside, and afterwards the
+repository is sound: ``git fsck --strict`` passes and, once what the racer left is recorded, the
+status is clean.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,13 +31,26 @@ import gitspace
 RACE_SECONDS = 20.0
 
 RACER = textwrap.dedent("""
-    import os, random, sys, time
+    import os, random, sys, threading, time
     root, outside = sys.argv[1], sys.argv[2]
     rng = random.Random(int(sys.argv[3]))
     targets = sys.argv[4].split(",") if len(sys.argv) > 4 else ["box", "box", "box/sub"]
+    asked, resumed = threading.Event(), threading.Event()
+    def control():  # "pause": stop between two swaps (nothing moved aside) until "go"
+        for line in sys.stdin:
+            if line.strip() == "pause":
+                resumed.clear()
+                asked.set()
+            else:
+                resumed.set()
+    threading.Thread(target=control, daemon=True).start()
     print("ready", flush=True)
     n = 0
     while True:
+        if asked.is_set():
+            asked.clear()
+            print("paused", flush=True)
+            resumed.wait()
         n += 1
         target = os.path.join(root, rng.choice(targets))
         aside = os.path.join(root, f".aside-{n}")
@@ -65,9 +79,24 @@ def start_racer(root: Path, outside: Outside, seed: int, targets: str | None = N
     """The racer, in a process group of its own, once it is ready to swap."""
     racer = subprocess.Popen([sys.executable, "-c", RACER, str(root), str(outside.path),
                               str(seed), *([targets] if targets else [])],
-                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             start_new_session=True)
     assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
     return racer
+
+
+def pause(racer: subprocess.Popen[str]) -> None:
+    """Hold the racer between two swaps (whatever it moved aside it has tried to put back)."""
+    assert racer.stdin is not None and racer.stdout is not None
+    racer.stdin.write("pause\n")
+    racer.stdin.flush()
+    assert racer.stdout.readline() == "paused\n"
+
+
+def resume(racer: subprocess.Popen[str]) -> None:
+    assert racer.stdin is not None
+    racer.stdin.write("go\n")
+    racer.stdin.flush()
 
 
 def stop(racer: subprocess.Popen[str]) -> None:
@@ -161,14 +190,50 @@ def _entry(text: str, ts: str = "2024-05-01T10:00:00+00:00") -> str:
     return json.dumps({"ts": ts, "text": text, "tags": []}) + "\n"
 
 
-READ_SECONDS = 8.0
+READ_ROUNDS = 8  # rounds of every read while the racer swaps
+ROUND_CAP = 80  # more rounds only until each reading tool has answered at least once
+
+
+def _put_box_back(root: Path) -> bool:
+    """Put ``box`` back as the tree has it, with the racer paused; True if it was not.
+
+    A read-only script that ran while ``box`` was the racer's link saw the racer put the folder
+    back, took that for the script's own change and undid it to what was on disk before the run:
+    the link (and the folder's files aside). From then on the racer swaps a link for a link, its
+    own folder stays aside, and every read of ``box`` meets a link: a race of one state, no longer
+    a folder swapped for a link now and then.
+    """
+    status = git_run(root, "--no-optional-locks", "status", "--porcelain",
+                     "--untracked-files=all").stdout
+    if not status:
+        return False
+    for aside in root.glob(".aside-*"):
+        if aside.is_symlink():
+            aside.unlink()
+        else:
+            shutil.rmtree(aside)
+    box = root / "box"
+    if box.is_symlink() or (box.exists() and not box.is_dir()):
+        box.unlink()
+    for args in (("checkout", "--", "box"), ("clean", "-fdq", "--", "box")):
+        assert git_run(root, *args).returncode == 0
+    assert not git_run(root, "--no-optional-locks", "status", "--porcelain",
+                       "--untracked-files=all").stdout
+    return True
 
 
 def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
         tmp_path: Path) -> None:
     """The same racer, against the tools that read: view, search (git grep), the grep script and
     the worklog scripts (peek, last_n, range) must never hand the agent a byte of the outside
-    folder's files, which have the same names as the workspace's."""
+    folder's files, which have the same names as the workspace's.
+
+    Each round ends with the racer paused and ``box`` put back as the tree has it when a
+    script's undo left it otherwise (``_put_box_back``), so every round races a folder that is
+    there most of the time; rounds go on past ``READ_ROUNDS`` until view and search have each
+    answered at least once (a refusal while the link stands proves nothing about what a read
+    shows), up to ``ROUND_CAP``.
+    """
     outside = Outside(tmp_path / "outside")
     secret = b"SECRET outside\n"
     (tmp_path / "outside" / "a.txt").write_bytes(secret)  # (before the fingerprint is taken:
@@ -194,10 +259,12 @@ def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
              *WORKLOG_READS]
     answered: dict[str, int] = {}
     leaked, unexpected = [], []
+    rounds = put_back = 0
     try:
         with gitspace.open(root, agent="reader") as ws:
-            deadline = time.monotonic() + READ_SECONDS
-            while time.monotonic() < deadline:
+            while rounds < ROUND_CAP and (
+                    rounds < READ_ROUNDS or not all(answered.get(t) for t in ("view", "search"))):
+                rounds += 1
                 for tool, args in calls:
                     try:
                         result = ws.call(tool, args)
@@ -210,9 +277,12 @@ def test_reads_through_a_folder_swapped_for_a_link_never_show_outside_content(
                         answered[tool] = answered.get(tool, 0) + 1
                     elif result.error is None:
                         unexpected.append(result.text)
+                pause(racer)
+                put_back += _put_box_back(root)
+                resume(racer)
     finally:
         stop(racer)
-    print(f"read race: answered {answered}")  # shown with pytest -rP
+    print(f"read race: {rounds} rounds, box put back after {put_back}, answered {answered}")
     assert not leaked, f"{len(leaked)} reads showed outside content: {leaked[:3]}"
     assert not unexpected, f"{len(unexpected)} unexpected errors: {unexpected[:5]}"
     assert all(answered.get(t) for t in ("view", "search")), f"the reads never ran: {answered}"
