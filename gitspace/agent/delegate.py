@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import shutil
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,10 +45,10 @@ from ..core.identity import author_of
 from ..core.result import Result
 from ..core.transaction import checkout_changes
 from ..core.workspace import Workspace
-from ..core.writer import COMMITTER, Change, RefMove, private_folder
-from ..errors import Conflict, GitspaceError
-from ..storage import ledger
-from ..storage.gitrepo import GitCommandError, GitRepo
+from ..core.writer import COMMITTER, Change, RefMove
+from ..errors import Conflict, GitspaceError, NotFound
+from ..storage import ledger, statefiles
+from ..storage.gitrepo import GitRepo
 from .model import Block
 from .returns import ANY, Returns, dumps
 from .session import Session, answer
@@ -127,6 +126,10 @@ def call(parent: Parent, s: Session, use: Block) -> Result:
         s.save()
     child = None
     try:
+        if not ledger.OP_ID.fullmatch(child_id):  # (it names the child's worktree folder)
+            raise GitspaceError(f"Session {s.id} names {child_id!r} as this call's child, which "
+                                "is no session id gitspace makes; nothing was run.",
+                                hint="The session file was changed by hand: start a new run.")
         child = _child(parent, s, use, child_id, returns)
         if child.status == "running":
             parent.announce(s.steps, child)
@@ -143,9 +146,22 @@ def call(parent: Parent, s: Session, use: Block) -> Result:
 
 
 def _child(parent: Parent, s: Session, use: Block, child_id: str, returns: Returns) -> Session:
-    """The child's session: the saved one, or a new one forked at the parent's tip."""
-    with contextlib.suppress(GitspaceError):
-        return Session.load(parent.sessions, child_id)
+    """The child's session: the saved one, or a new one forked at the parent's tip. A saved one
+    that is damaged, or is not this call's child on its own branch, is refused, changing
+    nothing: its fields name the branch and worktree a child's end removes."""
+    try:
+        saved = Session.load(parent.sessions, child_id)
+    except NotFound:
+        saved = None
+    if saved is not None:
+        if (saved.parent_session, saved.parent_tool_use_id) != (s.id, use["id"]) or (
+                saved.branch != BRANCHES + saved.id or saved.base is None):
+            raise GitspaceError(
+                f"The session file of delegated session {child_id} does not name this call "
+                f"({use['id']} of session {s.id}) and its own branch, so it was not acted on.",
+                hint=f"Move {saved.path} away to start the call afresh; its ops, if any, are "
+                     f"on branch {BRANCHES}{child_id}.")
+        return saved
     child = Session.new(parent.sessions, use["input"]["task"], agent=parent.ws.agent,
                         client=parent.client.name, scripted=parent.client.scripted,
                         session_id=child_id)
@@ -186,26 +202,23 @@ def _worktree(ws: Workspace, child: Session) -> Path:
     whatever a crash left there is not trusted, and nothing there is needed but the branch."""
     assert child.branch is not None and child.base is not None
     repo = ws.repo
-    folder = private_folder(private_folder(repo.commondir, "gitspace"), FOLDER)
-    path = folder / child.id
+    path = statefiles.folder(repo.commondir, "gitspace", FOLDER) / child.id
+    _remove_worktree(repo, child.id)  # (first: a link planted there refuses, nothing made)
     ref = f"refs/heads/{child.branch}"
     if repo.read_ref(ref) is None:
         with ws.writer.locked():
             ws.writer.apply(Change(f"gitspace: delegate to session {child.id}",
                                    author_of(ws.agent), [RefMove(ref, None, child.base)]))
-    _remove_worktree(repo, path)
-    repo.add_worktree(path, child.branch)
+    repo.place_worktree(path, child.branch)  # (git follows a link planted at the path itself)
     return path
 
 
-def _remove_worktree(repo: GitRepo, path: Path) -> None:
-    if path.exists():
-        try:
-            repo.remove_worktree(path, force=True)
-        except GitCommandError:  # half made (git's own lock still on it): ours, under .git
-            shutil.rmtree(path)
-    with contextlib.suppress(GitspaceError):
-        repo.forget_worktree(path)
+def _remove_worktree(repo: GitRepo, name: str) -> None:
+    """Remove child ``name``'s worktree folder, never through a link (not ``git worktree
+    remove``: it follows one, to whatever work tree it names), and git's record of it."""
+    statefiles.remove_tree(repo.commondir, f"gitspace/{FOLDER}/{name}")
+    with contextlib.suppress(GitspaceError):  # (also the record of one a crash left half gone)
+        repo.forget_worktree(repo.commondir / "gitspace" / FOLDER / name)
 
 
 def _answer(ws: Workspace, child: Session) -> Result:
@@ -248,9 +261,7 @@ def _made_ops(ws: Workspace, child: Session) -> bool:
 
 def _clean_up(ws: Workspace, child: Session, keep_branch: bool) -> None:
     repo = ws.repo
-    folder = repo.commondir / "gitspace" / FOLDER
-    if folder.is_dir() and not folder.is_symlink():
-        _remove_worktree(repo, folder / child.id)
+    _remove_worktree(repo, child.id)
     ref = f"refs/heads/{child.branch}"
     tip = repo.read_ref(ref)
     if tip is not None and not keep_branch:

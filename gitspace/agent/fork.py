@@ -27,7 +27,7 @@ from ..core.workspace import Workspace
 from ..errors import BadArguments, GitspaceError, NotFound
 from ..storage import ledger
 from .model import Message, blocks, text_block, tool_result_block
-from .session import Session
+from .session import Session, require_readable
 
 NOT_IN_FORK = ("This call is not part of the fork: the fork starts right after op {op}, made by "
                "an earlier call of this turn, so it did not run here.")
@@ -83,6 +83,7 @@ def point(ws: Workspace, op_text: str, sessions: Path) -> Point:
         raise NotFound(f"Op {op.op_id} was made by session {op.session}, whose conversation is "
                        "not saved in this checkout (sessions stay local unless committed).",
                        hint="Fork it where the run happened.") from None
+    require_readable(original)
     return Point(op, commit, original)
 
 

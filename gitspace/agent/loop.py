@@ -39,7 +39,7 @@ from .clients import ModelError
 from .definitions import system_blocks, tool_definitions
 from .model import DONE, Block, ModelClient, Reply, tool_result_block
 from .returns import RETURN, Returns, dumps
-from .session import CALL, TOOLS, Session
+from .session import CALL, TOOLS, Session, require_readable
 
 MAX_TOKENS_CEILING = 16_384
 
@@ -147,6 +147,7 @@ class Loop:
 
     def proceed(self, session: Session, message: str | None = None) -> RunOutcome:
         """``resume`` for a session already loaded."""
+        require_readable(session)
         self.returns = _returns_of(session, self.returns)
         if session.status == "returned" and message is None:
             return RunOutcome("returned", dumps(session.value), session, 0, session.value)

@@ -34,6 +34,11 @@ Invariants:
   identity.
 - A field added to ``Session`` with a default needs no new format: older files lack it and read
   with the default. A reader refuses a field it does not know (the file is from a newer gitspace).
+- A file is untrusted input (a clone or another process can plant one): it is read by the
+  bounded reader, and a field not of its declared type or form, or another session's id, makes
+  the file damaged (``agent/shapes.py``), never acted on. A conversation holding a message the
+  loop cannot read is shown (the web view marks it), but never resumed or forked
+  (``require_readable``).
 - Every write goes through the work-tree writer (never through a link a history planted at
   ``.gitspace``). The folder ``.gitspace/`` ignores itself, so transcripts are never committed
   unless a person opts in (``commit_transcript``). Before a mutating tool runs, its op id is in
@@ -52,6 +57,7 @@ import fcntl
 import json
 import os
 import time
+import typing
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -60,6 +66,7 @@ from typing import Any
 from ..errors import BadArguments, GitspaceError, NotFound
 from ..storage import bounded, ledger
 from ..storage.files import FILE_MODE, Files
+from . import shapes
 from .model import Message
 
 FORMAT = 2
@@ -216,7 +223,7 @@ class Session:
             if found is None:
                 continue
             try:
-                return reader(root, found, path)
+                return reader(root, found, path, session_id)
             except (ValueError, TypeError, AttributeError, KeyError) as e:
                 raise BadArguments(f"The session file {path} is damaged ({e}).",
                                    hint="Start a new run; the ops it made are all in the git "
@@ -229,6 +236,7 @@ class Session:
 # The fields a file holds: every dataclass field but the conversation and what is in memory only.
 _STATE = tuple(f.name for f in fields(Session) if f.name not in ("messages", "root")
                and not f.name.startswith("_"))
+_HINTS = {name: hint for name, hint in typing.get_type_hints(Session).items() if name in _STATE}
 
 
 def _rel(session_id: str) -> str:
@@ -260,18 +268,22 @@ def _shared_prefix(saved: list[Message], now: list[Message]) -> int:
     return n
 
 
-def _build(root: Path, state: dict[str, Any], messages: list[Message]) -> Session:
+def _build(root: Path, state: dict[str, Any], messages: list[Message], session_id: str
+           ) -> Session:
     unknown = sorted(set(state) - set(_STATE))
     if unknown:
         raise BadArguments(f"The session file has field(s) {', '.join(unknown)} this version of "
                            "gitspace does not know.",
                            hint="Resume it with the newer gitspace that wrote it.")
+    wrong = shapes.wrong_field(state, _HINTS, session_id)
+    if wrong is not None:  # (a planted file: its fields would name what a resume removes)
+        raise ValueError(wrong)
     data = dict(state)
     stats = Stats(**data.pop("stats", {}))
     return Session(**data, messages=messages, stats=stats, root=root)
 
 
-def _read_log(root: Path, data: bytes, path: Path) -> Session:
+def _read_log(root: Path, data: bytes, path: Path, session_id: str) -> Session:
     lines = data.split(b"\n")
     torn = lines.pop() != b""  # the text after the last newline: a save cut off, if any
     head = json.loads(lines[0]) if lines else None
@@ -292,18 +304,18 @@ def _read_log(root: Path, data: bytes, path: Path) -> Session:
         del messages[record.get("keep", len(messages)):]
         messages.extend(record.get("add", []))
         state.update(record.get("set", {}))
-    session = _build(root, state, messages)
+    session = _build(root, state, messages, session_id)
     texts = {k: _dumps(v) for k, v in session._state().items()}
     session._disk = _Disk(list(messages), texts, len(lines[0]) + 1, len(data), torn)
     return session
 
 
-def _read_old(root: Path, data: bytes, path: Path) -> Session:
+def _read_old(root: Path, data: bytes, path: Path, session_id: str) -> Session:
     state = json.loads(data)
     if state.pop("format", None) != 1:
         raise _other_version(path)
     messages = state.pop("messages", [])
-    session = _build(root, state, messages)
+    session = _build(root, state, messages, session_id)
     session._old_file = True
     return session
 
@@ -311,6 +323,14 @@ def _read_old(root: Path, data: bytes, path: Path) -> Session:
 def _other_version(path: Path) -> BadArguments:
     return BadArguments(f"{path} was written by another version of gitspace.",
                         hint="Resume it with that version, or start a new run.")
+
+
+def require_readable(session: Session) -> None:
+    """Refuse to go on from a conversation holding a message or block the loop cannot read."""
+    wrong = shapes.wrong_message(session.messages)
+    if wrong is not None:
+        raise BadArguments(f"The session file {session.path} is damaged ({wrong}).",
+                           hint="Start a new run; the ops it made are all in the git log.")
 
 
 def ids(root: Path) -> list[str]:

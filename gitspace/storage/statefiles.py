@@ -11,7 +11,9 @@ Invariants:
 - A state file is written whole: a new temporary file with a random name (``O_CREAT | O_EXCL |
   O_NOFOLLOW``) in its folder's descriptor, renamed over the name there. A link at the name is
   replaced, never written through; a reader sees the old content or the new, never half.
-- A name is removed relative to its folder's descriptor: a link is removed, never its target.
+- A name is removed relative to its folder's descriptor: a link is removed, never its target;
+  a folder (``remove_tree``: an agent's worktree) only when a real folder stands at its name,
+  and everything in it by descriptor.
 - Where an API needs a path (SQLite, ``flock``, a child's environment), ``folder`` checks the
   chain and hands back the path: what is in it is then the caller's to open without following.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat as statmod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,6 +85,30 @@ def remove(base: Path, rel: str) -> None:
     with _walk(base, parts, make=False) as fd:
         if fd is not None:
             _unlink(fd, name)
+
+
+def remove_tree(base: Path, rel: str) -> bool:
+    """Remove state folder ``base/rel`` and all in it, never following a link (the walk to it and
+    the removal inside it go by descriptor); False when it is absent. A link or file at its name
+    raises ``StateRefused`` and stays: it is not gitspace's to remove."""
+    import shutil  # (here: a hook never removes a tree)
+
+    *parts, name = rel.split("/")
+    with _walk(base, parts, make=False) as fd:
+        if fd is None:
+            return False
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if not statmod.S_ISDIR(st.st_mode):
+            where = base / rel
+            raise StateRefused(
+                f"{where} is not a folder (a link or a file stands there), so gitspace will not "
+                "remove it or what it names.", hint=f"Move {where} away, then run the command "
+                "again.")
+        shutil.rmtree(name, dir_fd=fd)
+        return True
 
 
 def names(base: Path, rel: str) -> list[str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import config
-from ..errors import GitCommandError, GitspaceError
+from ..errors import Conflict, GitCommandError, GitspaceError
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,42 @@ class LinkedWorktrees:
     def add_worktree(self, path: Path, branch: str) -> None:
         """Check ``branch`` out into a new linked work tree at ``path``."""
         self._worktree_git("add", "--quiet", "--", str(path), branch)
+
+    def place_worktree(self, target: Path, branch: str) -> None:
+        """``add_worktree`` at ``target``, never through a link put there.
+
+        git accepts an empty folder for a new worktree and follows a link to one, so it is never
+        handed ``target``: it checks out into a fresh folder of gitspace's own beside it (made
+        by ``mkdtemp``, a random name), which one ``rename`` then puts at ``target``. A rename of
+        a folder replaces only an empty folder and never writes through a link; anything else
+        standing there stops it (Conflict, the checkout removed). ``git worktree repair`` then
+        points git's record at ``target``."""
+        import os
+        import tempfile
+
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.gitspace-", dir=target.parent))
+        inner, placed = staging / target.name, False
+        try:
+            self.add_worktree(inner, branch)
+            try:
+                os.rename(inner, target)
+            except OSError as e:
+                raise Conflict(f"{target} exists and is not an empty folder ({e.strerror}). "
+                               "Nothing was changed.",
+                               hint="Name a new folder (attach makes it) or an empty one.") from None
+            placed = True
+            self._worktree_git("repair", "--", str(target))
+        except BaseException:
+            try:  # just made, holds nothing of anyone's
+                self.remove_worktree(target if placed else inner, force=True)
+            except GitspaceError:
+                pass
+            raise
+        finally:
+            try:
+                os.rmdir(staging)
+            except OSError:
+                pass
 
     def remove_worktree(self, path: Path, force: bool = False) -> None:
         self._worktree_git("remove", *(["--force"] if force else []), "--", str(path))

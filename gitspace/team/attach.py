@@ -312,38 +312,18 @@ def _place(repo: GitRepo, at: Path, trees: list[Worktree]) -> Path:
 
 
 def _add_at(repo: GitRepo, target: Path, branch: str, name: str) -> None:
-    """Check ``branch`` out at ``target`` for agent ``name``, never through a link put there.
-
-    git accepts an empty folder for a new worktree and follows a link to one, so it is never
-    handed ``target``: it checks out into a fresh folder of gitspace's own beside it (made by
-    ``mkdtemp``, a random name), which one ``rename`` then puts at ``target``. A rename replaces a
-    link (or an empty folder) standing there and never writes through it; a folder with
-    something in it stops it. ``git worktree repair`` then points git's record at ``target``."""
+    """Check ``branch`` out at ``target`` for agent ``name``, never through a link put there
+    (``place_worktree``), and mark it the agent's."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.gitspace-", dir=target.parent))
-    inner, placed = staging / target.name, False
+    repo.place_worktree(target, branch)
     try:
-        repo.add_worktree(inner, branch)
-        try:
-            os.rename(inner, target)
-        except OSError as e:
-            raise Conflict(f"{target} exists and is not an empty folder ({e.strerror}). Nothing "
-                           "was changed.", hint="Name a new folder (attach makes it) or an empty "
-                           "one.") from None
-        placed = True
-        repo.git("worktree", "repair", "--", str(target))
         _mark(repo, target, name)
     except BaseException:
         try:  # just made, holds nothing of anyone's
-            repo.remove_worktree(target if placed else inner, force=True)
+            repo.remove_worktree(target, force=True)
         except GitspaceError:
             pass
         raise
-    finally:
-        try:
-            os.rmdir(staging)
-        except OSError:
-            pass
 
 
 def _inside(path: Path, folder: Path) -> bool:
