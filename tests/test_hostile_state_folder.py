@@ -144,3 +144,52 @@ def test_a_state_folder_linked_outside_is_refused_not_followed(
                 result = ws.call("vandal", {})
                 assert not result.ok and "not a folder" in result.text, result.text
                 assert (ws.root / "a.txt").read_text() == "a\n", "the script ran anyway"
+
+
+def test_the_state_folder_swapped_for_a_link_while_open_is_never_written_through(
+        tmp_path: Path) -> None:
+    """A long-lived process (an MCP server, ``watch``) opened the workspace while
+    ``.git/gitspace`` was a folder; then a link to an outside folder stands there. Its lock
+    (``lock``, made if missing) and journal (removed after each op) are reached without following
+    it: the op is refused, and the outside folder, which holds a ``journal.json`` of its own,
+    gains and loses nothing."""
+    with workspace(tmp_path, {"a.txt": "a\n"}) as (ws, outside):
+        (outside.path / "sub" / "journal.json").write_text("the user's own file\n")
+        outside.settled()
+        state = ws.root / ".git" / "gitspace"
+        aside = ws.root / ".git" / "gitspace-aside"
+        with sealed(ws.root, outside):
+            state.rename(aside)
+            state.symlink_to(outside.path / "sub")
+            result = ws.call("create", {"path": "b.txt", "file_text": "b\n"})
+            assert not result.ok and "not a folder" in result.text, result.text
+            state.unlink()
+            aside.rename(state)
+        assert ws.call("create", {"path": "b.txt", "file_text": "b\n"}).ok  # the folder back
+
+
+@pytest.mark.parametrize("journal", [
+    "[1, 2]",
+    '{"moves": [["refs/../../../../outside/victim", null, null]], "since": 0}',
+    '{"moves": [["refs/heads/main", 7, null]], "paths": [1]}',
+])
+def test_a_journal_gitspace_never_wrote_is_refused_and_acted_on_in_no_way(
+        tmp_path: Path, journal: str) -> None:
+    """Recovery finishes the change a journal names, and first removes the lock files of its
+    refs. One that is not a journal gitspace writes (a crash never leaves one: it is written
+    whole, by rename) crashed every command, or named a "lock" outside the ref store to
+    remove. Every command now refuses with a sentence, and the journal and the outside stay."""
+    with workspace(tmp_path, {"a.txt": "a\n"}) as (ws, outside):
+        (outside.path / "victim.lock").write_text("the user's own file\n")
+        outside.settled()
+        ws.close()
+        path = ws.root / ".git" / "gitspace" / "journal.json"
+        path.write_text(journal)
+        tip = head(ws.root)
+        with sealed(ws.root, outside):
+            proc = never_blocks(gitspace_argv(ws.root, "snapshot"), ws.root)
+            assert proc.returncode == 1, (proc.returncode, proc.stderr)
+            assert "is not an op journal gitspace wrote" in proc.stderr, proc.stderr
+            assert "Traceback" not in proc.stderr and "hint" in proc.stderr.lower()
+            assert path.read_text() == journal and head(ws.root) == tip
+            path.unlink()  # (the scenario's own plant: what the closing checks look for)

@@ -157,11 +157,9 @@ def gc(
     try:
         if auto and not linegc.due(repo):
             return
-        gitspace_dir = repo.gitdir / "gitspace"
-        gitspace_dir.mkdir(exist_ok=True)
         busy = LockTimeout("A gitspace hook held this checkout's lock for 30 s.",
                            hint="Run 'gitspace gc' again when the agent is idle.")
-        with flocked(gitspace_dir / "lock", 30.0, busy):
+        with flocked(repo.gitdir, "gitspace/lock", 30.0, busy):  # (never through a link)
             pruned = linegc.plan(repo, keep_days)
             for p in pruned:
                 echo(f"{'would prune' if dry_run else 'pruned'} {p.ref} ({p.why})")

@@ -129,7 +129,7 @@ class Writer:
     @contextmanager
     def locked(self, timeout: float = 30.0) -> Iterator[None]:
         """Hold this checkout's lock, with any change a crash interrupted finished first."""
-        with hold_lock(self.state_dir, timeout):
+        with hold_lock(self.repo.gitdir, timeout):
             self.recover_locked()
             yield
 
@@ -409,7 +409,7 @@ class Writer:
         if self.repo.private:
             return
         faults.hit("journal.remove")
-        self.journal.unlink(missing_ok=True)
+        statefiles.remove(self.repo.gitdir, JOURNAL)  # (through a folder swapped for a link: no)
 
     def cancel_journal(self) -> None:
         """Drop the journal of a change that did not happen (or was rolled back). If it cannot be
@@ -427,7 +427,7 @@ class Writer:
     def recover(self) -> bool:
         if not self.journal.exists():
             return False
-        with hold_lock(self.state_dir):
+        with hold_lock(self.repo.gitdir):
             return self.recover_locked()
 
     def recover_locked(self) -> bool:
@@ -439,9 +439,9 @@ class Writer:
             record = json.loads(raw)
         except ValueError:
             # The journal is written by rename, so a torn one means it never took effect.
-            self.journal.unlink(missing_ok=True)
+            statefiles.remove(self.repo.gitdir, JOURNAL)
             return False
-        journal = _Journal.of(record)
+        journal = _Journal.of(record, self.journal)
         index_file = self.repo.gitdir / journal.index if isinstance(journal.index, str) else None
         self._break_stale_locks(journal.locks, journal.since, index_file)
         self.files.remove_tmp_files(journal.paths)
@@ -502,8 +502,15 @@ class _Journal:
     since: int | None
 
     @classmethod
-    def of(cls, record: dict[str, object]) -> _Journal:
-        moves = [tuple(m) for m in record.get("moves", [])]  # type: ignore[attr-defined]
+    def of(cls, record: object, path: Path) -> _Journal:
+        """The journal ``record`` holds, or StateRefused when it is not one gitspace writes (a
+        crash never leaves one: it is written whole, by rename)."""
+        if not isinstance(record, dict) or not _journal_shape(record):
+            raise statefiles.StateRefused(
+                f"{path} is not an op journal gitspace wrote, so no change was finished from it.",
+                hint=f"Move {path} away, then run the command again; check with 'git status' "
+                     "that the work tree holds what you expect.")
+        moves = [tuple(m) for m in record.get("moves", [])]
         ref = record.get("ref")
         if ref is not None and not moves:
             moves = [(ref, record.get("old"), record.get("new"))]
@@ -512,6 +519,28 @@ class _Journal:
         locks = [m[0] for m in moves] + list(record.get("locks", []))  # type: ignore[call-overload]
         return cls(moves, at, record.get("head"), paths,  # type: ignore[arg-type]
                    record.get("index", True), locks, record.get("since"))  # type: ignore[arg-type]
+
+
+def _journal_shape(record: dict[str, object]) -> bool:
+    """Does ``record`` have the fields and types ``_record`` (or an older gitspace) writes? (Its
+    refs name the lock files recovery removes: never a path out of the ref store.)"""
+    def tip(value: object) -> bool:
+        return value is None or isinstance(value, str) and len(value) in (40, 64)
+
+    def ref(value: object) -> bool:
+        return isinstance(value, str) and value.startswith("refs/") and ".." not in value
+
+    moves, paths, locks = (record.get(k, []) for k in ("moves", "paths", "locks"))
+    head = record.get("head")
+    return (isinstance(moves, list) and all(isinstance(m, list) and len(m) == 3 and ref(m[0])
+                                            and tip(m[1]) and tip(m[2]) for m in moves)
+            and all(tip(record.get(k)) for k in ("at", "old", "new"))
+            and (record.get("ref") is None or ref(record.get("ref")))
+            and isinstance(paths, list) and all(isinstance(rel, str) for rel in paths)
+            and isinstance(locks, list) and all(ref(r) for r in locks)
+            and (head is None or isinstance(head, str) and ".." not in head)
+            and isinstance(record.get("index", True), (str, bool))
+            and isinstance(record.get("since"), (int, type(None))))
 
 
 def _record(change: Change, paths: list[str], gitdir: Path) -> dict[str, object]:
@@ -531,14 +560,14 @@ def _record(change: Change, paths: list[str], gitdir: Path) -> dict[str, object]
 
 
 @contextmanager
-def hold_lock(state_dir: Path, timeout: float = 30.0) -> Iterator[None]:
+def hold_lock(gitdir: Path, timeout: float = 30.0) -> Iterator[None]:
     """Hold the lock of one checkout's gitspace state folder (one writer at a time there). A
     refused write inside it (disk full, no permission, I/O error: ``errors.system_hint``) leaves it
     as WriteFailed, an expected error: the code inside has rolled back whatever it wrote before
     the error surfaces."""
     busy = LockTimeout(f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
                        hint="Wait for it to finish, then run the command again.")
-    with lockfile.flocked(state_dir / "lock", timeout, busy), refused_writes():
+    with lockfile.flocked(gitdir, "gitspace/lock", timeout, busy), refused_writes():
         yield
 
 

@@ -134,7 +134,7 @@ def handle(event: Event, repo: GitRepo, options: Options,
                        f"{options.lock_timeout:.0f} s.", hint="The next call records this one.")
     mark = _mark_running(repo.gitdir)  # a hook killed from here on leaves it for the next
     try:
-        with lockfile.flocked(gitspace_dir / "lock", options.lock_timeout, busy):
+        with lockfile.flocked(repo.gitdir, "gitspace/lock", options.lock_timeout, busy):
             caught_up = state.missed(repo.gitdir) or _killed(repo.gitdir, mark)
             state.mark_missed(repo.gitdir, INTERRUPTED)  # cleared once this call is recorded
             try:

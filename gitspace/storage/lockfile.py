@@ -80,10 +80,14 @@ def replace(path: Path, data: bytes, wait: float = 5.0, *, point: str | None = N
 
 
 @contextmanager
-def flocked(path: Path, wait: float, busy: Exception, poll: float = 0.002) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path`` (created if missing, never through a link) while
-    the block runs; raise ``busy`` after ``wait`` seconds of another holder."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+def flocked(base: Path, rel: str, wait: float, busy: Exception, poll: float = 0.002
+            ) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on state file ``base/rel`` (created if missing, never through
+    a link on the way: ``statefiles.open_lock``) while the block runs; raise ``busy`` after
+    ``wait`` seconds of another holder."""
+    from . import statefiles
+
+    fd = statefiles.open_lock(base, rel)
     deadline = time.monotonic() + wait
     try:
         while True:

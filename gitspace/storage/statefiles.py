@@ -14,8 +14,9 @@ Invariants:
 - A name is removed relative to its folder's descriptor: a link is removed, never its target;
   a folder (``remove_tree``: an agent's worktree) only when a real folder stands at its name,
   and everything in it by descriptor.
-- Where an API needs a path (SQLite, ``flock``, a child's environment), ``folder`` checks the
-  chain and hands back the path: what is in it is then the caller's to open without following.
+- A lock file is opened the same way (``open_lock``), for ``flock``. Where an API needs a path
+  (SQLite, a child's environment), ``folder`` checks the chain and hands back the path: what is
+  in it is then the caller's to open without following.
 """
 
 from __future__ import annotations
@@ -77,6 +78,29 @@ def write(base: Path, rel: str, data: bytes) -> None:
         except BaseException:
             _unlink(fd, tmp)
             raise
+
+
+def open_lock(base: Path, rel: str) -> int:
+    """A descriptor of lock file ``base/rel`` (made if missing, never through a link: a link,
+    fifo or device there is refused), for ``flock``."""
+    *parts, name = rel.split("/")
+    with _walk(base, parts, make=True) as fd:
+        assert fd is not None  # (made)
+        try:
+            lock = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                           | os.O_CLOEXEC, 0o644, dir_fd=fd)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            lock = -1
+        if lock < 0 or not statmod.S_ISREG(os.fstat(lock).st_mode):
+            if lock >= 0:
+                os.close(lock)
+            where = base / rel
+            raise StateRefused(f"{where} is not a regular file (a link or something else "
+                               "stands there), so gitspace will not lock it.",
+                               hint=f"Move {where} away, then run the command again.")
+        return lock
 
 
 def remove(base: Path, rel: str) -> None:

@@ -49,7 +49,7 @@ def lock(ws: Workspace, timeout: float = 120.0) -> Iterator[None]:
     busy = LockTimeout(f"Another sync of {ws.root} ran for more than {timeout:.0f} s.",
                        hint="Wait for it to finish ('gitspace sync --watch' holds it while it "
                             "syncs), then sync again.")
-    with lockfile.flocked(ws.writer.state_dir / LOCK, timeout, busy, poll=0.01):
+    with lockfile.flocked(ws.repo.gitdir, f"gitspace/{LOCK}", timeout, busy, poll=0.01):
         yield
 
 

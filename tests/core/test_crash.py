@@ -147,7 +147,7 @@ CRASH_AT = textwrap.dedent("""
     elif point == "holding-index-lock":
         die_on(gitindex.Index, "encode")
     elif point == "before-journal-removed":
-        die_on(Path, "unlink", when=lambda self, *a, **k: self.name == "journal.json")
+        die_on(writer.Writer, "journal_remove")
     import json
     r = ws.call(tool, json.loads(args))
     print("returned", r.ok, r.text, flush=True)
