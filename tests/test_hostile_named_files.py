@@ -206,3 +206,35 @@ def test_args_from_stdin_are_read_bounded(tmp_path: Path) -> None:
         usage_failure(proc)
         assert "MiB" in proc.stderr
         assert head(ws.root) == before
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "link", "over-cap", "deep", "deep-refs"])
+def test_a_returns_schema_from_a_file_is_read_bounded(tmp_path: Path, kind: str) -> None:
+    """``run --returns FILE`` read the file whole, with no type check (``/dev/zero`` behind a
+    link: the file test said no and it was read as JSON text, one over the cap: read whole), and
+    a schema nested deeper than Python's stack, or referring through a long chain of ``$ref``,
+    crashed with RecursionError. Each is refused (exit 1) before any model call."""
+    with workspace(tmp_path, {"a.txt": "a\n"}) as (ws, outside), sealed(ws.root, outside):
+        named = tmp_path / "schema.json"
+        if kind == "dev-zero":
+            os.symlink("/dev/zero", named)
+        elif kind == "fifo":
+            fifo(named)
+        elif kind == "link":
+            (tmp_path / "real.json").write_text('{"type": "integer"}')
+            os.symlink(tmp_path / "real.json", named)
+        elif kind == "over-cap":
+            named.write_text(json.dumps({"type": "string", "description": "x" * (65 << 20)}))
+        elif kind == "deep":
+            named.write_text('{"type": "array", "items": ' * 20_000 + "{}" + "}" * 20_000)
+        else:
+            defs = {f"a{i}": {"$ref": f"#/$defs/a{i + 1}"} for i in range(5_000)}
+            named.write_text(json.dumps({"$defs": {**defs, "a5000": {"type": "integer"}},
+                                         "$ref": "#/$defs/a0"}))
+        before = head(ws.root)
+        proc = never_blocks(gitspace_argv(ws.root, "run", "Count.", "--policy", "maze",
+                                          "--returns", str(named)), ws.root)
+        assert proc.returncode == 1, (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr and "hint" in proc.stderr.lower(), proc.stderr
+        assert "--returns" in proc.stderr or "returns" in proc.stderr, proc.stderr
+        assert head(ws.root) == before and not (ws.root / ".gitspace").exists()

@@ -20,7 +20,7 @@ import typer
 
 from .. import config
 from ..errors import BadArguments
-from .common import JsonOpt, echo, emit_json, open_workspace, render, start_watcher, usage
+from .common import JsonOpt, echo, emit_json, here, open_workspace, render, start_watcher, usage
 
 
 def demo(
@@ -157,17 +157,28 @@ def _forked(loop: Any, at: Any, task: str, quiet: bool) -> Any:
 
 
 def _schema(text: str) -> Any:
-    """``--returns``: a file holding a JSON Schema, or the schema itself as JSON."""
+    """``--returns``: a file holding a JSON Schema (read as ``--args @FILE`` is: a regular file
+    under the cap, never through a link), or the schema itself as JSON."""
     import json
+    import os
 
-    path = Path(text)
+    from ..errors import GitspaceError
+    from ..storage import bounded
+
+    path = here(Path(text))
     source = f"the file {text}"
     try:
-        if path.is_file():
-            text = path.read_text(encoding="utf-8")
+        if os.path.lexists(path):
+            found = bounded.read_named(path, bounded.JSON_CAP, what="The --returns file")
+            text = (found or b"").decode("utf-8")
         else:
             source = "the --returns text"
         return json.loads(text)
+    except GitspaceError as e:
+        raise BadArguments(f"--returns: {e.message}", hint=e.hint) from None
+    except RecursionError:
+        raise BadArguments(f"--returns: {source} nests too deeply to read.",
+                           hint="""For example: --returns '{"type": "integer"}'.""") from None
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise BadArguments(f"--returns takes a JSON Schema, inline or as a file, and {source} "
                            f"is not one ({e}).",

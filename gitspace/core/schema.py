@@ -321,6 +321,9 @@ def check_schema(schema: object, *, where: str = "schema") -> list[str]:
     """Problems with ``schema`` itself, one sentence each; an empty list means it is usable."""
     if not isinstance(schema, Mapping):
         return [f"{where} must be a JSON object, got {_value_noun(schema)}."]
+    deep = unreadable(schema, where)  # (before anything recursive walks it)
+    if deep is not None:
+        return [deep]
     problems = _check_root(schema, where)
     problems += _check(schema, where, schema, at_root=True)
     if not problems:
@@ -409,6 +412,11 @@ def _ref_cycles(root: Mapping[str, Any], where: str) -> list[str]:
                 reported.update(seen)
                 problems.append(f"{where}: {name} refers to itself without describing a "
                                 f"value ({chain}).")
+                break
+            if len(seen) > MAX_DEPTH:  # (each step is a call deeper when a value is checked)
+                reported.update(seen)
+                problems.append(f"{where}: {name} refers through more than {MAX_DEPTH} "
+                                "$refs in a row before describing a value.")
                 break
             seen.append(ref)
             schema = resolve(root, ref)
