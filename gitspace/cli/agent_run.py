@@ -212,7 +212,8 @@ def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                  "parent_session": None, "parent_tool_use_id": None, "depth": 0}
                 for k in others], "sessions")
         else:
-            render().sessions(calls.ordered(rows))
+            if rows or not others:  # (no "No saved sessions" above a harness's sessions)
+                render().sessions(calls.ordered(rows))
             for k in others:
                 echo(f"{k.session}  {k.agent}  {k.turns} turn(s)  (the harness's own transcript"
                      f": 'gitspace ui' shows it)")

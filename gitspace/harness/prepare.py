@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..core import owner, paths
+from ..core import exclude, owner, paths
 from ..errors import FileRefused, PathRefused
 from ..storage import loose
 from ..storage.files import Files
@@ -85,6 +85,8 @@ def announce(root: Path, gitdir: Path, commondir: Path, event: Event, options: O
         from ..storage.gitrepo import GitRepo
 
         rels = GitRepo(root, gitdir, commondir).status_paths()
+    excluded = exclude.load(commondir)  # (never read, hashed or kept: gitspace exclude)
+    rels = [rel for rel in rels if not excluded.match(rel.rstrip("/"))]
     before: dict[str, list[Any]] = {}
     files = Files(root)
     for rel in rels:

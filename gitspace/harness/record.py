@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..core import owner, userfiles
+from ..core import exclude, owner, userfiles
 from ..core.identity import author_of
 from ..core.transaction import commit_external, entry_of
 from ..core.workspace import Workspace
@@ -157,11 +157,15 @@ class Recorder:
     def _after_file_call(self, call: Call, key: str | None) -> None:
         assert call.paths is not None
         mine: list[str] = []
+        excluded = exclude.load(self.repo.commondir)
         for given in call.paths:
             rel = relative(self.repo.root, self.event.cwd, given)
             if rel is None:
                 self.outcome.notes.append(f"{given} is outside the workspace (or a path gitspace "
                                           "does not record); it was not recorded.")
+            elif excluded.match(rel):
+                self.outcome.notes.append(f"{rel} is excluded from recording (gitspace "
+                                          "exclude); it was not recorded.")
             else:
                 mine.append(rel)
         announced = state.retire(self.gitdir, key) if key else None
@@ -260,8 +264,7 @@ class Recorder:
 
     def _skipped(self, skipped: list[str]) -> None:
         if skipped:
-            self.outcome.notes.append("Not recorded (over the size cap; add them to .gitignore): "
-                                      + "; ".join(skipped))
+            self.outcome.notes.append("Not recorded: " + "; ".join(skipped) + ".")
 
     def _external(self, changes: dict[str, Entry | None], note: str) -> None:
         commit, tree, op_id = commit_external(self.ws, self.parent, self.tree, changes, note,

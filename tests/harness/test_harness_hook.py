@@ -218,6 +218,24 @@ def test_paths_gitspace_owns_or_git_refuses_are_never_recorded(root: Path) -> No
     assert harness(root) == [] and git(root, "rev-parse", "HEAD") == before
 
 
+def test_an_excluded_path_is_never_read_or_recorded_in_a_workspace_either(root: Path) -> None:
+    """gitspace exclude holds for a workspace's hooks too: a file tool that names the path, and
+    a shell command's scan (its before hook keeps what pending files hold), never read it."""
+    from gitspace.core import exclude
+
+    exclude.add(root / ".git", ["secret.env"])
+    err = call(root, "Write", {"file_path": str(root / "secret.env"), "content": "KEY=1\n"},
+               "toolu_s", write(root, "secret.env", "KEY=1\n"))
+    assert "secret.env is excluded from recording" in err
+    (root / "secret.env").write_text("KEY=2\n")  # pending when the next shell command starts
+    err = call(root, "Bash", {"command": "make"}, "toolu_b", write(root, "out.txt", "built\n"))
+    assert "secret.env (excluded from recording" in err and "size cap" not in err
+    assert [op.paths for op in harness(root)] == [("out.txt",)]
+    for content in (b"KEY=1\n", b"KEY=2\n"):  # not even a loose object
+        sha = git(root, "hash-object", "--stdin", input=content).strip()
+        assert subprocess.run(["git", "cat-file", "-e", sha], cwd=root).returncode != 0
+
+
 def test_a_payload_for_another_folder_is_refused(root: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     other = tmp_path / "other"

@@ -12,6 +12,7 @@ never opened.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 from conftest import changed_files, git, git_run, ops
-from test_harness_hook import call, payload, run_hook, write
+from test_harness_hook import SID, call, payload, run_hook, write
 from user_repo import add_stash, fsck, make_user_repo, users_own
 
 from gitspace.harness import install
@@ -214,9 +215,7 @@ def test_what_gitspace_never_opens(user: Path, tmp_path: Path) -> None:
 def test_a_hook_killed_at_random_moments_loses_nothing_and_touches_nothing(user: Path) -> None:
     before = users_own(user)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT")}
-    import json
     import random
-    import time
 
     rng = random.Random(23)
     for n in range(12):
@@ -275,7 +274,6 @@ def test_in_place_hooks_import_only_what_they_need(user: Path) -> None:
 def test_codex_records_in_place_through_your_user_settings_and_nowhere_else(
         tmp_path: Path) -> None:
     import io
-    import json
 
     from gitspace.harness import hook
 
@@ -377,6 +375,35 @@ def test_undo_and_rewind_change_only_your_files_and_refuse_a_conflict(user: Path
     for key in ("HEAD", "refs", "index", "index stat", "stash", "tags"):
         assert after[key] == before[key], key
     fsck(user)
+    listing = gs(user, "sessions").stdout  # the harness's session, and no "No saved sessions"
+    assert SID in listing and "No saved sessions" not in listing, listing
+
+
+def test_gitspace_record_records_in_place_too(tmp_path: Path) -> None:
+    """``gitspace record`` (any harness, a line of shell) in a checkout of the person's own,
+    with no ``hooks install`` first: one op on the line, nothing of the person's moved."""
+    root = own_repo(tmp_path / "repo")
+    before = users_own(root)
+
+    def record(phase: str) -> None:
+        data = {"tool": "edit_file", "args": {"path": "notes.txt"}, "agent": "aider",
+                "session": "s1", "tool_use_id": "t1", "paths": ["notes.txt"]}
+        proc = subprocess.run([sys.executable, "-m", "gitspace", "record"], cwd=root,
+                              input=json.dumps({**data, **({"phase": phase} if phase else {})}),
+                              capture_output=True, text=True)
+        assert proc.returncode == 0 and not proc.stderr, proc.stderr
+
+    record("before")
+    (root / "notes.txt").write_text("by aider\n")
+    record("")
+    edit = line_ops(root)[0]
+    assert (edit.tool, edit.agent, edit.source, edit.paths) == (
+        "edit_file", "aider", "harness", ("notes.txt",))
+    assert changed_files(root, LINE) == ["notes.txt"]
+    after = users_own(root)
+    for key in ("HEAD", "refs", "index", "index stat", "stash", "tags"):
+        assert after[key] == before[key], key
+    fsck(root)
 
 
 def test_a_link_where_gitspace_keeps_its_state_is_refused(tmp_path: Path) -> None:
