@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..storage import ledger
+from ..storage import ledger, records
 from ..storage.objects import Signature
 
 
@@ -76,4 +76,4 @@ def author_of(name: str | None) -> Signature:
 
 
 # The identity's fields the ledger records (every one ``ledger.Op`` also has, by name).
-_RECORDED = tuple(f.name for f in fields(Identity) if f.name in {f.name for f in fields(ledger.Op)})
+_RECORDED = tuple(f.name for f in fields(Identity) if f.name in records.names(ledger.Op))

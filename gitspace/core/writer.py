@@ -32,7 +32,6 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import faults
@@ -49,6 +48,7 @@ from ..storage import gitindex, lockfile, racyindex, statefiles
 from ..storage.files import Files, InTheWay, State, order, parts_of
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Signature
+from ..storage.records import field, record
 from .paths import check_tree_paths
 
 COMMITTER = Signature("gitspace", "gitspace@localhost")
@@ -56,7 +56,7 @@ JOURNAL = "gitspace/journal.json"  # below the worktree's git dir
 INDEX_TRIES = 5  # loads of an index another git process keeps replacing under us
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RefMove:
     """Move ``ref`` from ``old`` to ``new`` (old None: it must not exist; new None: delete it)."""
 
@@ -65,7 +65,7 @@ class RefMove:
     new: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Change:
     """One change to a checkout, whole or not at all. Any part may be empty:
     a ref-only move (a branch or tag made, a ref outside ``refs/heads``), files only (no index,
@@ -95,7 +95,7 @@ class Change:
         return sorted(set(self.before) | set(self.files))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class IndexUndo:
     """What ``sync_index`` replaced, to put back: the old raw entries of its paths, or None when
     the index is in a format only git writes (then git re-syncs them instead)."""
@@ -103,7 +103,7 @@ class IndexUndo:
     entries: dict[bytes, tuple[bytes, int] | None] | None
 
 
-@dataclass
+@record()
 class _Moved:
     """What a change has moved so far, so a rollback moves exactly that back."""
 
@@ -488,7 +488,7 @@ class Writer:
                            self.repo.gitdir / "HEAD.lock"], since, self.repo, wait)
 
 
-@dataclass
+@record()
 class _Journal:
     """A journal as read back: this version's, or an older one's (``ref``/``old``/``new``, and a
     pull's ``locks`` since ``since``)."""

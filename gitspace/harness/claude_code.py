@@ -10,8 +10,8 @@ tool-use id. ``tool_response`` and the prompt text are never stored. Claude Code
 
 from __future__ import annotations
 
+from ..storage.records import replace
 from .events import Event, ignored, text, tool_call
-from .records import replace
 from .spec import HookSpec
 
 TYPE_CHECKING = False

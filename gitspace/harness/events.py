@@ -23,7 +23,7 @@ so its effect is whatever changed while it ran.
 from __future__ import annotations
 
 from ..errors import GitspaceError
-from .records import field, record
+from ..storage.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

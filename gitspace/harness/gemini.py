@@ -12,8 +12,8 @@ Hooks must print only JSON on stdout, so the hook prints ``{}``.
 
 from __future__ import annotations
 
+from ..storage.records import replace
 from .events import Event, ignored, mapping, text, tool_call
-from .records import replace
 from .spec import HookSpec
 
 TYPE_CHECKING = False

@@ -6,7 +6,7 @@ each adapter module turns the payloads those events deliver into ``events.Event`
 
 from __future__ import annotations
 
-from .records import record
+from ..storage.records import record
 
 
 @record(frozen=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..storage import statefiles
 from ..storage.loose import sha1_hex
-from .records import record
+from ..storage.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

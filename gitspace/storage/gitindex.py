@@ -27,11 +27,11 @@ import bisect
 import os
 import struct
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ewah, lockfile
 from .loose import sha1_digest
+from .records import field, record
 
 _HEADER = struct.Struct(">4sLL")
 _ENTRY = struct.Struct(">10L20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, sha, flags
@@ -56,7 +56,7 @@ class IndexChanged(Exception):
     """The index file changed on disk since it was loaded: load it again and redo the change."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Shared:
     """A shared index file: its checksum and where each path's entries sit in it."""
 
@@ -64,7 +64,7 @@ class Shared:
     positions: dict[bytes, tuple[int, int, bool]]  # path -> (first position, entries, one stage-0)
 
 
-@dataclass
+@record()
 class Index:
     """The full index (sorted paths, raw entries per path) and, when split, what changed since
     the shared file."""

@@ -15,7 +15,6 @@ import os
 import re
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from .. import config
 from ..errors import GitCommandError, NotAWorkspace, Unsupported
@@ -24,8 +23,10 @@ from .objects import EXEC_MODE, FILE_MODE, Commit, Entry, Objects
 from .refs import Refs
 from .worktrees import LinkedWorktrees
 
+TYPE_CHECKING = False  # (typing is not imported at run time: a hook's after path reads this)
 if TYPE_CHECKING:
     import subprocess
+    from typing import Any
 else:
     class _OnFirstUse:
         """A module imported when first used: a harness's after hook for a file tool starts no

@@ -111,17 +111,19 @@ malformed, and ``verify`` reports it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
 import time
 import unicodedata
-from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import BadArguments, LedgerError
 from .loose import sha1_hex
+from .records import field, record, replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PATHS_LISTED = 100  # Gitspace-Paths lists the first 100 changed paths
 RESULT = "Result:"
@@ -169,7 +171,7 @@ _PARENT = ("Gitspace-Parent-Session", "Gitspace-Parent-Tool-Use-Id")
 _REQUIRED = ("Gitspace-Format", "Gitspace-Op", "Gitspace-Tool", "Gitspace-Source", "Gitspace-Args")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Format:
     """One version of the trailer block."""
 
@@ -247,7 +249,7 @@ def check_token(kind: str, value: str) -> str:
     return value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Op:
     """One op as recorded in the ledger."""
 
@@ -448,7 +450,7 @@ def _op_from(seen: dict[str, str]) -> Op:
 def in_format(message: str, op: Op, version: int) -> str:
     """``message`` (which records ``op``) with its trailer block written in format ``version``."""
     head = message[:message.rindex("\n\nGitspace-Format: ")]
-    return f"{head}\n\n{dataclasses.replace(op, format=version).trailers()}\n"
+    return f"{head}\n\n{replace(op, format=version).trailers()}\n"
 
 
 def _paths(raw: str) -> tuple[tuple[str, ...], int]:
@@ -472,7 +474,7 @@ _CHECKPOINT_KEYS = ("Gitspace-Checkpoint", "Gitspace-Branch", "Gitspace-Agent", 
 _BRANCH_NOTE = re.compile(r"gitspace: branch (\S+) \(op (\S+)\)")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CheckpointNote:
     """What a checkpoint tag's message records."""
 

@@ -15,23 +15,23 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound, PathRefused
-from . import loose, packs
+from . import loose, packs, records
 from .loose import EXEC_MODE, FILE_MODE, LINK_MODE, TREE_MODE  # noqa: F401  (re-exported)
 
+TYPE_CHECKING = False  # (typing is not imported at run time: a hook's after path reads this)
 if TYPE_CHECKING:
     from collections import OrderedDict
     from subprocess import CompletedProcess
+    from typing import Any
 
 GITLINK_MODE = 0o160000
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-@dataclass(frozen=True)
+@records.record(frozen=True)
 class Entry:
     """A tree entry: a mode and an object id."""
 
@@ -43,7 +43,7 @@ class Entry:
         return self.mode == TREE_MODE
 
 
-@dataclass(frozen=True)
+@records.record(frozen=True)
 class Signature:
     """A git name and email, as an author, committer or tagger line carries them."""
 
@@ -63,7 +63,7 @@ def _clean_ident(text: str) -> str:
     return cleaned.strip() or "unknown"
 
 
-@dataclass(frozen=True)
+@records.record(frozen=True)
 class Commit:
     sha: str
     tree: str
@@ -81,7 +81,7 @@ class Commit:
         return int(self.committer.rsplit(" ", 2)[-2])
 
 
-@dataclass(frozen=True)
+@records.record(frozen=True)
 class Difference:
     """One path that differs between two trees (None = absent on that side)."""
 

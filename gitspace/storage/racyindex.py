@@ -37,11 +37,11 @@ import os
 import stat as statmod
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitindex
 from .loose import EXEC_MODE, FILE_MODE, LINK_MODE
+from .records import record
 
 SETTLE_BYTES = 1 << 20  # racy bytes worth an index rewrite: each status re-reads them
 SETTLE_ENTRIES = 256  # ... or racy files: each costs status an open and a read
@@ -50,7 +50,7 @@ _BLOCK = 1 << 20
 NS = 1_000_000_000
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Racy:
     """The racy entries of one index file (as identified by ``identity``)."""
 
@@ -124,7 +124,7 @@ def _racy_entries(index: gitindex.Index) -> Iterator[tuple[bytes, bytes, tuple[i
             yield path, raw, fields
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settled:
     verified: int
     smudged: int

@@ -14,13 +14,13 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import faults
 from ..errors import ConcurrentUpdate, GitspaceError
 from . import lockfile
 from .objects import Signature
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from subprocess import CompletedProcess
 

@@ -7,14 +7,14 @@ gone. (The files inside a work tree are written by ``storage/files.py``.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from .. import config
 from ..errors import Conflict, GitCommandError, GitspaceError
+from . import records
 
 
-@dataclass(frozen=True)
+@records.record(frozen=True)
 class Worktree:
     """One work tree of a repository, as ``git worktree list`` reports it."""
 

@@ -9,7 +9,7 @@ from conftest import call_ok, git, ops
 
 import gitspace
 from gitspace.core.identity import Identity
-from gitspace.storage import ledger
+from gitspace.storage import ledger, records
 
 # The commit records these, not a trailer: its time the clock, its author the person.
 NOT_RECORDED = {"clock", "person"}
@@ -17,7 +17,7 @@ NOT_RECORDED = {"clock", "person"}
 
 def test_every_field_is_recorded_by_name_or_said_not_to_be() -> None:
     """Adding a field is one change: a field ledger.Op also has is recorded with no more code."""
-    op_fields = {f.name for f in fields(ledger.Op)}
+    op_fields = set(records.names(ledger.Op))
     unrecorded = {f.name for f in fields(Identity)} - op_fields
     assert unrecorded == NOT_RECORDED
 

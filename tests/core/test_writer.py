@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import shutil
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from gitspace.core.writer import COMMITTER, Change, RefMove
 from gitspace.errors import ConcurrentUpdate, WriteFailed
 from gitspace.storage import gitindex
 from gitspace.storage.objects import FILE_MODE
+from gitspace.storage.records import replace
 
 PRIVATE = "refs/gitspace/private/main"
 

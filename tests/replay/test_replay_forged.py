@@ -10,7 +10,6 @@ authors and undo links, evil merges, a missing elided blob...) are in test_repla
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import subprocess
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from gitspace.core.workspace import Workspace
 from gitspace.replay import judge
 from gitspace.replay.engine import BadRange, replay
 from gitspace.replay.onto import replay_onto
-from gitspace.storage import ledger
+from gitspace.storage import ledger, records
 from gitspace.storage.ledger import Op
 from gitspace.storage.objects import Commit
 
@@ -323,7 +322,7 @@ def test_an_op_of_an_older_format_is_compared_in_that_format(
     """After a format bump the tool writes format 3; the format-1 op is compared as format 1."""
     call_ok(ws, "create", {"path": "a.md", "file_text": "one\n"})
     v1 = ledger.FORMATS[1]
-    monkeypatch.setitem(ledger.FORMATS, 3, dataclasses.replace(v1, sources=(*v1.sources, "hook")))
+    monkeypatch.setitem(ledger.FORMATS, 3, records.replace(v1, sources=(*v1.sources, "hook")))
     monkeypatch.setattr(ledger, "FORMAT", 3)
     report = replay(ws, head(ws.root))
     assert report.ok, report.divergence
@@ -484,7 +483,7 @@ def test_an_op_of_a_source_this_replay_does_not_know_is_reported(
     """A newer format may add a source (here 'hook'); this replay cannot check such an op."""
     call_ok(ws, "create", {"path": "a.md", "file_text": "a\n"})
     v1 = ledger.FORMATS[1]
-    monkeypatch.setitem(ledger.FORMATS, 3, dataclasses.replace(v1, sources=(*v1.sources, "hook")))
+    monkeypatch.setitem(ledger.FORMATS, 3, records.replace(v1, sources=(*v1.sources, "hook")))
     tree = tree_with(ws.root, "HEAD", {"b.md": "b\n"})
     msg = op_message("hook wrote b.md", "hook_write", "hook", '{"path":"b.md"}', agent="tester")
     tip = commit_tree(ws.root, tree, head(ws.root), by="tester <tester@gitspace>",

@@ -3,7 +3,6 @@ are errors that verify reports, and elided args stay recoverable from the reposi
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from conftest import assert_clean, call_ok, git, head, message_of, ops
 import gitspace
 from gitspace.core.timeline import verify
 from gitspace.errors import BadArguments, LedgerError
+from gitspace.storage import records
 from gitspace.storage.ledger import Op, canonical_json, encode_message, new_op_id, parse_message
 
 FAKE_ID = "01AAAAAAAAAAAAAAAAAAAAAAAA"
@@ -251,7 +251,7 @@ def bumped(monkeypatch: pytest.MonkeyPatch) -> Any:
     from gitspace.storage import ledger
 
     v1 = ledger.FORMATS[1]
-    monkeypatch.setitem(ledger.FORMATS, 4, dataclasses.replace(v1, sources=(*v1.sources, "hook")))
+    monkeypatch.setitem(ledger.FORMATS, 4, records.replace(v1, sources=(*v1.sources, "hook")))
     monkeypatch.setattr(ledger, "FORMAT", 4)
     return ledger
 
@@ -288,7 +288,7 @@ def test_a_parsed_op_is_written_back_in_its_own_format(bumped: Any) -> None:
     hook = Op(op_id=new_op_id(), tool="create", args={}, source="hook")
     assert parse_message(encode_message(hook, "hook")) == hook  # new in 4
     with pytest.raises(BadArguments):  # format 1 never had it
-        encode_message(dataclasses.replace(hook, format=1), "hook")
+        encode_message(records.replace(hook, format=1), "hook")
     in_one = encode_message(hook, "x").replace("Gitspace-Format: 4", "Gitspace-Format: 1")
     with pytest.raises(LedgerError, match="written in format 4, not 1"):
         parse_message(in_one)
@@ -310,7 +310,7 @@ def test_an_op_with_a_parent_call_is_written_in_format_3_and_reads_back() -> Non
                             f"Gitspace-Parent-Tool-Use-Id: toolu_p1\n")
     assert "Gitspace-Format: 3\n" in message
     assert parse_message(message) == op and parse_message(message).format == 3  # type: ignore[union-attr]
-    plain = dataclasses.replace(op, parent_session=None, parent_tool_use_id=None)
+    plain = records.replace(op, parent_session=None, parent_tool_use_id=None)
     assert "Gitspace-Format: 1\n" in encode_message(plain, "create a")  # others stay in 1
 
 
@@ -336,6 +336,6 @@ def test_half_a_parent_call_or_a_bad_token_is_never_written() -> None:
     half = Op(op_id=new_op_id(), tool="create", args={}, parent_session=new_op_id())
     with pytest.raises(BadArguments, match="both its parent session and tool call"):
         encode_message(half, "x")
-    forged = dataclasses.replace(half, parent_tool_use_id="x\nGitspace-Tool: undo")
+    forged = records.replace(half, parent_tool_use_id="x\nGitspace-Tool: undo")
     with pytest.raises(BadArguments, match="parent tool-use id"):
         encode_message(forged, "x")
