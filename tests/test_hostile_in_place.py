@@ -8,6 +8,8 @@
   planted there (a link, one that is not the person's) is never written into.
 - The in-place state (``.git/gitspace/inplace/``: the model, the list of harnesses recording,
   the private index, gc's clock) is reached without following a link.
+- ``undo`` and ``rewind`` never record or overwrite a file the line does not hold (an ignored
+  one: a secret in ``.env``).
 
 Each ends with ``git fsck --strict`` clean, the person's status as it was, nothing outside
 changed.
@@ -18,15 +20,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hostile import Outside, fifo, fsck, gitspace_argv, never_blocks, status
+from conftest import git, ops
+from hostile import Outside, fifo, fsck, gitspace_argv, never_blocks, objects_hold, status
 from user_repo import make_user_repo
 
 from gitspace.harness import install
 
 SID = "5c0e4b1a-2f3d-4e5f-8a9b-0c1d2e3f4a5b"
+LINE = "refs/gitspace/lines/main"
 PROGRAM = f"{sys.executable} -m gitspace"
 
 
@@ -124,6 +129,53 @@ def test_in_place_state_is_never_reached_through_a_link(recorded: Path, tmp_path
         assert proc.returncode == 0, proc.stderr
         assert "Traceback" not in proc.stderr and "unexpected" not in proc.stderr, proc.stderr
     (recorded / "made.txt").unlink()
+    fsck(recorded)
+    assert status(recorded) == before
+    outside.unchanged()
+
+
+def _turn(root: Path, tool: str, tool_input: dict[str, str], use_id: str,
+          effect: Callable[[], object]) -> None:
+    """One turn of Claude Code with one tool call, its hooks run as the real binary runs them."""
+    def hook(event: str, **call: object) -> None:
+        body = {"session_id": SID, "cwd": str(root), "hook_event_name": event, **call}
+        proc = never_blocks(gitspace_argv(root, "hook", "claude-code"), root,
+                            stdin=json.dumps(body).encode())
+        assert proc.returncode == 0, proc.stderr
+
+    hook("UserPromptSubmit", prompt="Go.")
+    call = {"tool_name": tool, "tool_input": tool_input, "tool_use_id": use_id}
+    hook("PreToolUse", **call)
+    effect()
+    hook("PostToolUse", **call, tool_response={})
+    hook("Stop")
+
+
+@pytest.mark.parametrize("how", ["rewind --all", "rewind", "undo"])
+def test_a_take_back_over_an_ignored_file_of_yours_is_refused(recorded: Path, tmp_path: Path,
+                                                              how: str) -> None:
+    """The agent wrote a ``.env`` template in turn 1 and removed it in turn 2; the person then
+    ignores ``.env`` and keeps real secrets in one. Taking the agent's ops back would bring the
+    template back over it: ``rewind --all`` recorded the secret on the line as "your changes",
+    then overwrote it. Each way is refused, changing nothing, and the secret is in no object."""
+    outside = Outside(tmp_path / "outside")
+    _turn(recorded, "Write", {"file_path": str(recorded / ".env"), "content": "KEY=\n"},
+          "toolu_1", lambda: (recorded / ".env").write_text("KEY=\n"))
+    _turn(recorded, "Bash", {"command": "rm .env"}, "toolu_2", (recorded / ".env").unlink)
+    with (recorded / ".gitignore").open("a") as ignore:
+        ignore.write(".env\n")
+    (recorded / ".env").write_text("KEY=the person's real secret\n")
+    line = git(recorded, "rev-parse", LINE).strip()
+    [first] = [op for op in ops(recorded, LINE) if op.tool_use_id == "toolu_2"]
+    before = status(recorded)
+    args = {"rewind --all": ["rewind", "1", "--all"], "rewind": ["rewind", "1"],
+            "undo": ["undo", "--op", first.op_id]}[how]
+    proc = never_blocks(gitspace_argv(recorded, *args), recorded)
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "hint" in proc.stderr.lower(), proc.stderr
+    assert (recorded / ".env").read_text() == "KEY=the person's real secret\n"
+    assert git(recorded, "rev-parse", LINE).strip() == line
+    assert not objects_hold(recorded, "real secret")
     fsck(recorded)
     assert status(recorded) == before
     outside.unchanged()

@@ -12,7 +12,8 @@ Invariants:
   first, the same way: the person's own edits stay. With ``every_file`` every file is made as it
   was then (what the person changed since is recorded first, as their own op, then overwritten).
 - A conflict (the same lines changed since, a file now over the cap, a link, a file a filter
-  owns) refuses the whole command, changing nothing. The files written and the line's ref move
+  owns, a file the line does not hold: ignored or excluded, so never recorded) refuses the whole
+  command, changing nothing. The files written and the line's ref move
   together through the one writer: a failure puts the files back, a crash is finished (or rolled
   back) by the next gitspace command in the checkout.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import line, lookup
+from ..core import line, lookup, userfiles
 from ..errors import Conflict, FileRefused, NotFound, PathRefused
 from ..storage import ledger, privateindex
 from ..storage.files import State
@@ -193,6 +194,10 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
     """Record the op ``tool`` that writes ``writes`` and takes back the ops ``took_back``."""
     repo = rec.repo
     pending = {rel: _disk(rec, rel) for rel in writes}
+    # A file the line does not hold (ignored, excluded: never recorded) is the person's alone:
+    # neither recorded as their change nor overwritten (core/userfiles.py).
+    userfiles.refuse_over(repo, pending, {rel: repo.entry_at(rec.tree, rel) for rel in pending},
+                          writes, moves=True, doing=tool)
     outside = {rel: None if s is None else Entry(s[1], repo.write_blob(s[0]))
                for rel, s in pending.items()}
     outside = {rel: e for rel, e in outside.items() if e != repo.entry_at(rec.tree, rel)}
