@@ -303,7 +303,7 @@ from browser import browser, page, screenshot  # noqa: E402,F401  (one Chromium 
 from claude_code import claude_code  # noqa: E402,F401  (the real Claude Code CLI fixture)
 from fake_anthropic import fake_api  # noqa: E402,F401  (the fake Messages API fixture)
 from gitserver import any_server, git_server, http_server  # noqa: E402,F401  (real git servers on 127.0.0.1)
-from hostile import outside  # noqa: E402,F401  (the folder the hostile corpus aims at)
+from hostile import neighbour, outside  # noqa: E402,F401  (the folders the hostile corpus guards)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

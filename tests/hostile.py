@@ -86,6 +86,19 @@ def outside(tmp_path: Path) -> Outside:
     return Outside(tmp_path / "outside")
 
 
+@pytest.fixture(autouse=True)
+def neighbour(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every scenario of a ``test_hostile_*`` module runs beside ``tmp_path/neighbour``, a folder
+    no scenario names, fingerprinted before and after: whatever the scenario's own ``Outside``
+    is aimed at, a write that lands beside the scratch folder in any other way fails it too."""
+    if not request.module.__name__.startswith("test_hostile_"):
+        yield
+        return
+    folder = Outside(request.getfixturevalue("tmp_path") / "neighbour")
+    yield
+    folder.unchanged()
+
+
 def _plumbing(root: Path, env: dict[str, str], *args: str, data: bytes | None = None) -> str:
     proc = subprocess.run(["git", *args], cwd=root, env=env, input=data, capture_output=True)
     assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr.decode()}"

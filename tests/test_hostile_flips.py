@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import call_ok, git, head, ops
-from hostile import assert_sound, commit
+from hostile import assert_sound, commit, fsck
 from user_repo import checkout_state, make_user_repo, status
 
 import gitspace
@@ -171,6 +171,7 @@ def test_merge_across_a_flip_into_the_users_checkout(tmp_path: Path, to_folder: 
     assert status(user) == listed
     assert checkout_state(user)["HEAD"] == before["HEAD"]
     git(user, "write-tree")
+    fsck(user)
 
 
 @pytest.mark.parametrize("to_folder", [True, False], ids=["file-to-folder", "folder-to-file"])

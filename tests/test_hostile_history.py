@@ -27,6 +27,7 @@ from hostile import (
     blob,
     commit,
     drop,
+    fsck,
     plant,
     raw_tree,
     tree,
@@ -194,6 +195,7 @@ def test_merge_into_the_checkout_never_writes_through_a_link(tmp_path: Path,
     assert {k: v for k, v in after["files"].items() if not k.startswith("lnk/")} \
         == before["files"]
     assert status(user) == listed
+    fsck(user)
 
 
 def test_merge_refuses_when_the_users_own_link_stands_where_a_folder_goes(
@@ -209,6 +211,7 @@ def test_merge_refuses_when_the_users_own_link_stands_where_a_folder_goes(
     outside.unchanged()
     assert checkout_state(user) == before and status(user) == listed
     assert os.readlink(user / "lnk") == str(outside.path)
+    fsck(user)
 
 
 # -- a link planted deeper, and chains of links -----------------------------------------------

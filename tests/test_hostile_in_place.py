@@ -179,3 +179,27 @@ def test_a_take_back_over_an_ignored_file_of_yours_is_refused(recorded: Path, tm
     fsck(recorded)
     assert status(recorded) == before
     outside.unchanged()
+
+
+@pytest.mark.parametrize("tracked", [True, False])
+def test_installing_in_place_never_writes_through_a_claude_folder_linked_outside(
+        tmp_path: Path, tracked: bool) -> None:
+    """A person's checkout whose ``.claude`` is a link to a folder outside (history planted it,
+    or it is untracked): ``hooks install`` would write ``settings.local.json`` into that folder
+    and merge in what it holds. It is refused; the outside and the checkout stay as they were."""
+    outside = Outside(tmp_path / "outside", {"settings.local.json": '{"secret": 1}\n'})
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / ".claude").symlink_to(outside.path)
+    if tracked:
+        git(root, "add", ".claude")
+    git(root, "commit", "-q", "--allow-empty", "-m", "the person's commit")
+    before = status(root)
+    proc = never_blocks(gitspace_argv(root, "hooks", "install", "claude-code"), root,
+                        env={**os.environ, "HOME": str(tmp_path / "home")})
+    assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+    assert "link" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    fsck(root)
+    assert status(root) == before
+    outside.unchanged()

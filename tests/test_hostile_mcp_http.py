@@ -25,6 +25,7 @@ from pathlib import Path
 import anyio
 import httpx2
 from conftest import head, ops
+from hostile import assert_sound
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
@@ -116,6 +117,7 @@ def test_no_token_no_network_address(tmp_path: Path) -> None:
         assert proc.returncode == 1, (host, proc.stderr)
         assert "without a token" in proc.stderr and "hint" in proc.stderr.lower()
         assert "Traceback" not in proc.stderr
+    assert_sound(root)
 
 
 def test_a_token_guards_every_request_on_a_network_address(tmp_path: Path) -> None:
@@ -143,6 +145,7 @@ def test_a_token_guards_every_request_on_a_network_address(tmp_path: Path) -> No
         call_with_sdk(port, token, "net.txt")
     assert (root / "net.txt").read_text() == "over http\n" and head(root) != tip
     assert ops(root)[-1].tool == "create"
+    assert_sound(root)
 
 
 def test_a_new_token_is_made_shown_once_and_required(tmp_path: Path) -> None:
@@ -155,6 +158,7 @@ def test_a_new_token_is_made_shown_once_and_required(tmp_path: Path) -> None:
     assert len(shown) == 1, lines
     token = shown[0].rsplit(" ", 1)[1]
     assert len(token) >= 32
+    assert_sound(root)
 
 
 def test_loopback_needs_no_token_but_still_checks_host_and_origin(tmp_path: Path) -> None:
@@ -168,6 +172,7 @@ def test_loopback_needs_no_token_but_still_checks_host_and_origin(tmp_path: Path
         assert post(port, {"Host": f"localhost:{port}"})[0] == 200
         call_with_sdk(port, None, "local.txt")
     assert (root / "local.txt").exists()
+    assert_sound(root)
 
 
 def test_a_token_set_on_loopback_is_required_there_too(tmp_path: Path) -> None:
@@ -176,3 +181,4 @@ def test_a_token_set_on_loopback_is_required_there_too(tmp_path: Path) -> None:
     with serving(root, token="loop-token") as (port, _):
         assert post(port, {})[0] == 401
         assert post(port, {"Authorization": "Bearer loop-token"})[0] == 200
+    assert_sound(root)

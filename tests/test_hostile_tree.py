@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import call_ok, git, head, ops
-from hostile import Outside, assert_sound, commit
+from hostile import Outside, assert_sound, commit, fsck
 from user_repo import make_user_repo
 
 import gitspace
@@ -164,6 +164,7 @@ def test_a_linked_gitspace_state_folder_is_refused(tmp_path: Path, outside: Outs
         gitspace.open(root, agent="tester")
     assert caught.value.hint
     outside.unchanged()
+    fsck(root)
 
 
 def test_an_agents_worktree_is_never_made_through_a_link(tmp_path: Path,
@@ -175,6 +176,7 @@ def test_an_agents_worktree_is_never_made_through_a_link(tmp_path: Path,
         attach.attach(user, "bob")
     outside.unchanged()
     assert git(user, "worktree", "list").count("\n") == 1
+    fsck(user)
 
 
 def test_a_work_tree_reached_through_a_linked_parent(tmp_path: Path, outside: Outside) -> None:
@@ -187,7 +189,7 @@ def test_a_work_tree_reached_through_a_linked_parent(tmp_path: Path, outside: Ou
         call_ok(ws, "undo", {})
         assert ws.snapshot().op is None
     assert (real / "ws" / "a" / "b.txt").read_text() == "b\n"
-    assert set(os.listdir(tmp_path)) == {"outside", "real", "via"}
+    assert set(os.listdir(tmp_path)) == {"neighbour", "outside", "real", "via"}
     outside.unchanged()
     assert_sound(real / "ws")
     assert [o.tool for o in ops(real / "ws")][-3:] == ["create", "rename", "undo"]

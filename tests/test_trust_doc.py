@@ -40,3 +40,32 @@ def test_every_rule_section_names_a_test() -> None:
     sections = re.split(r"^## ", DOC.read_text(), flags=re.M)[1:]
     silent = [s.splitlines()[0] for s in sections if not NAMED.search(s)]
     assert not silent, f"these sections of docs/trust.md state rules but name no test: {silent}"
+
+
+# A scenario's closing checks: git fsck --strict and the status (``sealed``, ``assert_sound``,
+# ``fsck``, ``assert_clean``); what lies beside it is fingerprinted for every one of them
+# (``hostile.neighbour``, autouse). A scenario that leaves no repository to check says why here.
+CLOSING = ("sealed(", "assert_sound(", "fsck(", "assert_clean(")
+NO_REPOSITORY = {
+    "test_hostile_path_policy.py::test_the_alias_rules_match_gits_own":
+        "compares the path policy with git's own verdicts, on names alone",
+    "test_hostile_in_place.py::test_the_said_once_mark_is_never_written_into_a_planted_folder":
+        "the hook runs in a folder that is no repository, and writes only into $TMPDIR",
+    "test_hostile_ci.py::test_a_forged_ops_content_never_speaks_to_the_runner":
+        "the action checks a clone of its own, thrown away; what it prints is the test",
+}
+
+
+def test_every_hostile_scenario_ends_with_fsck_and_the_status() -> None:
+    unchecked = []
+    for path in sorted(TESTS.glob("test_hostile_*.py")):
+        text = path.read_text()
+        for node in ast.parse(text, str(path)).body:
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+                continue
+            body = ast.get_source_segment(text, node) or ""
+            if not any(check in body for check in CLOSING) and (
+                    f"{path.name}::{node.name}" not in NO_REPOSITORY):
+                unchecked.append(f"{path.name}::{node.name}")
+    assert not unchecked, (f"these hostile scenarios end without git fsck --strict and the "
+                           f"status ({', '.join(CLOSING)}), and say no reason: {unchecked}")
