@@ -201,3 +201,17 @@ def test_a_fork_from_a_forged_op_or_session_is_refused_changing_nothing(
     assert "Traceback" not in proc.stderr and "hint" in proc.stderr.lower(), proc.stderr
     assert git(root, "branch", "--format=%(refname:short)").split() == ["main"]
     assert git(root, "rev-parse", "main").strip() == tip
+
+
+def test_a_sessions_folder_linked_outside_lists_nothing_of_what_it_names(
+        root: Path, tmp_path: Path) -> None:
+    """``.gitspace/sessions`` planted as a link to a folder outside: the listing named that
+    folder's files as damaged sessions (``gitspace sessions``, the web view), telling their
+    names. It lists none of them; nothing is read or written through the link."""
+    outside = Outside(tmp_path / "outside", {"payroll-2024.json": "{}\n"})
+    (root / ".gitspace").mkdir()
+    (root / ".gitspace" / "sessions").symlink_to(outside.path)
+    with sealed(root, outside):
+        proc = never_blocks(gitspace_argv(root, "sessions", "--json"), root)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == [] and "payroll" not in proc.stdout + proc.stderr

@@ -334,9 +334,12 @@ def require_readable(session: Session) -> None:
 
 
 def ids(root: Path) -> list[str]:
-    """The ids of the saved sessions, sorted (a session of either format counted once)."""
-    folder = root / FOLDER
-    return sorted({p.stem for suffix in (SUFFIX, OLD_SUFFIX) for p in folder.glob(f"*{suffix}")})
+    """The ids of the saved sessions, sorted (a session of either format counted once). The
+    folder is listed without following a link (one planted at ``.gitspace`` would list the names
+    of another folder's files as sessions)."""
+    found = Files(root).listing(FOLDER.as_posix()) or []
+    return sorted({name[:-len(suffix)] for name, _ in found for suffix in (SUFFIX, OLD_SUFFIX)
+                   if name.endswith(suffix) and len(name) > len(suffix)})
 
 
 def exists(root: Path, session_id: str) -> bool:
