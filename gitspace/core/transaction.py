@@ -193,7 +193,7 @@ def _commit(ws: Host, op: ledger.Op, txn: Txn, outcome: Outcome, author: Signatu
                 repo.write_blob(state[0])
         parent, base_tree, ext_id = commit_external(
             ws, parent, base_tree, external, f"Outside changes found before {op.tool}.",
-            session=op.session)
+            session=op.session, caller=(op.parent_session, op.parent_tool_use_id))
     new_tree = repo.update_tree(base_tree, tool_changes)
     body = "\n\n".join(p for p in (outcome.body.strip(), ledger.result_body(outcome.text)) if p)
     message = ledger.encode_message(op, outcome.subject, body)
@@ -217,10 +217,12 @@ def _commit(ws: Host, op: ledger.Op, txn: Txn, outcome: Outcome, author: Signatu
 
 def commit_external(ws: Host, parent: str, tree: str, changes: dict[str, Entry | None],
                     note: str, *, session: str | None,
-                    subject: str | None = None) -> tuple[str, str, str]:
-    """Commit outside changes (blobs already written) on ``parent``, found during ``session``:
-    (commit, tree, op id); ``subject``: the person's own words for them (``snapshot -m``). Only
-    objects are written: the caller's change moves the branch."""
+                    subject: str | None = None,
+                    caller: tuple[str | None, str | None] = (None, None)) -> tuple[str, str, str]:
+    """Commit outside changes (blobs already written) on ``parent``, found during ``session``
+    (a delegated one: ``caller`` is its parent's session and call, which the op names as the
+    session's every op does): (commit, tree, op id); ``subject``: the person's own words for
+    them (``snapshot -m``). Only objects are written: the caller's change moves the branch."""
     paths = sorted(changes)
     op = ledger.Op(
         op_id=ledger.new_op_id(),
@@ -229,6 +231,8 @@ def commit_external(ws: Host, parent: str, tree: str, changes: dict[str, Entry |
         source="external",
         agent=ws.external_author,
         session=session,
+        parent_session=caller[0],
+        parent_tool_use_id=caller[1],
     )
     new_tree = ws.repo.update_tree(tree, changes)
     body = note + "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in paths[:200])

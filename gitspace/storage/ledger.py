@@ -70,7 +70,8 @@ format 2 reads format 1 unchanged.
 Format 3 (additive: delegated calls)
 ------------------------------------
 Format 3 is format 2 plus what an op made by a delegated agent needs: the call it answers to.
-Only such ops are written as format 3 (they are tool ops, source ``tool``); every other op is
+Only such ops are written as format 3: its tool calls (source ``tool``) and the outside changes
+one of them found first (source ``external``, the commit just before it); every other op is
 written as before. A reader of format 3 reads formats 1 and 2 unchanged.
 
 - ``Gitspace-Format``: ``3``.
@@ -186,7 +187,7 @@ FORMATS: dict[int, Format] = {
               frozenset(_KEYS) - {"Gitspace-Paths", *_PARENT}, "every other op"),
     2: Format(("harness",), HARNESS_TOOL_NAME, frozenset(_KEYS) - set(_PARENT),  # "Format 2"
               "harness ops"),
-    3: Format(("tool",), TOOL_NAME, frozenset(_KEYS) - {"Gitspace-Paths"},  # see "Format 3"
+    3: Format(("tool", "external"), TOOL_NAME, frozenset(_KEYS) - {"Gitspace-Paths"},  # "Format 3"
               "the ops of a delegated call"),
 }
 FORMAT = 1  # what an op is written in unless its source needs another

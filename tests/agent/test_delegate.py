@@ -161,6 +161,43 @@ def test_a_child_runs_fresh_on_its_own_branch_and_its_value_is_the_result(
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
 
 
+def test_an_outside_change_a_childs_op_finds_names_the_parent_call_too(
+        ws_root: Path, fake_api: FakeAnthropic) -> None:
+    """Not only its tool calls: the external op a child's op commits first is the child's."""
+    with gitspace.init(ws_root, agent="boss") as ws:
+        assert ws.call("create", {"path": "note.md", "file_text": "draft\n"}).ok
+
+    def someone_edits_the_childs_copy(body: dict[str, Any]) -> None:
+        [line] = [line for line in git(ws_root, "worktree", "list").splitlines()
+                  if "[delegate/" in line]
+        (Path(line.split()[0]) / "note.md").write_text("draft\nby hand\n")
+
+    fake_api.reply(tool_use("toolu_p1", "delegate", {"task": "Finish the note."}),
+                   stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_c1", "str_replace", {"path": "note.md", "old_str": "draft",
+                                                        "new_str": "final"}),
+                   stop_reason="tool_use", check=someone_edits_the_childs_copy)
+    fake_api.reply(tool_use("toolu_c2", "return", {"value": "done"}), stop_reason="tool_use")
+    fake_api.reply(text("Finished."), check=answered("toolu_p1", '"done"'))
+    outcome = run(ws_root, fake_api, "Get the note finished.")
+    fake_api.done()
+
+    assert outcome.status == "done"
+    [child] = [s for s in listing(ws_root) if s.parent_session == outcome.session.id]
+    external, edit = ops(ws_root)[-2:]
+    assert (external.source, external.tool, edit.tool) == ("external", "external_edit",
+                                                           "str_replace")
+    for op in (external, edit):
+        assert (op.session, op.parent_session, op.parent_tool_use_id, op.format) == (
+            child.id, outcome.session.id, "toolu_p1", 3)
+    assert files(ws_root)["note.md"] == "final\nby hand\n"
+    assert_clean(ws_root)
+    git(ws_root, "fsck", "--no-progress", "--strict")
+    replayed = subprocess.run([sys.executable, "-m", "gitspace", "-C", str(ws_root), "replay"],
+                              capture_output=True, text=True)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+
+
 def test_calls_nest_three_deep(ws_root: Path, fake_api: FakeAnthropic) -> None:
     gitspace.init(ws_root, agent="boss").close()
     script_depth_3(fake_api)

@@ -314,6 +314,17 @@ def test_an_op_with_a_parent_call_is_written_in_format_3_and_reads_back() -> Non
     assert "Gitspace-Format: 1\n" in encode_message(plain, "create a")  # others stay in 1
 
 
+def test_an_outside_change_a_delegated_op_found_is_format_3_and_no_other_source_is() -> None:
+    external = Op(op_id=new_op_id(), tool="external_edit", args={"count": 0, "paths": []},
+                  source="external", session=new_op_id(), parent_session=new_op_id(),
+                  parent_tool_use_id="toolu_p1")
+    message = encode_message(external, "external edit")
+    assert "Gitspace-Format: 3\n" in message and parse_message(message) == external
+    transcript = dataclasses.replace(external, tool="transcript", source="transcript")
+    with pytest.raises(BadArguments, match="source 'transcript' is not one of"):
+        encode_message(transcript, "x")
+
+
 PARENTED = ("Gitspace-Format: {v}\nGitspace-Op: {id}\nGitspace-Tool: create\n"
             "Gitspace-Source: tool\nGitspace-Args: {{}}\nGitspace-Session: {id}\n")
 
