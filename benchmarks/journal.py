@@ -23,11 +23,16 @@ value is the chunk's summary) runs too, at the sizes of ``--nested-sizes``: a ch
 worktree of its own with the whole workspace checked out, so it is measured on the smaller logs.
 Its row adds the children's count and their largest conversation, beside the parent's.
 
+``--budget`` is the run's ``--budget`` (compaction folds the conversation past it). At the
+default every form's peak is held near it, so to compare what each form's conversation would
+grow to, run once with a budget no run reaches (``--budget 100000000``: nothing is folded).
+
 The machine's load average is printed with each run: the 2 cores are shared, so times are noisy;
 the ratio of end to start within one run is the figure to trust. It asserts nothing.
 
     .venv/bin/python benchmarks/journal.py                              # about two hours
     .venv/bin/python benchmarks/journal.py --sizes 2048,100000 --json   # JSON on stdout
+    .venv/bin/python benchmarks/journal.py --sizes 2048 --nested-sizes 2048 --budget 100000000
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ def prepare(root: Path, entries: int, per_day: float | None) -> dict[str, Any]:
     return {"generate_s": round(split - began, 1), "split_s": round(done - split, 1)}
 
 
-def run_policy(root: Path, form: str) -> dict[str, Any]:
+def run_policy(root: Path, form: str, budget: int) -> dict[str, Any]:
     """Run the policy as a user does; the arrival time of each chunk read (in the nested form,
     of each child's value)."""
     policy, done = ("journal-nested", " delegate(") if form == "nested" else ("journal", " range(")
@@ -90,7 +95,8 @@ def run_policy(root: Path, form: str) -> dict[str, Any]:
     env.pop("ANTHROPIC_API_KEY", None)
     began = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "gitspace", "-C", str(root), "--agent",
-                             "journal-reader", "run", "--policy", policy, TASK],
+                             "journal-reader", "run", "--policy", policy, "--budget",
+                             str(budget), TASK],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert proc.stdout is not None
     reads: list[float] = []
@@ -133,13 +139,13 @@ def per_chunk(times: list[float]) -> tuple[float, float]:
     return statistics.median(gaps[:n]), statistics.median(gaps[-n:])
 
 
-def one_case(base: Path, density: str, entries: int, form: str) -> dict[str, Any]:
+def one_case(base: Path, density: str, entries: int, form: str, budget: int) -> dict[str, Any]:
     root = base / f"{form}-{density.replace('/', '-')}-{entries}"
     load_before = os.getloadavg()[0]
     log(f"{form}, {density} density, {entries:,} entries: preparing")
     setup = prepare(root, entries, DENSITIES[density])
     log(f"  generated in {setup['generate_s']} s, split in {setup['split_s']} s; running")
-    ran = run_policy(root, form)
+    ran = run_policy(root, form, budget)
     start, end = per_chunk(ran["reads"])
     cpu_start, cpu_end = per_chunk(ran["cpu"])
     stats = ran["session"]["stats"]
@@ -155,7 +161,7 @@ def one_case(base: Path, density: str, entries: int, form: str) -> dict[str, Any
         "cpu_end_over_start": round(cpu_end / cpu_start, 2) if cpu_start else None,
         "model_calls_per_chunk": round(ran["session"]["steps"] / chunks, 2),
         "ops_per_chunk": round(ran["ops"] / chunks, 2),
-        "peak_conversation": stats["peak_request"], "budget": BUDGET,
+        "peak_conversation": stats["peak_request"], "budget": budget,
         "largest_result": stats["largest_result"], "characters_read": stats["bytes_read"],
         "compactions": stats["compactions"], "children": len(kids),
         "child_peak_max": max((k.peak_request for k in kids), default=0),
@@ -175,7 +181,8 @@ def one_case(base: Path, density: str, entries: int, form: str) -> dict[str, Any
 def table(rows: list[dict[str, Any]]) -> str:
     head = ("form", "density", "entries", "wall", "chunks", "ms/chunk start", "end", "end/start",
             "CPU ms/chunk start", "end", "end/start", "calls/chunk", "ops/chunk", "peak conv.",
-            "largest result", "chars read", "children", "child peak max", "largest summary",
+            "largest result", "chars read", "compactions", "children", "child peak max",
+            "largest summary",
             "depth", "covers all", "load")
     lines = [" | ".join(head), " | ".join("-" * len(h) for h in head)]
     for r in rows:
@@ -186,7 +193,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             r["cpu_start_ms"], r["cpu_end_ms"], r["cpu_end_over_start"],
             r["model_calls_per_chunk"], r["ops_per_chunk"],
             f"{r['peak_conversation']:,} / {r['budget']:,}", f"{r['largest_result']:,}",
-            f"{r['characters_read']:,}", f"{r['children']:,}", f"{r['child_peak_max']:,}",
+            f"{r['characters_read']:,}", r["compactions"], f"{r['children']:,}",
+            f"{r['child_peak_max']:,}",
             f"{r['largest_summary']:,}", r["tree_depth"], r["covers_every_entry"],
             f"{r['load'][0]}-{r['load'][1]}")))
     return "\n".join(lines)
@@ -201,6 +209,8 @@ def main() -> None:
     parser.add_argument("--nested-sizes", default="2048,20000", help=(
         "entry counts for the nested form too (each chunk a delegated child in a worktree of its "
         "own, checked out whole); empty for none"))
+    parser.add_argument("--budget", type=int, default=BUDGET, help=(
+        "the run's --budget: conversation characters before compaction (default: gitspace run's)"))
     parser.add_argument("--json", action="store_true", help="JSON on stdout, the table on stderr")
     parser.add_argument("--keep", action="store_true", help="keep the workspaces")
     ns = parser.parse_args()
@@ -213,7 +223,7 @@ def main() -> None:
         cases += [("nested", int(s)) for s in ns.nested_sizes.split(",") if s]
         for form, size in sorted(cases, key=lambda c: (c[1], c[0])):
             for density in ns.densities.split(","):
-                rows.append(one_case(base, density, size, form))
+                rows.append(one_case(base, density, size, form, ns.budget))
     finally:
         if rows:
             emit(table(rows), rows, ns.json)

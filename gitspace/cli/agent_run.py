@@ -39,7 +39,7 @@ def demo(
 def run(
     task: Annotated[Optional[str], typer.Argument(  # noqa: UP045
         help="What the agent should do (with --resume: the session's next message).")] = None,
-    policy: Annotated[Optional[str], typer.Option(help="Offline scripted policy: maze or journal.")] = None,  # noqa: UP045,E501
+    policy: Annotated[Optional[str], typer.Option(help="Offline scripted policy: maze, journal or journal-nested.")] = None,  # noqa: UP045,E501
     model: Annotated[Optional[str], typer.Option(help="Claude model (needs ANTHROPIC_API_KEY).")] = None,  # noqa: UP045,E501
     max_steps: Annotated[Optional[int], typer.Option(min=1, help=(  # noqa: UP045
         "Model calls allowed in this run (default: 40 for a model; none for a scripted policy, "
