@@ -7,7 +7,10 @@ clean-up). Each runs ``--rounds`` times, alternating, and the best round of each
 report is the time per call and the ratio nested / flat measured in the same run (the machines
 are shared and noisy). It asserts nothing.
 
-    .venv/bin/python benchmarks/delegate.py [--calls 10] [--rounds 3] [--json]
+A child's worktree is a checkout of the whole workspace, so its cost grows with the files there:
+``--files N`` first commits N small files (one snapshot op) to every workspace.
+
+    .venv/bin/python benchmarks/delegate.py [--calls 10] [--rounds 3] [--files 0] [--json]
 """
 
 from __future__ import annotations
@@ -57,10 +60,16 @@ def nested(n: int) -> type[Policy]:
     return Nested
 
 
-def one_round(work: Path, policy: type[Policy], n: int) -> float:
+def one_round(work: Path, policy: type[Policy], n: int, files: int) -> float:
     root = Path(tempfile.mkdtemp(dir=work)) / "ws"
     gitspace.init(root, agent="bench").close()
+    for i in range(files):
+        folder = root / "data" / f"{i // 100:03}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{i}.txt").write_text(f"file {i}\n")
     with gitspace.open(root, agent="bench") as ws:
+        if files:
+            assert ws.snapshot().ok
         start = time.perf_counter()
         outcome = Loop(ws, policy()).start("Write the files.")
         elapsed = time.perf_counter() - start
@@ -73,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--files", type=int, default=0, help="files in each workspace")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="gitspace-delegate-") as tmp:
@@ -82,14 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.rounds):
             for make in (flat, nested):
                 policy = make(args.calls)
-                per_call = one_round(work, policy, args.calls)
+                per_call = one_round(work, policy, args.calls, args.files)
                 best[policy.name] = min(best.get(policy.name, per_call), per_call)
                 _bench.log(f"round {r + 1}: {policy.name} {per_call * 1000:.1f} ms per call")
-    report: dict[str, Any] = {"calls": args.calls, "rounds": args.rounds,
+    report: dict[str, Any] = {"calls": args.calls, "rounds": args.rounds, "files": args.files,
                               "flat_ms": round(best["flat"] * 1000, 1),
                               "nested_ms": round(best["nested"] * 1000, 1),
                               "ratio": round(best["nested"] / best["flat"], 2)}
-    table = (f"{args.calls} calls, best of {args.rounds} rounds\n"
+    table = (f"{args.calls} calls, best of {args.rounds} rounds, {args.files} files in the "
+             "workspace\n"
              f"  an op made by the agent itself     {report['flat_ms']:8.1f} ms per call\n"
              f"  the same op made by a child        {report['nested_ms']:8.1f} ms per call\n"
              f"  ratio nested / flat                {report['ratio']:8.2f}")
