@@ -320,7 +320,7 @@ def test_an_outside_change_a_delegated_op_found_is_format_3_and_no_other_source_
                   parent_tool_use_id="toolu_p1")
     message = encode_message(external, "external edit")
     assert "Gitspace-Format: 3\n" in message and parse_message(message) == external
-    transcript = dataclasses.replace(external, tool="transcript", source="transcript")
+    transcript = records.replace(external, tool="transcript", source="transcript")
     with pytest.raises(BadArguments, match="source 'transcript' is not one of"):
         encode_message(transcript, "x")
 
