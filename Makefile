@@ -1,5 +1,7 @@
 # Two entry points for a fresh machine: `make demo` and `make test`.
 # Each builds .venv from pyproject.toml when it is missing or older than pyproject.toml.
+# `make test` first installs the Debian packages the tests drive when they are missing (npm,
+# chromium, lighttpd: DEB_PACKAGES below; as root, else it says how).
 # `make test` also installs the real Claude Code CLI from npm into .cache/claude-code (git-ignored),
 # which the harness tests drive against a local fake Messages API; they fail without it. It also
 # installs the MCP conformance suite, with the Node 22 it needs, into .cache/conformance.
@@ -55,12 +57,18 @@ $(CONFORMANCE_STAMP): Makefile
 
 conformance: $(CONFORMANCE_STAMP)
 
+# The demo's workspace is .cache/demo (git-ignored, replaced on every run, gone with make clean),
+# so nothing is left behind in the temporary folder; the commands it ends with run as printed.
+DEMO_DIR := .cache/demo
 demo: $(STAMP)
-	$(BIN)/gitspace demo
+	rm -rf $(DEMO_DIR)
+	$(BIN)/gitspace demo --dir $(DEMO_DIR)
 
-# Debian packages the tests drive: lighttpd is the smart-HTTP git host (tests/gitserver.py).
-# Installed when missing if we are root; otherwise one sentence says how, and the tests run.
-DEB_PACKAGES := /usr/sbin/lighttpd:lighttpd
+# Debian packages the tests drive: chromium is the web view's browser (tests/browser.py: Playwright
+# cannot download its own here), lighttpd the smart-HTTP git host (tests/gitserver.py), npm (and
+# the node it brings) installs Claude Code and the MCP conformance suite. Installed when missing
+# if we are root; otherwise one sentence says how, before anything else is installed.
+DEB_PACKAGES := /usr/bin/npm:npm /usr/bin/chromium:chromium /usr/sbin/lighttpd:lighttpd
 debian-packages:
 	@for need in $(DEB_PACKAGES); do path=$${need%%:*}; pkg=$${need#*:}; [ -x $$path ] && continue; \
 	  if [ "$$(id -u)" -eq 0 ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg \
@@ -71,12 +79,12 @@ debian-packages:
 # Two test processes (pytest-xdist): the suite is mostly waiting on git and subprocesses, and CI
 # has two cores. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
-test: $(STAMP) $(CLAUDE_STAMP) $(CONFORMANCE_STAMP) debian-packages
+test: debian-packages $(STAMP) $(CLAUDE_STAMP) $(CONFORMANCE_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check gitspace tests benchmarks mutation ci
-	$(BIN)/mypy gitspace mutation/run.py ci/gitspace_ci.py
+	$(BIN)/ruff check gitspace tests benchmarks mutation ci examples
+	$(BIN)/mypy gitspace mutation/run.py ci/gitspace_ci.py examples/sdk_runner.py
 
 # Mutation testing of the core modules (not part of `make test`: it takes hours of CPU).
 # `make mutation MODULES="paths undo" JOBS=2` runs some; docs/testing.md says what it reports.

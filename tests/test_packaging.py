@@ -67,7 +67,8 @@ def test_the_sdist_carries_docs_tests_and_what_make_needs(dist: Path) -> None:
         names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
     for wanted in ("LICENSE", "README.md", "Makefile", "pyproject.toml", "docs/json.md",
                    "docs/architecture.md", "tests/conftest.py", "tests/test_packaging.py",
-                   "benchmarks/cli.py", "sample_workspace/maze/maze.bin", "constraints/peek"):
+                   "benchmarks/cli.py", "examples/sdk_runner.py", "sample_workspace/maze/maze.bin",
+                   "constraints/peek"):
         assert wanted in names, wanted
     assert not any("__pycache__" in n for n in names)
 

@@ -68,7 +68,12 @@ class Figures:
 
 
 def run_demo(directory: Path | None, echo: Echo, *, model: str | None = None,
-             api_key: str | None = None, base_url: str | None = None) -> Figures:
+             api_key: str | None = None, base_url: str | None = None,
+             command: str = "gitspace") -> Figures:
+    """Run both agents on a fresh copy of the sample workspace in ``directory`` (None: a new
+    temporary folder) and report; ``command`` is how the reader runs gitspace, as the commands
+    the report ends with spell it."""
+    temporary = directory is None
     target = _prepare(directory)
     echo(f"Workspace: {target} (a fresh copy of sample_workspace)")
     if model:
@@ -93,7 +98,10 @@ def run_demo(directory: Path | None, echo: Echo, *, model: str | None = None,
                                        Options(max_steps=300, budget=20_000, keep_last=4), echo)
     with open_ws(target) as ws:
         _count(ws, figures)
-        _report(ws, figures, echo)
+        _report(ws, figures, echo, command)
+    if temporary:
+        echo(f"\nThe demo workspace is a temporary folder; remove it when you are done:\n"
+             f"  rm -rf {target.parent}")
     return figures
 
 
@@ -176,15 +184,15 @@ def _call_tree(tree: list[tuple[Session, int]], echo: Echo, shown: int = 4) -> N
         echo(f"    ... and {len(tree) - shown - 1} more children")
 
 
-def _report(ws: Workspace, f: Figures, echo: Echo) -> None:
-    echo("\nTimeline (newest first):")
+def _report(ws: Workspace, f: Figures, echo: Echo, command: str) -> None:
+    echo("\nTimeline (newest first; the op ids as gitspace log shows them):")
     for e in timeline.timeline(ws, None):
         mark = f"  [checkpoint {', '.join(e.checkpoints)}]" if e.checkpoints else ""
         tool = e.op.tool if e.op else "commit"
-        echo(f"  {e.commit[:10]} {e.author:<14} {tool:<12} {e.subject[:60]}{mark}")
+        echo(f"  {e.short} {e.agent:<14} {tool:<12} {e.subject[:60]}{mark}")
     echo("\nCheckpoints:")
     for cp in checkpoints.listing(ws):
-        echo(f"  {cp.name:<12} -> {cp.commit[:10]} on {cp.branch} by {cp.agent}")
+        echo(f"  {cp.name:<12} -> {cp.commit[:12]} on {cp.branch} by {cp.agent}")
 
     def ratio(n: int) -> str:
         return f"{n:,} characters ({n / max(f.journal_bytes, 1):.1%} of the journal)"
@@ -211,6 +219,6 @@ def _report(ws: Workspace, f: Figures, echo: Echo) -> None:
     echo(f"  git -C {ws.root} log -1 --format=%B")
     echo(f"  git -C {ws.root} tag -l 'gitspace/*'")
     echo(f"  git -C {ws.root} show --stat HEAD")
-    echo(f"  gitspace -C {ws.root} log")
+    echo(f"  {command} -C {ws.root} log")
     echo("\nSee it in a browser (timeline, graph of the maze, the journal's conversation):")
-    echo(f"  gitspace ui {ws.root}")
+    echo(f"  {command} ui {ws.root}")

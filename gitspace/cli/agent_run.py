@@ -33,7 +33,25 @@ def demo(
     key = config.anthropic_api_key()
     if model and not key:
         raise BadArguments("--model needs ANTHROPIC_API_KEY.", hint="Drop --model to run offline.")
-    run_demo(directory, echo, model=model, api_key=key, base_url=config.anthropic_base_url())
+    run_demo(directory, echo, model=model, api_key=key, base_url=config.anthropic_base_url(),
+             command=_how_to_call())
+
+
+def _how_to_call() -> str:
+    """How the reader runs this gitspace again: ``gitspace`` when that is it on PATH, else the
+    path they ran (``.venv/bin/gitspace`` after ``make demo``), else ``python -m gitspace``."""
+    import os
+    import shlex
+    import shutil
+
+    ran = Path(sys.argv[0])
+    found = shutil.which("gitspace")
+    if ran.name == "gitspace" and found and os.path.samefile(found, ran):
+        return "gitspace"
+    if ran.name == "gitspace" and ran.exists():
+        inside = ran.absolute().is_relative_to(Path.cwd())
+        return shlex.quote(os.path.relpath(ran) if inside else str(ran.absolute()))
+    return f"{shlex.quote(sys.executable)} -m gitspace"
 
 
 def run(
@@ -59,8 +77,9 @@ def run(
                                 "or inline JSON): stdout gets only the value, as JSON."))] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run an agent on the workspace: Claude with an API key, else an offline scripted policy.
-    ``--resume SESSION "next message"`` continues a finished session with a new message."""
+    """Run an agent on the workspace: Claude (needs ANTHROPIC_API_KEY), or with --policy an
+    offline scripted policy (no key needed). ``--resume SESSION "next message"`` continues a
+    finished session with a new message."""
     from ..agent import runner
     from ..agent.loop import Loop, Options
     from ..agent.returns import Returns, dumps

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE, assert_clean, git, ops
+from conftest import REPO, SAMPLE, assert_clean, git, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
 
 KEY = "sk-ant-test-secret-value"
@@ -44,6 +44,11 @@ def test_without_a_key_or_policy_run_says_what_to_do(sample: Path) -> None:
     assert out.returncode == 1
     assert "No ANTHROPIC_API_KEY is set" in out.stderr and "--policy maze" in out.stderr
     assert not (sample / ".gitspace").exists()
+    # ... as its help and the README say: offline takes --policy, never a guess at one.
+    helped = " ".join(gs(sample, "run", "--help").stdout.split())
+    assert "Claude (needs ANTHROPIC_API_KEY), or with --policy an offline scripted policy" in helped
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "without `ANTHROPIC_API_KEY` and without `--policy`, `run` refuses" in readme
 
 
 def test_run_needs_a_task_or_a_session(sample: Path) -> None:
