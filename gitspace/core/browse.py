@@ -55,6 +55,7 @@ class BlameLine:
     commit: str
     op: ledger.Op | None
     subject: str
+    agent: str = ""  # who made it: the op's agent, else the commit's author (timeline.Entry.agent)
 
 
 def listing(repo: GitRepo, commit: str, folder: str = "") -> list[Item]:
@@ -106,15 +107,15 @@ def blame(repo: GitRepo, commit: str, path: str) -> list[BlameLine]:
             if len(head) in (40, 64) and all(c in b"0123456789abcdef" for c in head):
                 current = head.decode()
     ops = _ops_of(repo, sorted({sha for _, _, sha in rows}))
-    return [BlameLine(n, text, sha, *ops.get(sha, (None, ""))) for n, text, sha in rows]
+    return [BlameLine(n, text, sha, *ops.get(sha, (None, "", ""))) for n, text, sha in rows]
 
 
-def _ops_of(repo: GitRepo, shas: list[str]) -> dict[str, tuple[ledger.Op | None, str]]:
+def _ops_of(repo: GitRepo, shas: list[str]) -> dict[str, tuple[ledger.Op | None, str, str]]:
     if not shas:
         return {}
     found = {}
     for entry in timeline.entries_of(repo, shas):
-        found[entry.commit] = (entry.op, entry.subject)
+        found[entry.commit] = (entry.op, entry.subject, entry.agent)
     return found
 
 

@@ -95,7 +95,7 @@ def build(ctx: Context, port: Callable[[], int], stopping: Callable[[], bool] = 
         Route("/", html(lambda r: timeline.render(ctx, params(r), fragment(r)))),
         Route("/graph", html(lambda r: graph.render(ctx, params(r), fragment(r)))),
         Route("/op/{ref:path}", html(lambda r: op.render(ctx, r.path_params["ref"], params(r)))),
-        Route("/sessions", html(lambda r: session.index(ctx))),
+        Route("/sessions", html(lambda r: session.index(ctx, params(r)))),
         Route("/session/{sid}", html(lambda r: session.render(ctx, r.path_params["sid"],
                                                               r.query_params.get("from")))),
         Route("/fork/{sid}", html(lambda r: forks.render(ctx, r.path_params["sid"]))),

@@ -56,7 +56,11 @@ def _file(f: FileDiff, split: bool, budget: list[int], file_links: tuple[str, st
         plain = budget[0] <= 0
         budget[0] -= sum(len(h.lines) for h in f.hunks)
         table = _split(f, plain) if split else _unified(f, plain)
-        parts.append(tag("table", table, class_="diff split" if split else "diff"))
+        # The columns' widths, given before the first row (a hunk header spanning them all):
+        # a fixed table takes them from there, never from that row.
+        lines = [tag("col", class_="ln"), tag("col", class_="code")]
+        cols = tag("colgroup", *(lines * 2 if split else [tag("col", class_="ln"), *lines]))
+        parts.append(tag("table", cols, table, class_="diff split" if split else "diff"))
     if f.note and not f.binary:
         parts.append(placeholder("Cut short:", f.note, kind="warn"))
     return tag("section", tag("h3", *title), *parts, class_="filediff",

@@ -11,7 +11,7 @@ from .diffview import files_table
 from .diffview import render as render_diff
 from .highlight import lines as highlighted
 from .html import Html, file_url, join, link, tag, url
-from .layout import page, placeholder, short, when
+from .layout import icon, op_link, page, placeholder, short, short_name, when
 
 
 def render(ctx: Context, rev: str, path: str, params: dict[str, str]) -> Html:
@@ -23,7 +23,7 @@ def render(ctx: Context, rev: str, path: str, params: dict[str, str]) -> Html:
     for part in [p for p in path.split("/") if p]:
         walked = f"{walked}/{part}" if walked else part
         crumbs += [" ", link(file_url(sha, walked), part), " /"]
-    where = tag("p", "At ", link(f"/op/{sha}", sha[:12], class_="sha"), f" ({entry.subject}, "
+    where = tag("p", "At ", op_link(entry), f" ({entry.subject}, "
                 f"{when(entry.time)}): ", *crumbs, class_="crumbs")
     if browse.kind(ctx.repo, sha, path) == "tree":
         body = _folder(sha, browse.listing(ctx.repo, sha, path))
@@ -38,8 +38,7 @@ def _folder(sha: str, items: list[browse.Item]) -> Html:
         return placeholder("Empty folder.", "Nothing is committed here at this op.")
     rows = []
     for item in items:
-        icon = {"tree": "📁", "link": "↪", "commit": "⎘"}.get(item.kind, "📄")
-        rows.append(tag("tr", tag("td", icon), tag("td", link(file_url(sha, item.path),
+        rows.append(tag("tr", tag("td", icon(item.kind)), tag("td", link(file_url(sha, item.path),
                                                               item.name + ("/" if item.kind == "tree"
                                                                            else ""))),
                         tag("td", f"{item.size:,}" if item.size is not None else "", class_="nums")))
@@ -83,8 +82,8 @@ def _blame(ctx: Context, sha: str, path: str) -> Html:
         previous = line.commit
         who = ""
         if first:
-            label = (f"{line.op.tool} · {line.op.agent or '?'}" if line.op
-                     else short(line.subject, 30))
+            label = (f"{short_name(line.commit, line.op)} {line.op.tool} · {line.agent}"
+                     if line.op else f"{short_name(line.commit, None)} {short(line.subject, 24)}")
             who = link(f"/op/{line.commit}", label, title=line.subject, class_="blame-op",
                        data_op=line.op.op_id if line.op else "")
         rows.append(tag("tr", tag("td", who, class_="blame" + (" first" if first else "")),
@@ -98,15 +97,12 @@ def _blame(ctx: Context, sha: str, path: str) -> Html:
 def compare(ctx: Context, params: dict[str, str]) -> Html:
     a, b = params.get("a", "").strip(), params.get("b", "").strip()
     split = params.get("view") == "split"
-    names = sorted(ctx.checkpoints()) + ctx.branches()
-    options = tag("datalist", *[tag("option", value=n) for n in names], id="refs")
-    form = tag("form", tag("label", "from ", tag("input", name="a", value=a, list="refs",
-                                                   placeholder="checkpoint, branch, op or commit")),
-               tag("label", " to ", tag("input", name="b", value=b, list="refs",
-                                         placeholder="checkpoint, branch, op or commit")),
+    choices = _choices(ctx)
+    form = tag("form", tag("label", "from ", _picker("a", a, choices)),
+               tag("label", " to ", _picker("b", b, choices)),
                tag("label", " ", tag("input", type="checkbox", name="view", value="split",
                                      checked=split), " side by side"),
-               " ", tag("button", "Compare"), options, method="get", action="/compare",
+               " ", tag("button", "Compare"), method="get", action="/compare",
                class_="filters")
     parts = [tag("h1", "Compare"), form]
     if a and b:
@@ -117,6 +113,34 @@ def compare(ctx: Context, params: dict[str, str]) -> Html:
                       ".", id="compare-summary"),
                   files_table(found), render_diff(found, split, file_links=(old, new))]
     else:
-        parts.append(tag("p", "Pick two points: checkpoints, branches, op ids or commits.",
-                         class_="muted"))
+        parts.append(tag("p", "Pick two points: checkpoints, branches or recent ops (the address "
+                         "takes any op id, the part of one gitspace log shows, or a commit: "
+                         "/compare?a=…&b=…).", class_="muted"))
     return page("Compare", join(parts), **ctx.shell("/compare"))  # type: ignore[arg-type]
+
+
+RECENT = 50  # ops the compare pickers offer beside every checkpoint and branch
+
+
+def _choices(ctx: Context) -> list[tuple[str, list[tuple[str, str]]]]:
+    """What the compare pickers offer, grouped: (group, [(value, label)])."""
+    rev, also = ctx.rev(None), ctx.also(None)
+    recent = timeline.query(ctx.repo, rev, timeline.Filters(), limit=RECENT, count=False,
+                            first_parent=not also, also=also).entries \
+        if rev is not None and ctx.repo.rev_parse(rev) is not None else []
+    return [("checkpoints", [(n, f"⚑ {n}") for n in sorted(ctx.checkpoints())]),
+            ("branches", [(b, f"⎇ {b}") for b in ctx.branches()]),
+            ("recent ops", [(e.short, f"{e.short} {short(e.subject, 60)}") for e in recent])]
+
+
+def _picker(name: str, current: str, choices: list[tuple[str, list[tuple[str, str]]]]) -> Html:
+    """A select of every choice; a point given in the address that is none of them (a commit
+    the op page's compare link names) is offered first, selected."""
+    offered = {value for _, items in choices for value, _ in items}
+    options = [tag("option", "pick a point…", value="", selected=not current)]
+    if current and current not in offered:
+        options.append(tag("option", current, value=current, selected=True))
+    options += [tag("optgroup", *[tag("option", label, value=value, selected=value == current)
+                                  for value, label in items], label=group)
+                for group, items in choices if items]
+    return tag("select", *options, name=name, class_="picker")

@@ -4,6 +4,12 @@ One row per commit, newest at the top; each attempt and each branch has a lane. 
 curves back to the checkpoint they restored, undo and redo are dashed curves to what they revert,
 merges join lanes. Dead ends are crossed out and greyed; the way out (from each branch tip back
 to the root, through the checkpoints it restored) is drawn bold.
+
+A long quiet run (more than FOLD_OVER commits one after another on one lane, none a checkpoint,
+a branch tip, a dead end or the end of any link but its parent's) is folded to its first two
+commits, one row that says what it holds, and its last: so the first screen shows the shape of
+the work (the maze's junctions and restores), not thirty summaries in a row. ``?unfold=1`` (the
+fold row's link) draws every commit. Each commit is named by its short op id, as the CLI names it.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ from ..core import attempts, timeline
 from ..tools.builtins import restoring
 from .context import ALL, Context
 from .html import Html, join, link, tag, url
-from .layout import page, placeholder, short, when
+from .layout import page, placeholder, short, short_name, when
 
 WINDOW = 300
+FOLD_OVER = 8  # a quiet run longer than this is folded (FOLD_KEEP commits stay at each end)
+FOLD_KEEP = (2, 1)
 ROW, LANE, TOP, LEFT = 26, 22, 18, 16
 PALETTE = ("#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#db2777", "#65a30d")
 
@@ -25,6 +33,9 @@ def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html
     branch = params.get("branch") or ALL
     rev = ctx.rev(branch)
     kept = {"branch": branch} if branch != ALL else {}
+    unfold = params.get("unfold") == "1"
+    if unfold:
+        kept["unfold"] = "1"
     live = url("/graph", **kept, fragment=1) if not params.get("offset") else None
     shell = ctx.shell("/graph", live) if not fragment else {}  # the state before reading
     offset = int(params["offset"]) if params.get("offset", "").isdigit() else 0
@@ -38,7 +49,10 @@ def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html
     else:
         drawn = attempts.layout(rows, ctx.checkpoints(), ctx.tips(), restoring())
         nav = _nav(kept, offset, older)
-        body = join([_legend(drawn), nav, tag("div", svg(drawn), class_="graph-wrap"), nav])
+        shown, folds = (drawn, {}) if unfold else fold(drawn)
+        unfolding = url("/graph", **{**kept, "unfold": "1"})
+        body = join([_legend(drawn), nav, tag("div", svg(shown, folds, unfolding),
+                                               class_="graph-wrap"), nav])
     if fragment:
         return body
     options = [tag("option", "all branches", value=ALL, selected=branch == ALL)]
@@ -81,7 +95,74 @@ def _xy(lane: int, row: int) -> tuple[int, int]:
     return LEFT + lane * LANE, TOP + row * ROW
 
 
-def svg(drawn: attempts.Layout) -> Html:
+def _quiet(drawn: attempts.Layout) -> set[int]:
+    """The rows a fold may hide: nothing marks them, and only parent lines touch them."""
+    linked = {row for ln in drawn.links if ln.kind != "parent"
+              for row in (ln.source, ln.target) if row is not None}
+    parents: dict[int, int] = {}
+    for ln in drawn.links:
+        if ln.kind == "parent":
+            parents[ln.source] = parents.get(ln.source, 0) + 1
+    return {n.row for n in drawn.nodes if not (n.checkpoints or n.branches or n.dead_end)
+            and n.row not in linked and parents.get(n.row, 0) <= 1}
+
+
+def fold(drawn: attempts.Layout) -> tuple[attempts.Layout, dict[int, list[attempts.Node]]]:
+    """``drawn`` with its long quiet runs folded (see the module docstring): the layout to draw,
+    and each fold row with the commits it stands for."""
+    quiet, by_row = _quiet(drawn), {n.row: n for n in drawn.nodes}
+    runs: list[list[int]] = []
+    for n in drawn.nodes:  # rows in order, newest first
+        run = runs[-1] if runs else None
+        if n.row in quiet and run and run[-1] == n.row - 1 and by_row[run[-1]].lane == n.lane:
+            run.append(n.row)
+        elif n.row in quiet:
+            runs.append([n.row])
+    hidden: dict[int, int] = {}  # hidden row -> the first row of its fold
+    for run in runs:
+        if len(run) > FOLD_OVER:
+            middle = run[FOLD_KEEP[0]:len(run) - FOLD_KEEP[1]]
+            hidden.update(dict.fromkeys(middle, middle[0]))
+    if not hidden:
+        return drawn, {}
+    new_row: dict[int, int] = {}
+    for n in drawn.nodes:
+        if n.row not in hidden or hidden[n.row] == n.row:
+            new_row[n.row] = len(new_row)
+    nodes, folds = [], {}
+    for n in drawn.nodes:
+        if n.row not in hidden:
+            nodes.append(attempts.Node(n.brief, new_row[n.row], n.lane, n.checkpoints,
+                                       n.branches, n.dead_end, n.way_out))
+        elif hidden[n.row] == n.row:  # the fold's own row, drawn at its first commit's place
+            nodes.append(attempts.Node(n.brief, new_row[n.row], n.lane, way_out=n.way_out))
+            folds[new_row[n.row]] = [by_row[r] for r in hidden if hidden[r] == n.row]
+    at = {old: new_row[hidden.get(old, old)] for old in by_row}
+    links = [attempts.Link(ln.kind, at[ln.source], None if ln.target is None else at[ln.target],
+                           ln.label) for ln in drawn.links
+             if ln.target is None or at[ln.source] != at[ln.target]]
+    return attempts.Layout(nodes, links, drawn.lanes), folds
+
+
+def _fold_label(folded: list[attempts.Node], unfolding: str, x: int, y: int) -> Html:
+    """The row a fold leaves: how many commits, by whom, doing what, and the way to see them."""
+    names = sorted({n.brief.op.agent if n.brief.op and n.brief.op.agent else n.brief.author
+                    for n in folded})
+    tools: dict[str, int] = {}
+    for n in folded:
+        tool = n.brief.op.tool if n.brief.op else "commit"
+        tools[tool] = tools.get(tool, 0) + 1
+    did = ", ".join(f"{t} ×{k}" for t, k in sorted(tools.items(), key=lambda kv: -kv[1])[:3])
+    words = [tag("tspan", f"⋯ {len(folded)} more commits", class_="subj"), " ",
+             tag("tspan", f"({did}) · {', '.join(names[:3])}", class_="who"), " ",
+             tag("tspan", "show all", class_="br")]
+    return link(unfolding, tag("title", "Draw every commit of this run"),
+                tag("text", *words, x=x, y=y + 4), class_="label fold")
+
+
+def svg(drawn: attempts.Layout, folds: dict[int, list[attempts.Node]] | None = None,
+        unfolding: str = "/graph?unfold=1") -> Html:
+    folds = folds or {}
     width = LEFT + drawn.lanes * LANE + 620
     height = TOP + len(drawn.nodes) * ROW + 10
     by_row = {n.row: n for n in drawn.nodes}
@@ -91,6 +172,11 @@ def svg(drawn: attempts.Layout) -> Html:
     text_x = LEFT + drawn.lanes * LANE + 12
     for n in drawn.nodes:
         x, y = _xy(n.lane, n.row)
+        if n.row in folds:
+            nodes.append(tag("path", d=f"M{x} {y - 8}v4M{x} {y - 2}v4M{x} {y + 4}v4",
+                             stroke="white", stroke_width=3, class_="fold-gap"))
+            labels.append(_fold_label(folds[n.row], unfolding, text_x, y))
+            continue
         op = n.brief.op
         agent = op.agent if op is not None and op.agent else n.brief.author
         colour = _colour(agent) if n.way_out else "#cbd5e1"
@@ -103,7 +189,7 @@ def svg(drawn: attempts.Layout) -> Html:
                           class_="node" + (" way-out" if n.way_out else "")
                           + (" is-dead-end" if n.dead_end else ""),
                           data_commit=n.brief.commit))
-        words = [tag("tspan", n.brief.commit[:7], class_="sha"), " ",
+        words = [tag("tspan", short_name(n.brief.commit, op), class_="sha"), " ",
                  tag("tspan", short(n.brief.subject, 60),
                      class_="subj" + ("" if n.way_out else " off"))]
         words += [" ", tag("tspan", f"· {agent}", class_="who")]

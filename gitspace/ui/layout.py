@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..core.timeline import Entry
-from ..storage.ledger import Op, args_summary
+from ..storage.ledger import SHORT, Op, args_summary, short_id
 from .html import Html, join, link, tag, url
 
 NAV = (("/", "Timeline"), ("/graph", "Graph"), ("/sessions", "Sessions"), ("/files", "Files"),
@@ -48,7 +48,38 @@ def short(text: str, limit: int) -> str:
 
 
 def op_link(entry: Entry, label: str | None = None) -> Html:
-    return link(f"/op/{entry.commit}", label or entry.commit[:10], class_="sha")
+    """A link to ``entry``'s op page, named as every page and the CLI name it (``short_name``)."""
+    return link(f"/op/{entry.commit}", label or entry.short, class_="sha")
+
+
+def short_name(commit: str, op: Op | None) -> str:
+    """What names a commit on every page: an op's short id (``ledger.short_id``, as ``gitspace
+    log`` shows it), else the commit's first 8 characters."""
+    return short_id(op.op_id) if op is not None else commit[:SHORT]
+
+
+def session_name(session: str) -> str:
+    """A session id as the pages show it: its last 8 characters (``log --session`` takes them)."""
+    return session[-SHORT:]
+
+
+# Icons drawn as SVG paths of our own (a 16-unit square): an emoji needs a font many machines
+# lack, and shows as a box there.
+_ICONS = {
+    "tree": "M1 3.5h5l1.5 1.5H15v8.5H1z",  # a folder
+    "blob": "M3 1h7l3 3v11H3zM10 1v3h3",  # a page with a folded corner
+    "link": "M6 10l4-4M4.5 8.5l-1 1a2.5 2.5 0 0 0 3.5 3.5l1-1M11.5 7.5l1-1a2.5 2.5 0 0 0-3.5-3.5l-1 1",
+    "commit": "M2 2h12v12H2zM5 8h6",  # a box: a submodule, another repository
+}
+_ICON_NAMES = {"tree": "folder", "blob": "file", "link": "symbolic link", "commit": "submodule"}
+
+
+def icon(kind: str) -> Html:
+    """The icon of a folder entry's ``kind`` (tree, blob, link, commit), as inline SVG."""
+    kind = kind if kind in _ICONS else "blob"
+    return tag("svg", tag("title", _ICON_NAMES[kind]), tag("path", d=_ICONS[kind]),
+               viewBox="0 0 16 16", width=16, height=16, class_=f"icon i-{kind}", role="img",
+               aria_label=_ICON_NAMES[kind])
 
 
 def badge(kind: str, text: str | None = None) -> Html:

@@ -1,8 +1,11 @@
-"""The op detail page: subject, trailers, args, the recorded result, links, and the diff.
+"""The op detail page: subject, the facts that name it, the diff, the recorded result, the args
+and the trailers, in that order: at 1400×900 the diff starts on the first screen.
 
-An elided argument (``{"$blob": ..., "bytes": N}``) is shown from the blob the commit holds. A
-commit without trailers, or with a malformed trailer block, is still shown: the placeholder says
-what is wrong, and the diff is there as for any commit.
+Each thing is shown once: a long argument (a created file's text, which the diff shows) and the
+raw trailer block are folded away (``<details>``), open on a click. An elided argument
+(``{"$blob": ..., "bytes": N}``) is shown from the blob the commit holds. A commit without
+trailers, or with a malformed trailer block, is still shown: the placeholder says what is wrong,
+and the diff is there as for any commit.
 """
 
 from __future__ import annotations
@@ -37,43 +40,42 @@ def render(ctx: Context, ref: str, params: dict[str, str]) -> Html:
     body = join([
         tag("h1", badge(e.source), " ", title),
         _facts(ctx, e),
-        _trailers(e),
-        _args(ctx, e),
-        _result(e),
         tag("h2", f"Diff ({len(files)} file{'s' if len(files) != 1 else ''})", " ",
-            tag("span", toggle, class_="toggle")),
-        files_table(files),
+            tag("span", toggle, class_="toggle"), id="diff"),
+        files_table(files) if len(files) > 1 else Html(""),
         render_diff(files, split, file_links=(parent or "", sha)),
+        _result(e),
+        _args(ctx, e),
+        _trailers(e),
     ])
     return page(title, body, **ctx.shell())  # type: ignore[arg-type]
 
 
 def _facts(ctx: Context, e: Entry) -> Html:
+    """What names and places the op, one line each, the short op id first (as ``gitspace log``
+    shows it) and the agent by the one name every page uses."""
     op = e.op
-    rows: list[tuple[str, Html | str]] = [
-        ("commit", tag("code", e.commit)),
-        ("time", when(e.time)),
-        ("author", e.author),
-    ]
-    if e.parents:
-        rows.append(("parent", join([link(f"/op/{p}", p[:12], class_="sha") for p in e.parents],
-                                    ", ")))
+    rows: list[tuple[str, Html | str]] = []
+    if op is not None:
+        rows.append(("op", join([tag("code", e.short, class_="op-short"), " ",
+                                 tag("code", op.op_id, class_="muted")])))
+    rows.append(("agent", e.agent))
+    rows.append(("time", when(e.time)))
     if e.checkpoints:
         rows.append(("checkpoints", join([tag("span", f"⚑ {n}", class_="cp")
                                           for n in e.checkpoints], " ")))
     if op is not None:
-        rows.append(("op", tag("code", op.op_id)))
         if op.session:
             target = f"/session/{op.session}" + (f"#{anchor_id(op.tool_use_id)}"
                                                  if op.tool_use_id else "")
             rows.append(("session", link(target, f"{op.session} (the conversation)",
                                          class_="to-session")))
         rows += _relations(ctx, op)
-    rows.append(("files", join([link(file_url(e.commit, f), f) for f in e.files[:50]], ", ")
-                 or "none"))
-    rows.append(("browse", join([link(file_url(e.commit), "the tree at this op"), " · ",
-                                 link(url("/compare", a=e.parents[0] if e.parents else "",
-                                          b=e.commit), "compare")])))
+    parents = join([link(f"/op/{p}", p[:12], class_="sha") for p in e.parents], ", ")
+    rows.append(("commit", join([tag("code", e.commit), " · parent " if e.parents else "",
+                                 parents, " · ", link(file_url(e.commit), "the tree at this op"),
+                                 " · ", link(url("/compare", a=e.parents[0] if e.parents else "",
+                                                 b=e.commit), "compare")])))
     return tag("table", tag("tbody", *[tag("tr", tag("th", k), tag("td", v)) for k, v in rows]),
                class_="facts")
 
@@ -86,10 +88,11 @@ def _relations(ctx: Context, op: ledger.Op) -> list[tuple[str, Html | str]]:
         rows.append(("restored", link(f"/op/{target}", f"checkpoint {name}", class_="rel restore")
                      if target else f"checkpoint {name} (the tag no longer exists)"))
     if op.undo_of:
-        rows.append(("reverts", join([link(f"/op/{u}", u, class_="rel undo") for u in op.undo_of],
-                                     ", ")))
+        rows.append(("reverts", join([link(f"/op/{u}", ledger.short_id(u), class_="rel undo")
+                                      for u in op.undo_of], ", ")))
     if op.redo_of:
-        rows.append(("re-applies", link(f"/op/{op.redo_of}", op.redo_of, class_="rel redo")))
+        rows.append(("re-applies", link(f"/op/{op.redo_of}", ledger.short_id(op.redo_of),
+                                        class_="rel redo")))
     return rows
 
 
@@ -104,9 +107,12 @@ def _trailers(e: Entry) -> Html:
         rows.append(tag("tr", tag("th", key if sep else "?"), tag("td", tag("code", value if sep
                                                                           else line))))
     table = tag("table", tag("tbody", *rows), class_="trailers")
-    warn = placeholder("Malformed trailers:", f"{e.problem} gitspace verify reports this commit.",
-                       kind="warn") if e.problem else Html("")
-    return join([tag("h2", "Trailers"), warn, table])
+    if e.problem:  # what is wrong is the point of the page: shown open
+        return join([tag("h2", "Trailers"), placeholder(
+            "Malformed trailers:", f"{e.problem} gitspace verify reports this commit.",
+            kind="warn"), table])
+    return tag("details", tag("summary", tag("h2", "Trailers"), " the commit's last paragraph, "
+                              "as git has it"), table, class_="trailers")
 
 
 def _last_paragraph(message: str) -> str:
@@ -119,10 +125,28 @@ def _args(ctx: Context, e: Entry) -> Html:
         return Html("")
     rows = []
     for key, value in sorted(e.op.args.items()):
-        rows.append(tag("tr", tag("th", key), tag("td", _value(ctx, value))))
+        shown = _value(ctx, value)
+        if _long(value):  # a file's text, say: the diff above shows it, so it is folded here
+            shown = tag("details", tag("summary", _size(value)), shown)
+        rows.append(tag("tr", tag("th", key), tag("td", shown)))
     if not rows:
         return join([tag("h2", "Args"), tag("p", "No arguments.", class_="muted")])
     return join([tag("h2", "Args"), tag("table", tag("tbody", *rows), class_="args")])
+
+
+FOLD_AT = 300  # characters (or lines: 5) from which an argument is folded
+
+
+def _long(value: Any) -> bool:
+    if isinstance(value, dict) and set(value) == {"$blob", "bytes"}:
+        return True
+    return isinstance(value, str) and (len(value) > FOLD_AT or value.count("\n") >= 5)
+
+
+def _size(value: Any) -> str:
+    size = value["bytes"] if isinstance(value, dict) else len(value)
+    unit = "bytes" if isinstance(value, dict) else "characters"
+    return f"{size:,} {unit}, folded: the diff above shows what they changed"
 
 
 def _value(ctx: Context, value: Any) -> Html:

@@ -29,6 +29,7 @@ from ..errors import GitspaceError
 from ..harness import state as harness_state
 from ..harness import transcripts
 from ..harness.calls import title
+from ..tools.builtins import BUILTINS
 from .context import Context
 from .html import Html, join, link, tag
 from .layout import anchor_id, badge, page, placeholder, short, when
@@ -54,7 +55,11 @@ class Conversation:
     forks: list[str] = field(default_factory=list)  # the sessions forked from this one
 
 
-def index(ctx: Context) -> Html:
+SHOW_CHILDREN = 3  # delegated sessions listed under a run before "N more" (?all=1: every one)
+
+
+def index(ctx: Context, params: dict[str, str] | None = None) -> Html:
+    every = (params or {}).get("all") == "1"
     saved = sessions.listing(ctx.root)
     tip = ctx.repo.rev_parse("HEAD")
     committed = transcript.committed(ctx.repo, tip) if tip else []
@@ -62,7 +67,12 @@ def index(ctx: Context) -> Html:
     # Newest run first, each followed by the sessions it delegated to (the tree of calls).
     tops = [s for s, depth in calls.ordered(saved) if depth == 0][::-1]
     tree = calls.ordered(saved)
-    for s, depth in [row for top in tops for row in _subtree(tree, top)]:
+    for s, depth in [row for top in tops for row in _shown(_subtree(tree, top), every)]:
+        if s is None:  # the rest of a run's delegated sessions, folded
+            rows.append(tag("tr", tag("td", "↳ … ", link("/sessions?all=1", f"{depth} more "
+                                                         "delegated sessions"), class_="more"),
+                            *[tag("td", "") for _ in range(7)], class_="depth-1 folded"))
+            continue
         damaged = s.status == "damaged"
         who = link(f"/session/{s.id}", s.id)
         rows.append(tag("tr", tag("td", "↳ " if depth else "", who),
@@ -92,6 +102,14 @@ def index(ctx: Context) -> Html:
                                                   "compactions", "task", "started")])
         body = tag("table", tag("thead", head), tag("tbody", *rows), class_="sessions")
     return page("Sessions", join([tag("h1", "Sessions"), body]), **ctx.shell("/sessions"))  # type: ignore[arg-type]
+
+
+def _shown(rows: list[tuple[Any, int]], every: bool) -> list[tuple[Any, int]]:
+    """A run and the sessions it delegated, the first SHOW_CHILDREN of them unless ``every``;
+    (None, N) stands for the N left out."""
+    if every or len(rows) <= SHOW_CHILDREN + 2:
+        return rows
+    return [*rows[:SHOW_CHILDREN + 1], (None, len(rows) - SHOW_CHILDREN - 1)]
 
 
 def _subtree(tree: list[tuple[Any, int]], top: Any) -> list[tuple[Any, int]]:
@@ -183,8 +201,9 @@ def render(ctx: Context, session_id: str, origin: str | None) -> Html:
     else:
         shown = _tool_use_ids(conv.messages)
         folded = [e for e in ops if e.op and e.op.tool_use_id not in shown]
-        parts.append(tag("div", *[_message(i, m, by_use, folded, conv.children) for i, m in
-                                  enumerate(conv.messages)], class_="conversation"))
+        refused = _tool_use_ids(conv.messages, "tool_result")
+        parts.append(tag("div", *[_message(i, m, by_use, folded, conv.children, refused)
+                                  for i, m in enumerate(conv.messages)], class_="conversation"))
     return page(title, join(parts), **ctx.shell("/sessions"))  # type: ignore[arg-type]
 
 
@@ -194,18 +213,21 @@ def _token(value: str) -> bool:
     return bool(TOKEN.fullmatch(value))
 
 
-def _tool_use_ids(messages: list[Any]) -> set[str]:
+def _tool_use_ids(messages: list[Any], kind: str = "tool_use") -> set[str]:
+    """The ids of the conversation's tool calls; with ``kind="tool_result"``, of the calls whose
+    result was an error (``is_error``)."""
     found = set()
     for m in messages:
         content = m.get("content") if isinstance(m, dict) else None
         if isinstance(content, list):
-            found |= {str(b.get("id")) for b in content
-                      if isinstance(b, dict) and b.get("type") == "tool_use"}
+            found |= {str(b.get("id") if kind == "tool_use" else b.get("tool_use_id"))
+                      for b in content if isinstance(b, dict) and b.get("type") == kind
+                      and (kind == "tool_use" or b.get("is_error"))}
     return found
 
 
 def _message(i: int, message: Any, by_use: dict[str, Entry], folded: list[Entry],
-             children: dict[str, str] | None = None) -> Html:
+             children: dict[str, str] | None = None, refused: set[str] | None = None) -> Html:
     if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
         return placeholder(f"Message {i} is malformed:", "it is not a user or assistant message; "
                            f"it starts {short(repr(message), 120)}", kind="warn")
@@ -215,7 +237,7 @@ def _message(i: int, message: Any, by_use: dict[str, Entry], folded: list[Entry]
             return _compaction(i, content, folded)
         blocks: list[Html] = [_text(content)]
     elif isinstance(content, list):
-        blocks = [_block(b, by_use, children or {}) for b in content]
+        blocks = [_block(b, by_use, children or {}, refused or set()) for b in content]
     else:
         blocks = [placeholder("Unreadable content:", f"{type(content).__name__}, not text or "
                               "blocks.", kind="warn")]
@@ -241,7 +263,8 @@ def _ops_table(title: str, ops: list[Entry]) -> Html:
     return tag("details", tag("summary", title), tag("table", tag("tbody", *rows)))
 
 
-def _block(block: Any, by_use: dict[str, Entry], children: dict[str, str] | None = None) -> Html:
+def _block(block: Any, by_use: dict[str, Entry], children: dict[str, str] | None = None,
+           refused: set[str] | None = None) -> Html:
     if not isinstance(block, dict):
         return placeholder("Unreadable block:", short(repr(block), 120), kind="warn")
     kind = block.get("type")
@@ -253,9 +276,9 @@ def _block(block: Any, by_use: dict[str, Entry], children: dict[str, str] | None
         child = (children or {}).get(use_id)
         target = (link(f"/session/{child}", f"→ delegated to session {child}", class_="called")
                   if child else
-                  link(f"/op/{entry.commit}", f"→ op {entry.op.op_id if entry.op else ''}",
-                       class_="to-op", data_op=entry.commit) if entry
-                  else tag("span", "no op: read-only, unchanged or refused", class_="muted"))
+                  link(f"/op/{entry.commit}", f"→ op {entry.short}", class_="to-op",
+                       data_op=entry.commit) if entry
+                  else tag("span", _no_op(block, use_id in (refused or set())), class_="muted"))
         args = json.dumps(block.get("input"), indent=1, ensure_ascii=False)
         return tag("div", tag("div", tag("code", str(block.get("name", "?"))), " ", target,
                               " ", tag("span", use_id, class_="muted")),
@@ -270,6 +293,22 @@ def _block(block: Any, by_use: dict[str, Entry], children: dict[str, str] | None
         return tag("div", tag("div", "result", " (error)" if error else "", class_="muted"),
                    tag("pre", short(str(content or ""), TEXT_SHOW)), class_="tool-result" + error)
     return placeholder(f"A {short(str(kind), 40)} block:", "not shown here.", kind="note")
+
+
+def _no_op(block: dict[str, Any], refused: bool) -> str:
+    """Why a tool call made no op commit, from how it ended and what the tool is."""
+    tool = BUILTINS.get(str(block.get("name", "")))
+    given = block.get("input")
+    args: dict[str, Any] = given if isinstance(given, dict) else {}
+    if refused:
+        return "refused: no op (its result says why)"
+    if tool is None:
+        return "no op: it changed no file"  # a constraint script, or another harness's tool
+    if tool.moves_refs:
+        return "done: a ref moved (a checkpoint is a tag), and no commit was needed"
+    if not tool.writes(args):
+        return "read-only: no op"
+    return "unchanged: no op (nothing to change)"
 
 
 def _text(text: str) -> Html:

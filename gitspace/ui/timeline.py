@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..agent import calls
 from ..core import timeline
 from ..core.timeline import Entry, Filters
-from ..storage.ledger import Op
+from ..storage.ledger import Op, short_id
 from ..tools.builtins import restoring
 from .context import ALL, Context
 from .html import Html, join, link, tag, url
@@ -21,11 +21,13 @@ from .layout import (
     page,
     pager,
     placeholder,
+    session_name,
     short,
     when,
 )
 
 FILTERS = ("agent", "session", "tool", "source", "path", "q")
+COLUMNS = ("time", "op", "agent", "tool", "args", "files", "session")
 
 
 def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html:
@@ -60,7 +62,7 @@ def _results(ctx: Context, found: timeline.Page, kept: dict[str, str]) -> Html:
     back = ctx.checkpoints()
     depths = calls.depths([e.op for e in found.entries], calls.saved_parent(ctx.root))
     rows = [_row(e, back, kept, depths.get(e.op.op_id, 0) if e.op else 0) for e in found.entries]
-    head = tag("tr", *[tag("th", h) for h in ("time", "agent", "op", "args", "files", "")])
+    head = tag("tr", *[tag("th", h) for h in COLUMNS])
     table = tag("table", tag("thead", head), tag("tbody", *rows), class_="timeline")
     nav = pager("/", kept, found.offset, found.limit, found.total)
     return join([count, nav, table, nav])
@@ -75,7 +77,7 @@ def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str], depth: int
     source = e.source
     if op is None:
         what = join([badge(source, "commit"), " ", tag("span", short(e.subject, 80), class_="subj")])
-        agent = tag("span", e.author, class_="who")
+        agent = tag("span", e.agent, class_="who")
         args = (placeholder("Malformed op:", f"{e.problem} (gitspace verify reports it)",
                             kind="warn") if e.problem
                 else placeholder("Not an op:", "no gitspace trailers (a plain git commit)."))
@@ -83,21 +85,22 @@ def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str], depth: int
         what = join([badge(source), " ", filter_link("tool", op.tool)])
         if depth:  # made by a delegated agent: under the call, one step per level
             what = tag("span", "↳ ", what, class_=f"called depth-{min(depth, 6)}")
-        agent = filter_link("agent", op.agent) if op.agent else tag("span", e.author, class_="who")
+        agent = filter_link("agent", e.agent)
         args = join([tag("code", args_line(op)), _relations(op, checkpoints)])
     files = join([filter_link("path", f) for f in e.files[:3]], ", ")
     if len(e.files) > 3:
         files = join([files, tag("span", f" +{len(e.files) - 3}", class_="more")])
     marks = join(tag("span", f"⚑ {name}", class_="cp") for name in e.checkpoints)
-    session = (filter_link("session", op.session, "session") if op is not None and op.session
-               else "")
+    session = (filter_link("session", op.session, session_name(op.session))
+               if op is not None and op.session else "")
     return tag("tr",
                tag("td", op_link(e, when(e.time)), class_="time"),
-               tag("td", agent),
-               tag("td", what),
+               tag("td", op_link(e), " ", marks, class_="op"),
+               tag("td", agent, class_="who"),
+               tag("td", what, class_="tool"),
                tag("td", args, class_="args"),
                tag("td", files, class_="files"),
-               tag("td", marks, " ", session),
+               tag("td", session, class_="session"),
                id=f"c-{e.commit}", class_=f"src-{source}")
 
 
@@ -111,12 +114,13 @@ def _relations(op: Op, checkpoints: dict[str, str]) -> Html:
                      if target else tag("span", f"checkpoint {name} no longer exists",
                                         class_="rel gone"))
     for undone in op.undo_of:
-        parts.append(link(f"/op/{undone}", f"↶ reverts {undone[:10]}", class_="rel undo"))
+        parts.append(link(f"/op/{undone}", f"↶ reverts {short_id(undone)}", class_="rel undo"))
     if op.redo_of:
-        parts.append(link(f"/op/{op.redo_of}", f"↷ re-applies {op.redo_of[:10]}", class_="rel redo"))
+        parts.append(link(f"/op/{op.redo_of}", f"↷ re-applies {short_id(op.redo_of)}",
+                          class_="rel redo"))
     if op.parent_session and op.parent_tool_use_id:
         parts.append(link(f"/session/{op.parent_session}#{anchor_id(op.parent_tool_use_id)}",
-                          f"↳ delegated by {op.parent_session[-8:]}", class_="rel call"))
+                          f"↳ delegated by {session_name(op.parent_session)}", class_="rel call"))
     return join([" ", *parts]) if parts else Html("")
 
 

@@ -126,3 +126,73 @@ def test_a_new_op_appears_live_without_a_reload(page: Page, demo: tuple[Path, st
     assert page.evaluate("window.__stillTheSamePage") is True  # updated in place
     expect(page.locator(f"#c-{result.commit}")).to_contain_text("live-tester")
     screenshot("live")
+
+
+FIRST_SCREEN = {"width": 1400, "height": 900}
+
+
+def on_first_screen(page: Page, selector: str) -> bool:
+    box = page.locator(selector).first.bounding_box()
+    return box is not None and box["y"] + min(box["height"], 20) <= FIRST_SCREEN["height"]
+
+
+def test_every_page_as_a_first_time_reader_sees_it(page: Page, demo: tuple[Path, str],
+                                                   screenshot: Callable[..., Path]) -> None:
+    """Each page at 1400×900, screenshotted: what it must show on its first screen."""
+    root, base = demo
+    page.set_viewport_size(FIRST_SCREEN)
+    head = git(root, "rev-parse", "HEAD").strip()
+    page.goto(base + "/")
+    # Every column says what it is; names and ids stay on one line.
+    assert "" not in [th.strip() for th in page.locator("table.timeline th").all_inner_texts()]
+    for cell in ("td.who", "td.op", "td.session", "td.tool"):
+        assert page.eval_on_selector(f"table.timeline {cell}",
+                                     "e => getComputedStyle(e).whiteSpace") == "nowrap", cell
+    session = page.locator("table.timeline td.session a").first
+    assert len(session.inner_text()) == 8 and session.get_attribute("title", timeout=1000)
+    screenshot("first-timeline")
+    # The op page: the diff starts on the first screen, a created file's text is shown once.
+    page.goto(base + "/?tool=create&path=summaries/index.md")
+    page.locator("table.timeline td.op a").first.click()
+    assert on_first_screen(page, "table.diff tr.add")
+    visible = page.get_by_text("# Journal synthesis", exact=False).filter(visible=True)
+    assert visible.count() == 1  # the diff's line; the args and the trailers are folded
+    expect(page.locator("details.trailers")).not_to_have_attribute("open", "")
+    screenshot("first-op")
+    # The graph: the maze's dead ends on the first screen, the journal's run folded to one row.
+    page.goto(base + "/graph")
+    assert on_first_screen(page, "svg.graph a.is-dead-end")
+    fold = page.locator("svg.graph a.fold")
+    expect(fold).to_have_count(1)
+    expect(fold).to_contain_text("more commits")
+    screenshot("first-graph")
+    fold.click()
+    total = int(git(root, "rev-list", "--count", "--all").strip())
+    expect(page.locator("svg.graph a.node")).to_have_count(total)
+    # Sessions and one session: a checkpoint call says what it did, never "no op".
+    page.goto(base + "/sessions")
+    assert on_first_screen(page, "table.sessions tr:has-text('maze-runner')")  # past 23 children
+    expect(page.locator("table.sessions tr.folded")).to_contain_text("20 more delegated sessions")
+    screenshot("first-sessions")
+    page.locator("table.sessions tr", has_text="maze-runner").locator("a").first.click()
+    checkpoint = page.locator(".tool-use", has=page.locator("code", has_text="checkpoint")).first
+    expect(checkpoint).to_contain_text("a ref moved (a checkpoint is a tag)")
+    expect(page.locator(".tool-use", has_text="read-only, unchanged or refused")).to_have_count(0)
+    screenshot("first-session")
+    # Files: icons drawn, no emoji that needs a font; a file and its blame.
+    page.goto(base + "/files")
+    rows = page.locator("table.tree tr")
+    expect(page.locator("table.tree svg.icon")).to_have_count(rows.count())
+    assert not any(ch in page.inner_text("main") for ch in "📁📄")
+    screenshot("first-files")
+    page.goto(base + f"/files/{head}/maze/position.json?blame=1")
+    expect(page.locator("a.blame-op").first).to_contain_text("maze-runner")
+    screenshot("first-blame")
+    # Compare: two pickers of checkpoints, branches and recent ops.
+    page.goto(base + "/compare")
+    page.select_option("select[name=a]", "junction-1")
+    page.select_option("select[name=b]", "main")
+    page.click("form.filters button")
+    expect(page.locator("#compare-summary")).to_contain_text("from junction-1 to main")
+    assert page.locator("select[name=a] optgroup").count() == 3
+    screenshot("first-compare")

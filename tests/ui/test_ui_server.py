@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-from conftest import call_ok, git
+from conftest import call_ok, git, ops
 from ui_server import fetch, serving
 
 import gitspace
@@ -154,3 +154,34 @@ def test_malformed_history_renders_placeholders_never_a_500(ws: gitspace.Workspa
             status, body = fetch(base + page)
             assert status == code, f"{page}: {status} {body[:300]}"
             assert "Traceback" not in body
+
+
+def test_one_short_id_names_an_op_on_every_page_and_every_form_opens_it(
+        ws: gitspace.Workspace) -> None:
+    """The op id as the CLI shows it (its last 8 characters) is the one the pages show, and the
+    op page opens from it, from the whole op id, from a start of it and from the commit."""
+    _busy_workspace(ws)
+    undo = [o for o in ops(ws.root) if o.tool == "undo"][-1]
+    reverted = undo.undo_of[0]
+    commit = git(ws.root, "rev-parse", "HEAD").strip()
+    shown = subprocess.run([sys.executable, "-m", "gitspace", "-C", str(ws.root), "log", "-n",
+                            "1", "--format", "{op_short}"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert shown == undo.op_id[-8:]
+    ws.close()
+    with serving(ws.root) as base:
+        pages = {form: fetch(base + f"/op/{form}")
+                 for form in (shown, undo.op_id, undo.op_id[:12], commit)}
+        assert {status for status, _ in pages.values()} == {200}
+        assert len({body for _, body in pages.values()}) == 1  # one page, whatever named it
+        page = pages[commit][1]
+        assert f'class="op-short">{shown}<' in page and f">{reverted[-8:]}</a>" in page
+        _, listing = fetch(base + "/")
+        assert f">{shown}</a>" in listing and f"reverts {reverted[-8:]}" in listing
+        assert f"reverts {reverted[:10]}" not in listing  # never the other end of the id
+        _, graph = fetch(base + "/graph")
+        assert f">{shown}</tspan>" in graph and f">{commit[:7]}</tspan>" not in graph
+        _, files = fetch(base + "/files")
+        assert f">{shown}</a>" in files
+        status, compared = fetch(base + f"/compare?a=start&b={shown}")
+        assert status == 200 and 'id="compare-summary"' in compared
