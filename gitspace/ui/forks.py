@@ -13,6 +13,7 @@ from ..agent import session as sessions
 from ..core import diffs, timeline
 from ..core.timeline import Entry
 from ..errors import GitspaceError
+from ..storage.ledger import short_id
 from .context import Context
 from .diffview import files_table
 from .diffview import render as render_diff
@@ -45,7 +46,8 @@ def render(ctx: Context, session_id: str) -> Html:
     parts = [tag("h1", "Two runs from one op"),
              tag("p", "Session ", link(f"/session/{fork.id}", fork.id), " forked session ",
                  link(f"/session/{origin.get('session')}", str(origin.get("session"))),
-                 " right after op ", link(f"/op/{base}", str(origin.get("op"))), ".",
+                 " right after op ", link(f"/op/{base}", short_id(str(origin.get("op"))),
+                                          title=str(origin.get("op")), class_="sha"), ".",
                  class_="muted"),
              tag("div", *columns, class_="side-by-side")]
     if tips[0] and tips[1]:
@@ -76,8 +78,9 @@ def _ops(ctx: Context, branch: str | None, tip: str | None, base: str, sid: obje
 def _row(e: Entry, sid: object) -> Html:
     op = e.op
     if op is None:
-        return tag("tr", tag("td", op_link(e, when(e.time))), tag("td", badge("commit")),
-                   tag("td", e.subject))
+        return tag("tr", tag("td", op_link(e, when(e.time))), tag("td", op_link(e)),
+                   tag("td", badge("commit")), tag("td", e.subject))
     mine = "" if op.session == sid else " (another session)"
-    return tag("tr", tag("td", op_link(e, when(e.time))), tag("td", op.tool + mine),
+    return tag("tr", tag("td", op_link(e, when(e.time))), tag("td", op_link(e)),
+               tag("td", op.tool + mine),
                tag("td", tag("code", args_line(op))))

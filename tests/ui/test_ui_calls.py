@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropic, text, tool_use
+from playwright.sync_api import Page, expect
 from ui_server import fetch, serving
 
 import gitspace
@@ -51,8 +53,10 @@ def test_sessions_timeline_and_conversations_link_the_calls(ws_root: Path,
         assert "called depth-2" in timeline
 
 
-def test_a_fork_and_its_original_are_shown_side_by_side(ws_root: Path,
-                                                         fake_api: FakeAnthropic) -> None:
+def test_a_fork_and_its_original_are_shown_side_by_side(page: Page,
+                                                        screenshot: Callable[..., Path],
+                                                        ws_root: Path,
+                                                        fake_api: FakeAnthropic) -> None:
     from gitspace.agent import fork
     from gitspace.agent.asking import session_ops
 
@@ -78,9 +82,9 @@ def test_a_fork_and_its_original_are_shown_side_by_side(ws_root: Path,
     fake_api.done()
 
     with serving(ws_root) as base:
-        status, page = fetch(f"{base}/fork/{session.id}")
-        assert status == 200, page
-        columns, files = page.split("<h2>Files: ")
+        status, body = fetch(f"{base}/fork/{session.id}")
+        assert status == 200, body
+        columns, files = body.split("<h2>Files: ")
         original, forked = columns.split('class="side"')[1:3]
         assert "east.md" in files and "west.md" in files
         assert "east.md" in original and "west.md" not in original
@@ -94,3 +98,8 @@ def test_a_fork_and_its_original_are_shown_side_by_side(ws_root: Path,
         assert f'href="/fork/{session.id}"' in theirs
         status, other = fetch(f"{base}/fork/{first.session.id}")
         assert status == 200 and "Not a fork:" in other
+        page.set_viewport_size({"width": 1400, "height": 900})  # as a first-time reader sees it
+        page.goto(f"{base}/fork/{session.id}")
+        expect(page.locator("h2", has_text="Files: ")).to_be_visible()
+        expect(page.locator("p.muted a.sha")).to_have_text(plan_op.op_id[-8:])  # the short id
+        screenshot("fork")
