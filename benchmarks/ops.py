@@ -36,7 +36,10 @@ other GIT_* variable is dropped; all repositories live under that folder and are
 ``.venv``: ``git worktree add DIR <commit> && make -C DIR .venv/.installed``), in the same
 interleaved rounds, on its own copy of each gitspace repository: a change's cost per op, before
 and after, under the same load. Its ops run in a child process of that checkout's Python, timed
-inside the child (the pipe to it is not counted).
+inside the child (the pipe to it is not counted). ``--cpu`` times gitspace's cells by the CPU
+time of the process that runs the op (user and system: ``time.process_time``) instead of the
+wall clock, which on a machine other processes keep busy counts their turns too; git CLI and
+GitPython, whose work is in child processes, are then left out.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ FILES_PER_FOLDER = 100
 CONTENT = "x" * 100
 IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@example.com"]
 TOOLS = ("gitspace", "git CLI", "GitPython")
+CLOCK = time.perf_counter  # what an op is timed by (--cpu: time.process_time)
 
 
 
@@ -159,9 +163,9 @@ class GitspaceRunner(Runner):
         self.ws.repo.maybe_pack = counted  # type: ignore[method-assign]
 
     def call(self, rel: str, text: str) -> float:
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         result = self.ws.call("create", {"path": rel, "file_text": text})
-        dt = time.perf_counter() - t0
+        dt = CLOCK() - t0
         if not result.ok or result.commit is None:
             raise SystemExit(f"gitspace create {rel} failed: {result.text}")
         return dt
@@ -177,12 +181,13 @@ BASELINE_CHILD = """
 import sys, time
 import gitspace
 ws = gitspace.open(sys.argv[1], agent="bench")
+clock = getattr(time, sys.argv[2])
 print("ready", flush=True)
 for line in sys.stdin:
     rel = line.strip()
-    t0 = time.perf_counter()
+    t0 = clock()
     result = ws.call("create", {"path": rel, "file_text": "x" * 100})
-    dt = time.perf_counter() - t0
+    dt = clock() - t0
     print(repr(dt) if result.ok and result.commit else "failed " + result.text, flush=True)
 ws.close()
 """
@@ -198,7 +203,8 @@ class BaselineRunner(Runner):
         super().__init__(root)
         assert self.checkout is not None
         python = self.checkout / ".venv" / "bin" / "python"
-        self.child = subprocess.Popen([str(python), "-c", BASELINE_CHILD, str(root)],
+        self.child = subprocess.Popen([str(python), "-c", BASELINE_CHILD, str(root),
+                                       CLOCK.__name__],
                                       cwd=self.checkout, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, text=True)
         assert self.child.stdout is not None
@@ -444,19 +450,21 @@ def measure(work: Path, plan: Plan) -> tuple[list[Cell], Cell | None, dict[str, 
         split = files >= SPLIT_OPT_IN_AT
         if split:
             gitspace_repo(base / "gitspace-split", files)
-        plain_repo(base / "cli", files)
-        plain_repo(base / "gitpython", files)
+        if CLOCK is time.perf_counter:
+            plain_repo(base / "cli", files)
+            plain_repo(base / "gitpython", files)
         log(f"  {files:,} files: set up three repositories in {time.perf_counter() - t0:.1f} s")
         big = files >= 10_000
         if BaselineRunner.checkout is not None:
             gitspace_repo(base / "baseline", files)
             cells.append((files, 0, BaselineRunner, base / "baseline", plan.samples["gitspace"]))
-        cells += [
-            (files, 0, GitspaceRunner, base / "gitspace", plan.samples["gitspace"]),
-            (files, 0, CliRunner, base / "cli", plan.samples["git CLI"]),
-            (files, 0, GitPythonRunner, base / "gitpython",
-             plan.gitpython_big if big else plan.samples["GitPython"]),
-        ]
+        cells.append((files, 0, GitspaceRunner, base / "gitspace", plan.samples["gitspace"]))
+        if CLOCK is time.perf_counter:  # (their work is in git processes: no CPU time of ours)
+            cells += [
+                (files, 0, CliRunner, base / "cli", plan.samples["git CLI"]),
+                (files, 0, GitPythonRunner, base / "gitpython",
+                 plan.gitpython_big if big else plan.samples["GitPython"]),
+            ]
         if split:
             cells.append((files, 0, SplitIndexRunner, base / "gitspace-split",
                           plan.samples["gitspace"]))
@@ -532,7 +540,8 @@ def targets(cells: list[Cell], size: dict[str, Any] | None) -> list[dict[str, An
 
 
 def render(report: dict[str, Any]) -> str:
-    lines = [f"gitspace op benchmark ({report['env']['mode']} mode) — "
+    lines = [f"gitspace op benchmark ({report['env']['mode']} mode, ops timed by "
+             f"time.{report['env'].get('clock', 'perf_counter')}) — "
              f"{report['env']['python']}, {report['env']['git']}, "
              f"GitPython {report['env']['gitpython']}, {report['env']['cpus']} CPUs, "
              f"load {report['env']['load_start']} -> {report['env']['load_end']}",
@@ -618,9 +627,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="only profile the gitspace op at the largest file count")
     ap.add_argument("--profile-ops", type=int, default=300)
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time gitspace's ops by CPU time, not the wall clock (see above)")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="another gitspace checkout (with its .venv) to measure alongside")
     args = ap.parse_args(argv)
+    if args.cpu:
+        global CLOCK
+        CLOCK = time.process_time
     if args.baseline is not None:
         BaselineRunner.checkout = args.baseline.resolve()
 
@@ -650,6 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         report: dict[str, Any] = {
             "env": {
                 "mode": "quick" if args.quick else "full",
+                "clock": CLOCK.__name__,
                 "python": f"Python {platform.python_version()}",
                 "git": git_out("--version"),
                 "gitpython": gitpython.__version__,
