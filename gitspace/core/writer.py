@@ -17,8 +17,8 @@ Invariants:
   on only from where the change found it: one moved by someone else meanwhile is left, with the
   files.
 - The index holds exactly the tree's entries for the paths a change touched: never a file and a
-  folder of one name (``fd`` and ``fd/x``). It is the checkout's own ``.git/index``, another
-  index file named by the change, or none.
+  folder of one name (``fd`` and ``fd/x``). It is the checkout's own ``.git/index``, or none
+  (``Change.index`` False: a change to work-tree files alone).
 - A private repository (``GitRepo.private``: replay's scratch) keeps no journal.
 
 Nothing else above ``storage/`` moves a ref, HEAD or the index (``tests/test_layers.py`` holds
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -39,13 +40,12 @@ from ..errors import (
     FileRefused,
     GitspaceError,
     LockTimeout,
-    PathRefused,
     ToolFailed,
     WriteFailed,
     system_hint,
 )
 from ..storage import gitindex, lockfile, racyindex, statefiles
-from ..storage.files import Files, InTheWay, State, order, parts_of
+from ..storage.files import Files, InTheWay, State, is_plain, order
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Signature
 from ..storage.records import field, record
@@ -84,7 +84,6 @@ class Change:
     before: Mapping[str, State] = field(default_factory=dict)
     known: Mapping[str, os.stat_result] = field(default_factory=dict)  # stats taken before hashing
     index: bool = True  # update the index entries of the paths (False: the work tree only)
-    index_file: Path | None = None  # a private index instead of the checkout's own .git/index
     lenient: bool = False  # a path whose way is blocked is skipped (put-backs), not refused
     # A failure after the refs moved is finished by the next ``locked``, not rolled back (a
     # repository's first commit: there is nothing to roll back to).
@@ -119,7 +118,7 @@ class Writer:
         self.root = repo.root
         # durable: fsync every work-tree file a change writes (survives a power cut; slower).
         self.files = Files(repo.root, durable=durable, private=repo.private)
-        self.state_dir = private_folder(repo.gitdir, "gitspace")
+        self.state_dir = statefiles.folder(repo.gitdir, "gitspace")  # (never a link)
         self.journal = self.repo.gitdir / JOURNAL
         self._split_config: bool | None | str = "unread"  # core.splitIndex, read when it matters
         self.notes: list[str] = []  # said once to the user: collected by the next Result
@@ -127,9 +126,10 @@ class Writer:
     # -- locking -----------------------------------------------------------------------------
 
     @contextmanager
-    def locked(self, timeout: float = 30.0) -> Iterator[None]:
-        """Hold this checkout's lock, with any change a crash interrupted finished first."""
-        with hold_lock(self.repo.gitdir, timeout):
+    def locked(self, timeout: float = 30.0, busy: LockTimeout | None = None) -> Iterator[None]:
+        """Hold this checkout's lock, with any change a crash interrupted finished first;
+        ``busy`` is the error when another process holds it past ``timeout``."""
+        with hold_lock(self.repo.gitdir, timeout, busy):
             self.recover_locked()
             yield
 
@@ -147,7 +147,7 @@ class Writer:
             check_tree_paths(change.files, change.why)  # (a put-back restores what the disk held)
         journaled = change.at is not None or bool(change.refs) or change.head is not None
         if journaled:
-            self.journal_write(_record(change, paths, self.repo.gitdir))
+            self.journal_write(_record(change, paths))
         # A path counts as written once it changed: put_file changes nothing when it fails
         # (but for a failed flush after its rename, which it reports), and "restoring" a path
         # it refused (a folder in the way) would destroy what is there.
@@ -158,8 +158,7 @@ class Writer:
             with self._moving(change, moved):
                 stats = self.put_files(change.files, lenient=change.lenient, done=written)
                 if change.index and change.at is not None and paths:
-                    index = self.sync_index(paths, change.at, {**change.known, **stats},
-                                            change.index_file)
+                    index = self.sync_index(paths, change.at, {**change.known, **stats})
             if journaled:
                 self.journal_remove()
         except BaseException as failure:
@@ -170,7 +169,7 @@ class Writer:
             back_to = (moved.head[1] if moved.head else None) or (
                 change.refs[0].old if change.refs else None) or change.at or ""
             self.roll_back(failure, written, change.before, paths, index,
-                           lambda: self._move_back(change, moved), back_to, change.index_file)
+                           lambda: self._move_back(change, moved), back_to)
             raise
         return written
 
@@ -218,8 +217,7 @@ class Writer:
 
     def roll_back(self, failure: BaseException, written: list[str],
                   before: Mapping[str, State], paths: list[str], index: IndexUndo | None,
-                  move_back: Callable[[], None], commit: str,
-                  index_file: Path | None = None) -> None:
+                  move_back: Callable[[], None], commit: str) -> None:
         """Undo a change that failed past its ref (or HEAD) move: put ``written`` back to their
         ``before`` states, the index entries of ``paths`` back (``index``: what ``sync_index``
         returned, None when it did not store), then ``move_back()``, then drop the journal. If
@@ -228,7 +226,7 @@ class Writer:
         try:
             self.put_files({rel: before.get(rel) for rel in written}, lenient=True)
             if index is not None:
-                self._restore_index(index, paths, commit, index_file)
+                self._restore_index(index, paths, commit)
             move_back()
         except Exception as e:
             raise WriteFailed(
@@ -269,8 +267,7 @@ class Writer:
     # -- the index ---------------------------------------------------------------------------
 
     def sync_index(self, paths: Iterable[str], commit: str,
-                   known: dict[str, os.stat_result] | None = None,
-                   index_file: Path | None = None) -> IndexUndo:
+                   known: dict[str, os.stat_result] | None = None) -> IndexUndo:
         """Make the index entries of ``paths`` match ``commit``'s tree and the work tree.
 
         ``known`` holds stats taken before content was hashed; other paths are stat'ed now (we
@@ -286,9 +283,9 @@ class Writer:
             self._update_entries(index, paths, tree, known)
 
         try:
-            self._change_index(update, "updated it", index_file)
+            self._change_index(update, "updated it")
         except gitindex.IndexUnsupported:
-            self._sync_index_with_git(paths, tree, index_file)
+            self._sync_index_with_git(paths, tree)
             return IndexUndo(None)
         return IndexUndo(saved[0])
 
@@ -297,14 +294,10 @@ class Writer:
         ``git status`` would store); no entry changes."""
         racyindex.settle(self.repo.gitdir / "index", self.root, private=self.repo.private)
 
-    def _index_path(self, index_file: Path | None) -> Path:
-        return self.repo.gitdir / "index" if index_file is None else index_file
-
-    def _change_index(self, change: Callable[[gitindex.Index], None], doing: str,
-                      index_file: Path | None = None) -> None:
+    def _change_index(self, change: Callable[[gitindex.Index], None], doing: str) -> None:
         """Load the index, ``change`` it, store it; once more when another git process replaced
         it meanwhile (their change is kept, ours redone on it)."""
-        index_path = self._index_path(index_file)
+        index_path = self.repo.gitdir / "index"
         for _ in range(INDEX_TRIES):
             # No defensive copy of a 10,000-entry index per op: on any failure we forget it.
             index = gitindex.load(index_path, copy=False)
@@ -344,15 +337,14 @@ class Writer:
                 index.changed.add(path)
             gitindex.store(index_path, index, split=split, private=self.repo.private)
 
-    def _restore_index(self, saved: IndexUndo, paths: list[str], commit: str,
-                       index_file: Path | None = None) -> None:
+    def _restore_index(self, saved: IndexUndo, paths: list[str], commit: str) -> None:
         """Put back the index entries ``sync_index`` replaced, byte for byte; an index only git
         can write is re-synced to ``commit`` by git instead."""
         entries = saved.entries
         if entries is None:
-            self._sync_index_with_git(paths, self.repo.commit(commit).tree, index_file)
+            self._sync_index_with_git(paths, self.repo.commit(commit).tree)
             return
-        self._change_index(lambda index: index.put_back(entries), "rolled it back", index_file)
+        self._change_index(lambda index: index.put_back(entries), "rolled it back")
 
     def _split_index(self, index: gitindex.Index) -> bool:
         """Write this index split? Only a large one (see gitindex), as core.splitIndex says."""
@@ -382,8 +374,7 @@ class Writer:
                 index.remove_conflicts(rel)
                 index.set(rel, entry.sha, entry.mode, st)
 
-    def _sync_index_with_git(self, paths: list[str], tree: str,
-                             index_file: Path | None = None) -> None:
+    def _sync_index_with_git(self, paths: list[str], tree: str) -> None:
         lines = []
         for rel in paths:
             entry = self.repo.entry_at(tree, rel)
@@ -391,9 +382,9 @@ class Writer:
                 lines.append(f"0 {'0' * 40}\t{rel}")
             else:
                 lines.append(f"{entry.mode:o} {entry.sha}\t{rel}")
-        self.repo.git("update-index", "--replace", "-z", "--index-info", index=index_file,
+        self.repo.git("update-index", "--replace", "-z", "--index-info",
                       input=("\0".join(lines) + "\0").encode("utf-8", "surrogateescape"))
-        self.repo.git("update-index", "-q", "--refresh", check=False, index=index_file)
+        self.repo.git("update-index", "-q", "--refresh", check=False)
 
     # -- journal and recovery ----------------------------------------------------------------
 
@@ -419,7 +410,7 @@ class Writer:
             self.journal_remove()
         except BaseException:
             try:
-                self.journal_write({"ref": None, "paths": []})
+                self.journal_write({"moves": [], "paths": []})
             except BaseException:
                 pass  # the first error says what happened; nothing more can be done here
             raise
@@ -442,8 +433,7 @@ class Writer:
             statefiles.remove(self.repo.gitdir, JOURNAL)
             return False
         journal = _Journal.of(record, self.journal)
-        index_file = self.repo.gitdir / journal.index if isinstance(journal.index, str) else None
-        self._break_stale_locks(journal.locks, journal.since, index_file)
+        self._break_stale_locks(journal.locks, journal.since)
         self.files.remove_tmp_files(journal.paths)
         if journal.head is not None:  # an interrupted switch: finish moving HEAD, then the files
             self.repo.set_head(journal.head, COMMITTER, None, None)
@@ -467,13 +457,12 @@ class Writer:
                 except (FileRefused, ToolFailed):
                     pass  # a fifo or the like appeared there meanwhile: an outside change, left
             self.put_files(wanted, lenient=True)
-            if journal.index is not False:
-                self.sync_index(journal.paths, journal.at, index_file=index_file)
+            if journal.index:
+                self.sync_index(journal.paths, journal.at)
         self.journal_remove()
         return True
 
-    def _break_stale_locks(self, refs: list[str], since: int | None,
-                           index_file: Path | None, wait: float = 0.5) -> None:
+    def _break_stale_locks(self, refs: list[str], since: int | None, wait: float = 0.5) -> None:
         """Remove the lock files a crashed change left behind.
 
         We hold the checkout's lock and a journal exists, so the process that wrote it died
@@ -483,90 +472,116 @@ class Writer:
         if since is None:
             since = self.journal.stat().st_mtime_ns if self.journal.exists() else 0
         locks = [self.repo.commondir / f"{ref}.lock" for ref in refs]
-        index = self._index_path(index_file)
-        break_stale_locks([*locks, index.with_name(index.name + ".lock"),
+        break_stale_locks([*locks, self.repo.gitdir / "index.lock",
                            self.repo.gitdir / "HEAD.lock"], since, self.repo, wait)
 
 
 @record()
 class _Journal:
     """A journal as read back: this version's, or an older one's (``ref``/``old``/``new``, and a
-    pull's ``locks`` since ``since``)."""
+    pull's ``locks`` since ``since``). ``of`` raises ValueError for anything of another shape:
+    every ref a name under ``refs/``, every commit an object id, every path a plain one."""
 
     moves: list[tuple[str, str | None, str | None]]
     at: str | None
     head: str | None
     paths: list[str]
-    index: str | bool
+    index: bool
     locks: list[str]
     since: int | None
 
     @classmethod
     def of(cls, record: object, path: Path) -> _Journal:
         """The journal ``record`` holds, or StateRefused when it is not one gitspace writes (a
-        crash never leaves one: it is written whole, by rename)."""
-        if not isinstance(record, dict) or not _journal_shape(record):
+        crash never leaves one: it is written whole, by rename), and nothing in it is acted on."""
+        try:
+            return cls._parsed(record)
+        except ValueError:
             raise statefiles.StateRefused(
                 f"{path} is not an op journal gitspace wrote, so no change was finished from it.",
                 hint=f"Move {path} away, then run the command again; check with 'git status' "
-                     "that the work tree holds what you expect.")
-        moves = [tuple(m) for m in record.get("moves", [])]
+                     "that the work tree holds what you expect.") from None
+
+    @classmethod
+    def _parsed(cls, record: object) -> _Journal:
+        if not isinstance(record, dict):
+            raise ValueError("not a journal")
+        moves = [_move(m) for m in _list(record.get("moves", []))]
         ref = record.get("ref")
         if ref is not None and not moves:
-            moves = [(ref, record.get("old"), record.get("new"))]
-        at = record.get("at", record.get("new") if ref is not None else None)
-        paths = [rel for rel in record.get("paths", []) if _plain(rel)]  # type: ignore[attr-defined]
-        locks = [m[0] for m in moves] + list(record.get("locks", []))  # type: ignore[call-overload]
-        return cls(moves, at, record.get("head"), paths,  # type: ignore[arg-type]
-                   record.get("index", True), locks, record.get("since"))  # type: ignore[arg-type]
+            moves = [_move([ref, record.get("old"), record.get("new")])]
+        at = _sha(record.get("at", record.get("new") if ref is not None else None))
+        paths = [_path(rel) for rel in _list(record.get("paths", []))]
+        locks = [m[0] for m in moves] + [_ref(r) for r in _list(record.get("locks", []))]
+        head = record.get("head")
+        if head is not None:
+            _ref(f"refs/heads/{head}")
+        index, since = record.get("index", True), record.get("since")
+        if not isinstance(index, bool) or not (since is None or type(since) is int):
+            raise ValueError("not a journal")
+        return cls(moves, at, head, paths, index, locks, since)
 
 
-def _journal_shape(record: dict[str, object]) -> bool:
-    """Does ``record`` have the fields and types ``_record`` (or an older gitspace) writes? (Its
-    refs name the lock files recovery removes: never a path out of the ref store.)"""
-    def tip(value: object) -> bool:
-        return value is None or isinstance(value, str) and len(value) in (40, 64)
-
-    def ref(value: object) -> bool:
-        return isinstance(value, str) and value.startswith("refs/") and ".." not in value
-
-    moves, paths, locks = (record.get(k, []) for k in ("moves", "paths", "locks"))
-    head = record.get("head")
-    return (isinstance(moves, list) and all(isinstance(m, list) and len(m) == 3 and ref(m[0])
-                                            and tip(m[1]) and tip(m[2]) for m in moves)
-            and all(tip(record.get(k)) for k in ("at", "old", "new"))
-            and (record.get("ref") is None or ref(record.get("ref")))
-            and isinstance(paths, list) and all(isinstance(rel, str) for rel in paths)
-            and isinstance(locks, list) and all(ref(r) for r in locks)
-            and (head is None or isinstance(head, str) and ".." not in head)
-            and isinstance(record.get("index", True), (str, bool))
-            and isinstance(record.get("since"), (int, type(None))))
+def _list(value: object) -> list[object]:
+    if not isinstance(value, list):
+        raise ValueError("not a journal")
+    return value
 
 
-def _record(change: Change, paths: list[str], gitdir: Path) -> dict[str, object]:
-    """The journal of ``change``: what ``recover`` needs to finish it (a private index inside
-    the git directory is named relative to it)."""
+def _path(value: object) -> str:
+    if not isinstance(value, str) or not is_plain(value):
+        raise ValueError(f"not a work-tree path: {value!r}")
+    return value
+
+
+def _move(value: object) -> tuple[str, str | None, str | None]:
+    if not isinstance(value, list) or len(value) != 3:
+        raise ValueError("not a journal")
+    return _ref(value[0]), _sha(value[1]), _sha(value[2])
+
+
+_REF = re.compile(r"refs/[^\x00-\x20\x7f~^:?*\[\\]+")
+
+
+def _ref(value: object) -> str:
+    """A ref name git would accept (``git check-ref-format``), or ValueError."""
+    if not isinstance(value, str) or not _REF.fullmatch(value) or ".." in value or "@{" in value \
+            or any(not p or p.startswith(".") or p.endswith((".lock", ".")) for p in
+                   value.split("/")):
+        raise ValueError(f"not a ref name: {value!r}")
+    return value
+
+
+def _sha(value: object) -> str | None:
+    if value is not None and not (isinstance(value, str) and _SHA.fullmatch(value)):
+        raise ValueError(f"not an object id: {value!r}")
+    return value
+
+
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _record(change: Change, paths: list[str]) -> dict[str, object]:
+    """The journal of ``change``: what ``recover`` needs to finish it."""
     record: dict[str, object] = {"moves": [[m.ref, m.old, m.new] for m in change.refs],
                                  "at": change.at, "paths": paths if change.at else []}
     if change.head is not None:
         record["head"] = change.head
     if not change.index:
         record["index"] = False
-    elif change.index_file is not None:
-        inside = change.index_file.is_relative_to(gitdir)
-        record["index"] = str(change.index_file.relative_to(gitdir) if inside
-                              else change.index_file)
     return record
 
 
 @contextmanager
-def hold_lock(gitdir: Path, timeout: float = 30.0) -> Iterator[None]:
+def hold_lock(gitdir: Path, timeout: float = 30.0,
+              busy: LockTimeout | None = None) -> Iterator[None]:
     """Hold the lock of one checkout's gitspace state folder (one writer at a time there). A
     refused write inside it (disk full, no permission, I/O error: ``errors.system_hint``) leaves it
     as WriteFailed, an expected error: the code inside has rolled back whatever it wrote before
     the error surfaces."""
-    busy = LockTimeout(f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
-                       hint="Wait for it to finish, then run the command again.")
+    busy = busy or LockTimeout(
+        f"Another gitspace process held the workspace lock for {timeout:.0f} s.",
+        hint="Wait for it to finish, then run the command again.")
     with lockfile.flocked(gitdir, "gitspace/lock", timeout, busy), refused_writes():
         yield
 
@@ -595,20 +610,6 @@ def break_stale_locks(locks: Iterable[Path], since_ns: int, repo: GitRepo,
         return
     for lock in stale:
         lock.unlink(missing_ok=True)
-
-
-def private_folder(parent: Path, name: str) -> Path:
-    """``parent/name``, made if missing, and refused if it is a link: gitspace keeps its state
-    (lock, journal, agents' worktrees) only in a folder of its own inside the git directory."""
-    return statefiles.folder(parent, name)
-
-
-def _plain(rel: str) -> bool:
-    try:
-        parts_of(rel)
-    except PathRefused:
-        return False
-    return True
 
 
 def _sentence(e: BaseException) -> str:

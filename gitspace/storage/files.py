@@ -80,6 +80,16 @@ def parts_of(rel: str) -> list[str]:
     return parts
 
 
+def is_plain(rel: str) -> bool:
+    """Can the work-tree writer name ``rel``? (Not a path holding a .git spelling, or leaving
+    the tree: ``parts_of`` refuses those.)"""
+    try:
+        parts_of(rel)
+    except PathRefused:
+        return False
+    return True
+
+
 def order(changes: Mapping[str, State]) -> list[str]:
     """The paths of ``changes`` in the order to apply them: deletions first, deepest first (a
     folder's files go before the file that replaces it), then writes, shallowest first."""

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.owner import AGENT_MARK, is_agent_worktree, marked_agent, owns, worktrees_dir
-from ..core.writer import COMMITTER, Change, RefMove, Writer, private_folder
+from ..core.writer import COMMITTER, Change, RefMove, Writer
 from ..errors import BadArguments, Conflict, GitCommandError, GitspaceError, LedgerError, NotFound
 from ..storage import ledger, statefiles
 from ..storage.gitrepo import GitRepo
@@ -264,7 +264,7 @@ def _attach(repo: GitRepo, name: str, at: Path | None) -> Attached:
             raise Conflict(f"Branch {branch} is checked out in {describe_holder(repo, holder.path)}.",
                            hint="Switch that checkout to another branch, or pick another name.")
     if at is None:  # never through a link: the worktree lives inside the git directory
-        private_folder(private_folder(repo.commondir, "gitspace"), "worktrees")
+        statefiles.folder(repo.commondir, "gitspace", "worktrees")
         repo.add_worktree(target, branch)
     else:
         _add_at(repo, target, branch, name)
@@ -463,7 +463,7 @@ def _archive_sessions(repo: GitRepo, name: str, worktree: Path) -> Path | None:
     # A link there is history's, not gitspace's: removed with the worktree, never followed.
     if os.path.islink(local) or not local.is_dir() or not any(local.iterdir()):
         return None
-    parent = private_folder(private_folder(repo.commondir, "gitspace"), "detached")
+    parent = statefiles.folder(repo.commondir, "gitspace", "detached")
     archive = Path(tempfile.mkdtemp(prefix=f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-",
                                     dir=parent))
     os.replace(local, archive)  # onto the new, empty folder: one rename

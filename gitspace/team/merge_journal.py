@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..core.writer import Writer, break_stale_locks, private_folder
+from ..core.writer import Writer, break_stale_locks
 from ..storage import lockfile, statefiles
 from ..storage.files import Files
 from ..storage.gitrepo import GitRepo
@@ -45,7 +45,7 @@ class MergeJournal:
 
     def __init__(self, repo: GitRepo) -> None:
         self.repo = repo
-        self.folder = private_folder(repo.gitdir, "gitspace")  # (every state file: statefiles)
+        self.folder = statefiles.folder(repo.gitdir, "gitspace")  # (never a link)
         self.path = self.folder / JOURNAL
         self.index_copy = self.folder / INDEX_COPY
         self.recovered = False  # a dead merge's leftovers were undone when the lock was taken

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.workspace import Workspace
-from ..core.writer import COMMITTER, Change, RefMove, private_folder
+from ..core.writer import COMMITTER, Change, RefMove
 from ..errors import GitspaceError, LockTimeout
 from ..storage import lockfile, statefiles
 from .sync_pace import Pace
@@ -70,7 +70,7 @@ def move_tracking(ws: Workspace, ref: str, new: str) -> list[str]:
 
 def scratch_folder(ws: Workspace) -> Path:
     """Where sync's rebases make their scratch repositories; emptied by ``clear_scratch``."""
-    return private_folder(ws.writer.state_dir, SCRATCH)
+    return statefiles.folder(ws.writer.state_dir, SCRATCH)
 
 
 def clear_scratch(ws: Workspace) -> None:

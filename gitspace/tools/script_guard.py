@@ -29,9 +29,9 @@ from ..core import paths
 from ..core.transaction import disk_state
 from ..core.workspace import Workspace
 from ..core.writer import COMMITTER, Change
-from ..errors import GitspaceError, LockTimeout, PathRefused, WriteFailed
+from ..errors import GitspaceError, LockTimeout, WriteFailed
 from ..storage import ledger, racyindex, statefiles
-from ..storage.files import parts_of
+from ..storage.files import is_plain
 from ..storage.objects import EXEC_MODE, FILE_MODE, LINK_MODE
 
 State = tuple[bytes, int] | None
@@ -108,24 +108,14 @@ def _lstat(path: Path) -> os.stat_result | None:
         return None
 
 
-def _plain(rel: str) -> bool:
-    """Can the work-tree writer name this path? (Not one holding a .git spelling: those it never
-    reads or writes, and neither does the undo, beyond moving what the script made aside.)"""
-    try:
-        parts_of(rel)
-    except PathRefused:
-        return False
-    return True
-
-
 def _stat(ws: Workspace, rel: str) -> os.stat_result | None:
     """The path's own stat, never through a link (a path git status listed: no link above it)."""
-    return ws.files.stat(rel) if _plain(rel) else _lstat(ws.root / rel)
+    return ws.files.stat(rel) if is_plain(rel) else _lstat(ws.root / rel)
 
 
 def _read(ws: Workspace, rel: str) -> State:
     """(content, git mode) of a path the script may have touched, read without following links."""
-    if _plain(rel):
+    if is_plain(rel):
         return disk_state(ws.root, rel)
     st = _lstat(ws.root / rel)
     if st is None or not statmod.S_ISREG(st.st_mode):
@@ -282,11 +272,11 @@ def undo(ws: Workspace, found: list[ScriptChange]) -> Undone:
             done.aside = aside
     # Back through the one work-tree writer: deletions first, never through a link, folders
     # left empty pruned. A name it refuses (a .git spelling) the script can only have made.
-    plain = {c.rel: _state_of(c.before) for c in restorable if _plain(c.rel)}
+    plain = {c.rel: _state_of(c.before) for c in restorable if is_plain(c.rel)}
     written = ws.writer.apply(Change("gitspace: put back a script's changes", COMMITTER,
                                      files=plain, lenient=True))
     for change in restorable:
-        if not _plain(change.rel) and change.before is None:
+        if not is_plain(change.rel) and change.before is None:
             _remove_odd(ws.root, change.rel)
             written.append(change.rel)
     done.restored = sorted(written)

@@ -33,6 +33,7 @@ from gitspace.errors import (
     ToolFailed,
     system_hint,
 )
+from gitspace.storage import statefiles
 
 MiB = 1 << 20
 
@@ -431,7 +432,7 @@ def test_a_link_where_gitspace_keeps_its_state_is_refused_with_what_to_do(
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "gitspace").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(gitspace.GitspaceError) as refused:
-        writer.private_folder(tmp_path, "gitspace")
+        statefiles.folder(tmp_path, "gitspace")
     folder = tmp_path / "gitspace"
     assert refused.value.message == (
         f"{folder} is not a folder (a link or a file stands there), so gitspace will not keep "

@@ -1,9 +1,11 @@
 """core/writer.py: one Change, applied whole or not at all, for every shape a change takes.
 
 The shapes beyond an op's (branch, files and index together): a ref alone (outside refs/heads
-too), files alone (no index, no HEAD), an index other than the checkout's own, several refs in
-one ref transaction. Each is checked applied, failed (nothing moved), and cut short by a crash
-(a copy of the workspace taken at that instant finishes it when opened).
+too), files alone (no index, no HEAD), several refs in one ref transaction, a new branch checked
+out with it. Each is checked applied, failed (nothing moved), and cut short by a crash (a copy of
+the workspace taken at that instant finishes it when opened). A journal that no change of
+gitspace's wrote (malformed, or naming paths and refs outside the repository) is refused and
+acted on never.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ import gitspace
 from gitspace import faults
 from gitspace.core.writer import COMMITTER, Change, RefMove
 from gitspace.errors import ConcurrentUpdate, WriteFailed
-from gitspace.storage import gitindex
 from gitspace.storage.objects import FILE_MODE
-from gitspace.storage.records import replace
+from gitspace.storage.statefiles import StateRefused
 
 PRIVATE = "refs/gitspace/private/main"
 
@@ -72,19 +73,6 @@ def test_files_alone_never_touch_the_index_or_head(ws: gitspace.Workspace,
     assert git(ws.root, "status", "--porcelain") == " M a.txt\n"
 
 
-def test_a_private_index_instead_of_the_checkouts_own(ws: gitspace.Workspace,
-                                                      two: tuple[str, str]) -> None:
-    first, _ = two
-    private = ws.writer.state_dir / "private-index"
-    index = _index(ws)
-    _apply(ws, Change("gitspace: private line", COMMITTER, [RefMove(PRIVATE, None, first)],
-                      at=first, before={"a.txt": (b"two\n", FILE_MODE)}, index_file=private))
-    assert _index(ws) == index
-    entries = gitindex.load(private).raw
-    assert list(entries) == [b"a.txt"]
-    assert gitindex.entry_sha(entries[b"a.txt"]) == git(ws.root, "rev-parse", f"{first}:a.txt").strip()
-
-
 def test_several_refs_move_together_or_not_at_all(ws: gitspace.Workspace,
                                                   two: tuple[str, str]) -> None:
     first, tip = two
@@ -131,9 +119,6 @@ CUTS: dict[str, tuple[str, Callable[[str, str], Change]]] = {
     "files alone": ("file.replace", lambda first, tip: Change(
         "gitspace: rewind in place", COMMITTER, at=first, files={"a.txt": (b"one\n", FILE_MODE)},
         before={"a.txt": (b"two\n", FILE_MODE)}, index=False)),
-    "a private index": ("index.store", lambda first, tip: Change(
-        "gitspace: private line", COMMITTER, [RefMove(PRIVATE, None, first)], at=first,
-        before={"a.txt": (b"two\n", FILE_MODE)}, index_file=Path("private-index"))),
 }
 
 
@@ -144,8 +129,6 @@ def test_a_change_cut_short_is_finished_by_the_next_open(ws: gitspace.Workspace,
     first, tip = two
     point, make = CUTS[name]
     change = make(first, tip)
-    if change.index_file is not None:  # (the private index lives in the workspace copied)
-        change = replace(change, index_file=ws.writer.state_dir / change.index_file)
     crashed = tmp_path / "crashed"
     _cut_short(ws, crashed, point, change)
     assert (crashed / ".git" / "gitspace" / "journal.json").exists()
@@ -159,6 +142,59 @@ def test_a_change_cut_short_is_finished_by_the_next_open(ws: gitspace.Workspace,
         assert (crashed / "a.txt").read_text() == "one\n"
     if not change.index:
         assert (crashed / ".git" / "index").read_bytes() == index
-    if change.index_file is not None:  # named inside .git: the copy's own private index
-        entries = gitindex.load(crashed / ".git" / "gitspace" / "private-index").raw
-        assert list(entries) == [b"a.txt"]
+
+
+
+def test_a_new_branch_and_head_move_together_or_not_at_all(ws: gitspace.Workspace,
+                                                           two: tuple[str, str]) -> None:
+    """A branch made at the first op and checked out, in one change: a failure of its file
+    moves HEAD back and deletes the branch; a crash after HEAD moved is finished on open."""
+    first, tip = two
+    change = Change("gitspace: branch", COMMITTER, [RefMove("refs/heads/try", None, first)],
+                    head="try", at=first, files={"a.txt": (b"one\n", FILE_MODE)},
+                    before={"a.txt": (b"two\n", FILE_MODE)})
+    refs, index = git(ws.root, "for-each-ref"), _index(ws)
+    with faults.inject("file.write", errno.EIO), pytest.raises(WriteFailed):
+        _apply(ws, change)
+    assert git(ws.root, "for-each-ref") == refs and _index(ws) == index
+    assert ws.repo.head_branch() == "main" and (ws.root / "a.txt").read_text() == "two\n"
+    _cut_short(ws, ws.root.parent / "crashed", "file.replace", change)
+    with gitspace.open(ws.root.parent / "crashed", agent="tester") as again:
+        assert again.repo.head_branch() == "try" and again.tip() == first
+        assert (again.root / "a.txt").read_text() == "one\n"
+        assert git(again.root, "status", "--porcelain") == ""
+
+
+HOSTILE = {
+    "a list": b"[]",
+    "a ref outside refs/": b'{"moves": [["../../../victim", null, null]], "paths": []}',
+    "a lock outside the repository": b'{"ref": null, "locks": ["refs/../../x"], "paths": []}',
+    "a ref git refuses": b'{"moves": [["refs/heads/a.lock/b", null, null]], "paths": []}',
+    "a path into .git": b'{"moves": [], "at": null, "paths": [".git/config"]}',
+    "an object id that is none": b'{"moves": [["refs/heads/main", "HEAD~1", null]]}',
+    "a head that is no branch": b'{"moves": [], "head": "../HEAD", "paths": []}',
+    "an index path": b'{"moves": [], "index": "/tmp/elsewhere", "paths": []}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_journal_no_change_wrote_is_refused_and_acted_on_never(
+        ws: gitspace.Workspace, two: tuple[str, str], name: str) -> None:
+    """Whatever stands in the journal, opening the workspace moves no ref, removes no lock file
+    and writes no file: it says the journal is none of gitspace's and leaves it. (A torn one, cut
+    off mid-write, is none of a change's: it is dropped.)"""
+    _, tip = two
+    journal = ws.root / ".git" / "gitspace" / "journal.json"
+    journal.write_bytes(HOSTILE[name])
+    outside = ws.root / "x.lock"  # what "refs/../../x" names from the common git dir (newer)
+    outside.write_text("someone's\n")
+    refs, index = git(ws.root, "for-each-ref"), _index(ws)
+    with pytest.raises(StateRefused, match="is not an op journal gitspace wrote"):
+        gitspace.open(ws.root, agent="tester")
+    assert journal.read_bytes() == HOSTILE[name]
+    assert git(ws.root, "for-each-ref") == refs and _index(ws) == index
+    assert outside.read_text() == "someone's\n"
+    assert (ws.root / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    journal.write_bytes(b'{"moves": [')  # torn
+    with gitspace.open(ws.root, agent="tester") as again:
+        assert not journal.exists() and again.tip() == tip
