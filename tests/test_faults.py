@@ -296,9 +296,10 @@ OPS: dict[str, Op] = {
     "switch": Op(_nothing, _call("switch", {"name": "other"}),
                  {**CHECKOUT, "journal.write": 1, "head.update": 1, "reflog.write": 1,
                   "index.store": 1, "journal.remove": 1}),
+    # The branch made and checked out in one change: one journal, its ref, then HEAD.
     "branch and switch": Op(_nothing, _call("branch", {"name": "try", "from": "cp"}),
-                            {**CHECKOUT, "journal.write": 2, "ref.update": 1, "reflog.write": 2,
-                             "journal.remove": 2, "head.update": 1, "index.store": 1}),
+                            {**CHECKOUT, "journal.write": 1, "ref.update": 1, "reflog.write": 2,
+                             "journal.remove": 1, "head.update": 1, "index.store": 1}),
     "checkpoint": Op(_nothing, _call("checkpoint", {"name": "cp2"}),  # the tag object; tags
                      {"object.write": 1, "journal.write": 1, "ref.update": 1,  # have no reflog
                       "journal.remove": 1}),

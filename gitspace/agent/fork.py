@@ -97,13 +97,9 @@ def prepare(ws: Workspace, loop_session: Session, at: Point, instruction: str) -
     assert op.tool_use_id is not None
     loop_session.messages = conversation(original, op.tool_use_id, op.op_id, instruction)
     name = _branch_name(ws, op.op_id)
-    who = ws.identity("fork")  # (the branch's reflog names the workspace's agent)
-    branches.create(ws, who, name, commit)
-    try:
-        branches.switch(ws, who, name)
-    except BaseException:
-        branches.delete_created(ws, who, name, commit)
-        raise
+    # One change of the writer: the branch made and checked out, or neither. (Its reflog names
+    # the workspace's agent.)
+    branches.create(ws, ws.identity("fork"), name, commit, switch=True)
     loop_session.branch, loop_session.base = name, commit
     loop_session.forked_from = {"op": op.op_id, "session": original.id, "commit": commit,
                                 "branch": original.branch, "tool_use_id": op.tool_use_id}

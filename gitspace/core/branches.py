@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import Conflict, GitspaceError, NotFound
 from ..storage import ledger
+from ..storage.files import State
 from . import refnames
 from .identity import Identity
 from .transaction import checkout_changes
@@ -39,18 +40,26 @@ def listing(ws: Workspace) -> list[Branch]:
     ]
 
 
-def create(ws: Workspace, who: Identity, name: str, start: str) -> Branch:
-    """Make branch ``name`` at ``start``, by ``who`` (its op id, when fixed, in the reflog)."""
+def create(ws: Workspace, who: Identity, name: str, start: str, *, switch: bool = False) -> int:
+    """Make branch ``name`` at ``start``, by ``who`` (its op id, when fixed, in the reflog);
+    with ``switch``, check it out in the same change (both or neither). How many files changed
+    on disk."""
     refnames.check_new(ws, "branch", name, "refs/heads/")
-    if ws.repo.read_ref(f"refs/heads/{name}") is not None:
-        raise GitspaceError(f"A branch named {name!r} already exists.",
-                            hint="Switch to it with the switch tool, or pick another name.",
-                            cli_hint=f"Switch to it with 'gitspace switch {name}', or pick "
-                                     "another name.")
+    ref = f"refs/heads/{name}"
     with ws.writer.locked():
-        ws.writer.apply(Change(ledger.branch_note(name, who.op_id), who.author,
-                               [RefMove(f"refs/heads/{name}", None, start)]))
-    return Branch(name, start, False)
+        if ws.repo.read_ref(ref) is not None:
+            raise GitspaceError(f"A branch named {name!r} already exists.",
+                                hint="Switch to it with the switch tool, or pick another name.",
+                                cli_hint=f"Switch to it with 'gitspace switch {name}', or pick "
+                                         "another name.")
+        made = RefMove(ref, None, start)
+        if not switch:
+            ws.writer.apply(Change(ledger.branch_note(name, who.op_id), who.author, [made]))
+            return 0
+        wanted, before = _checkout(ws, start, name)
+        ws.writer.apply(Change(ledger.branch_note(name, who.op_id), who.author, [made],
+                               head=name, at=start, files=wanted, before=before))
+        return len(wanted)
 
 
 def switch(ws: Workspace, who: Identity, name: str) -> int:
@@ -71,17 +80,15 @@ def switch(ws: Workspace, who: Identity, name: str) -> int:
                 "would overwrite each other's files.",
                 hint="Start a branch of your own there instead ('gitspace branch NAME').",
             )
-        old_tip = ws.tip()
-        wanted, before = checkout_changes(
-            ws, ws.repo.commit(old_tip).tree, ws.repo.commit(target).tree,
-            f"Switching to {name}", "Run 'gitspace snapshot' to record them first, then switch.")
+        wanted, before = _checkout(ws, target, name)
         ws.writer.apply(Change(f"checkout: moving to {name}", who.author, head=name, at=target,
                                files=wanted, before=before))
         return len(wanted)
 
 
-def delete_created(ws: Workspace, who: Identity, name: str, tip: str) -> None:
-    """Delete branch ``name``, just created at ``tip`` by an op that then failed."""
-    with ws.writer.locked():
-        ws.writer.apply(Change(f"gitspace: branch {name} rolled back", who.author,
-                               [RefMove(f"refs/heads/{name}", tip, None)]))
+def _checkout(ws: Workspace, target: str, name: str) -> tuple[dict[str, State], dict[str, State]]:
+    """The files that change going from the current tip to ``target`` (refused, changing
+    nothing, over an outside change or an untracked file in the way)."""
+    return checkout_changes(
+        ws, ws.repo.commit(ws.tip()).tree, ws.repo.commit(target).tree,
+        f"Switching to {name}", "Run 'gitspace snapshot' to record them first, then switch.")

@@ -110,14 +110,10 @@ def _recover_branch(ws: Workspace, args: dict[str, Any], op_id: str) -> str | No
 )
 def branch_tool(ws: Workspace, args: dict[str, Any], who: Identity) -> Result:
     start = checkpoints.resolve(ws, args["from"]) if "from" in args else ws.tip()
-    created = branches.create(ws, who, args["name"], start)
-    text = f"Branch {created.name} created at {start[:12]}."
-    if args.get("switch", True):
-        try:
-            changed = branches.switch(ws, who, created.name)
-        except BaseException:
-            branches.delete_created(ws, who, created.name, start)  # the call fails whole
-            raise
+    switch = args.get("switch", True)
+    changed = branches.create(ws, who, args["name"], start, switch=switch)  # the call is whole
+    text = f"Branch {args['name']} created at {start[:12]}."
+    if switch:
         text = f"{text[:-1]} and checked out ({changed} file(s) changed)."
     return Result(ok=True, text=text, tool=who.tool, commit=start)
 
