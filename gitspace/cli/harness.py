@@ -150,22 +150,23 @@ def gc(
     """Prune the lines recorded in your own checkout that your commits absorbed, or that are
     older than --keep-days, and pack what recording wrote (see 'gitspace hooks install')."""
     from ..core import linegc
+    from ..core.writer import Writer
     from ..storage.gitrepo import GitRepo
-    from ..storage.lockfile import flocked
 
     repo = GitRepo.open(Path(state.directory))
     try:
         if auto and not linegc.due(repo):
             return
+        writer = Writer(repo)
         busy = LockTimeout("A gitspace hook held this checkout's lock for 30 s.",
                            hint="Run 'gitspace gc' again when the agent is idle.")
-        with flocked(repo.gitdir, "gitspace/lock", 30.0, busy):  # (never through a link)
+        with writer.locked(30.0, busy):
             pruned = linegc.plan(repo, keep_days)
             for p in pruned:
                 echo(f"{'would prune' if dry_run else 'pruned'} {p.ref} ({p.why})")
             if dry_run:
                 return
-            report = linegc.prune(repo, pruned)
+            report = linegc.prune(writer, pruned)
             linegc.ran(repo)
         if report.turns:
             echo(f"pruned {len(report.turns)} turn mark(s) no line reaches")

@@ -66,6 +66,24 @@ class Identity:
         return author_of(self.name)
 
 
+EXTERNAL_LISTED = 100  # the paths an external edit's args name (its message lists 200)
+
+
+def external_edit(paths: list[str], note: str, agent: str | None, session: str | None = None,
+                  caller: tuple[str | None, str | None] = (None, None)
+                  ) -> tuple[ledger.Op, str, str]:
+    """An outside change of ``paths`` found during ``session`` (a delegated one: ``caller`` is
+    its parent's session and call), by ``agent`` (whoever changed the files: a person's token,
+    or ``human``): its op, commit subject and body."""
+    paths = sorted(paths)
+    op = Identity("external_edit", agent=agent, session=session, source="external",
+                  parent_session=caller[0], parent_tool_use_id=caller[1]).op(
+        {"count": len(paths), "paths": paths[:EXTERNAL_LISTED]})
+    first = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
+    body = note + "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in paths[:200])
+    return op, f"external edit of {first}", body
+
+
 HUMAN = "human"  # a call with neither agent nor person (a library caller that named no one)
 
 

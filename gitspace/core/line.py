@@ -54,11 +54,12 @@ from ..storage import ledger, statefiles
 from ..storage.files import State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import EMPTY_TREE, Entry, Signature
+from .identity import Identity
 from .writer import COMMITTER, Change, RefMove, Writer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
 ROOT = "refs/gitspace/"
 LINES = ROOT + "lines/"
@@ -245,8 +246,7 @@ def follow(repo: GitRepo, here: Where, tree: str, since: Model | None, person: S
     changed = sorted(c.path for c in repo.diff_trees(repo.commit(parent).tree, tree))
     args: dict[str, object] = {"branch": here.branch, "commit": here.head, "count": len(changed),
                                "paths": changed[:100]}
-    op = ledger.Op(op_id=ledger.new_op_id(), tool=FOLLOW, args=args, source="external",
-                   agent=agent)
+    op = Identity(FOLLOW, agent=agent, source="external").op(args)
     what = _movement(repo, here, since)
     body = (f"{why}\n\n" if why else "") + (
         "The files are taken as they were after the last recorded call, with what changed "
@@ -273,23 +273,23 @@ def _movement(repo: GitRepo, here: Where, since: Model | None) -> str:
     return f"follow {on} to {short} (moved from {since.base[:10]})"
 
 
-def move(repo: GitRepo, ref: str, old: str | None, new: str | None) -> None:
-    """Move one of gitspace's refs here (a line, a turn mark) by compare-and-swap; ``new`` None
-    deletes it. The one place these refs move."""
-    if new is not None or old is not None:  # (a packed one too: git pack-refs packs these)
-        Writer(repo).apply(Change("gitspace: record", COMMITTER, [RefMove(ref, old, new)]))
+def move(writer: Writer, moves: Sequence[tuple[str, str | None, str | None]]) -> None:
+    """Move gitspace's refs here (lines, turn marks): each ``(ref, old, new)`` from ``old`` to
+    ``new`` (None: create, delete), all in one change of the checkout's writer, whose lock the
+    caller holds. The one place these refs move."""
+    refs = [RefMove(ref, old, new) for ref, old, new in moves if old is not None or new is not None]
+    if refs:  # (a packed one too: git pack-refs packs these)
+        writer.apply(Change("gitspace: record", COMMITTER, refs))
 
 
-def move_with_files(repo: GitRepo, ref: str, old: str | None, new: str,
+def move_with_files(writer: Writer, ref: str, old: str | None, new: str,
                     files: Mapping[str, State], before: Mapping[str, State]) -> None:
     """Move line ``ref`` to ``new`` and write work-tree ``files`` with it (undo, rewind): one
-    change through the one writer, the work tree only (no index, no HEAD); ``before`` is what
-    each path holds now (a failure puts it back)."""
-    from .writer import Change, RefMove, Writer
-
-    Writer(repo).apply(Change(why="gitspace: undo in place", who=COMMITTER,
-                              refs=[RefMove(ref, old, new)], at=new, files=files, before=before,
-                              index=False))
+    change of the writer (its lock held), the work tree only (no index, no HEAD); ``before`` is
+    what each path holds now (a failure puts it back, a crash is finished by the next lock)."""
+    writer.apply(Change(why="gitspace: undo in place", who=COMMITTER,
+                        refs=[RefMove(ref, old, new)], at=new, files=files, before=before,
+                        index=False))
 
 
 def lines(repo: GitRepo) -> list[tuple[str, str]]:

@@ -31,6 +31,7 @@ from ..errors import GitspaceError
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from . import line
+from .writer import Writer
 
 KEEP_DAYS = 30.0
 AUTO_EVERY = 24 * 3600.0
@@ -86,13 +87,12 @@ def absorbed(repo: GitRepo, tip: str, target: str) -> bool:
     return all(repo.entry_at(ours, p) == repo.entry_at(theirs, p) for p in changed)
 
 
-def prune(repo: GitRepo, pruned: list[Pruned], pack: bool = True) -> Report:
-    """Apply ``plan``'s verdicts (the caller holds the checkout's lock)."""
-    for p in pruned:
-        line.move(repo, p.ref, p.tip, None)
-    turns = _orphan_turns(repo) if pruned else []
-    for ref, tip in turns:
-        line.move(repo, ref, tip, None)
+def prune(writer: Writer, pruned: list[Pruned], pack: bool = True) -> Report:
+    """Apply ``plan``'s verdicts: the lines and the turn marks no line reaches then, deleted in
+    one change of ``writer`` (the caller holds its lock)."""
+    repo = writer.repo
+    turns = _orphan_turns(repo, {p.ref for p in pruned}) if pruned else []
+    line.move(writer, [(p.ref, p.tip, None) for p in pruned] + [(r, t, None) for r, t in turns])
     packed = False
     if pack:  # one pack, so each tree recording wrote is a delta of the person's (nothing
         # unreachable is dropped: --keep-unreachable; git's own gc decides about those)
@@ -100,12 +100,15 @@ def prune(repo: GitRepo, pruned: list[Pruned], pack: bool = True) -> Report:
     return Report(pruned, [ref[len(line.TURNS):] for ref, _ in turns], packed)
 
 
-def _orphan_turns(repo: GitRepo) -> list[tuple[str, str]]:
+def _orphan_turns(repo: GitRepo, pruned: set[str]) -> list[tuple[str, str]]:
+    """The turn marks no line but the ``pruned`` ones reaches."""
     marks = {ref: tip for ref, tip, _ in repo.refs(line.TURNS.rstrip("/"))}
     if not marks:
         return []
     reached: set[str] = set()
-    for _, tip in line.lines(repo):
+    for ref, tip in line.lines(repo):
+        if ref in pruned:
+            continue
         out = repo.git("for-each-ref", "--format=%(refname)", f"--merged={tip}",
                        line.TURNS.rstrip("/"))
         reached |= set(out.decode().split())

@@ -25,6 +25,7 @@ from ..storage.files import Files, State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import FILE_MODE, Entry, Signature
 from . import userfiles
+from .identity import external_edit
 from .paths import check_tree_paths
 from .result import UNCHANGED, Result
 from .writer import COMMITTER, Change, RefMove, Writer
@@ -223,20 +224,9 @@ def commit_external(ws: Host, parent: str, tree: str, changes: dict[str, Entry |
     (a delegated one: ``caller`` is its parent's session and call, which the op names as the
     session's every op does): (commit, tree, op id); ``subject``: the person's own words for
     them (``snapshot -m``). Only objects are written: the caller's change moves the branch."""
-    paths = sorted(changes)
-    op = ledger.Op(
-        op_id=ledger.new_op_id(),
-        tool="external_edit",
-        args={"count": len(paths), "paths": paths[:100]},
-        source="external",
-        agent=ws.external_author,
-        session=session,
-        parent_session=caller[0],
-        parent_tool_use_id=caller[1],
-    )
+    op, found, body = external_edit(list(changes), note, ws.external_author, session, caller)
     new_tree = ws.repo.update_tree(tree, changes)
-    body = note + "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in paths[:200])
-    message = ledger.encode_message(op, subject or f"external edit of {_summary(paths)}", body)
+    message = ledger.encode_message(op, subject or found, body)
     commit = ws.repo.write_commit(new_tree, [parent], message, ws.external_identity, COMMITTER)
     return commit, new_tree, op.op_id
 
@@ -268,7 +258,3 @@ def entry_of(repo: GitRepo, state: tuple[bytes, int] | None, *, write: bool) -> 
     data, mode = state
     sha = repo.write_blob(data) if write else repo.hash_object("blob", data)
     return Entry(mode, sha)
-
-
-def _summary(paths: list[str]) -> str:
-    return paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
@@ -43,6 +44,18 @@ def turn_name(agent: str, session: str | None, number: int) -> str:
     """The checkpoint a turn ends at: ``<agent>-<first 8 of the session>-turn-<n>``."""
     middle = f"-{plain_name(session)[:8]}" if session else ""
     return f"{plain_name(agent)}{middle}-turn-{number}"
+
+
+def free_turn_name(agent: str, session: str | None, number: int,
+                   taken: Callable[[str], bool]) -> str:
+    """``turn_name``, with ``.2``, ``.3``... after it while ``taken(name)`` (a session whose
+    turns were counted afresh)."""
+    base = turn_name(agent, session, number)
+    name, k = base, 1
+    while taken(name):
+        k += 1
+        name = f"{base}.{k}"
+    return name
 
 
 TURN = re.compile(r"(?P<prefix>.+)-turn-(?P<number>\d+)(?:\.\d+)?")

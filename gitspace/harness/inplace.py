@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core import exclude
 from ..errors import FileRefused, GitspaceError, LockTimeout, PathRefused
-from ..storage import lockfile, loose, privateindex, statefiles
+from ..storage import loose, privateindex, statefiles
 from ..storage.files import Files
 from . import state
 from .events import Event, NothingRecorded, Options, Recorded
@@ -127,18 +127,21 @@ def handle(event: Event, repo: GitRepo, options: Options,
     if event.kind == "before" and event.call is not None:
         announce(repo.root, repo.gitdir, repo.commondir, event, options)
         return Recorded()
+    from ..core.writer import Writer
     from .inplace_record import Recorder
 
-    gitspace_dir = _private(repo.gitdir / "gitspace")
-    busy = LockTimeout(f"Another gitspace hook held {gitspace_dir / 'lock'} for "
+    writer = Writer(repo)  # (its folder, <git dir>/gitspace, is never a link: statefiles)
+    busy = LockTimeout(f"Another gitspace hook held {writer.state_dir / 'lock'} for "
                        f"{options.lock_timeout:.0f} s.", hint="The next call records this one.")
     mark = _mark_running(repo.gitdir)  # a hook killed from here on leaves it for the next
     try:
-        with lockfile.flocked(repo.gitdir, "gitspace/lock", options.lock_timeout, busy):
+        # The writer's lock: a change of the line a killed hook cut short (an undo's files) is
+        # finished from its journal first.
+        with writer.locked(options.lock_timeout, busy):
             caught_up = state.missed(repo.gitdir) or _killed(repo.gitdir, mark)
             state.mark_missed(repo.gitdir, INTERRUPTED)  # cleared once this call is recorded
             try:
-                outcome = Recorder(repo, event, options, caught_up, act).run()
+                outcome = Recorder(writer, event, options, caught_up, act).run()
             except GitspaceError:
                 if act is None:
                     raise
@@ -245,10 +248,5 @@ def announce(root: Path, gitdir: Path, commondir: Path, event: Event, options: O
 
 def _folder(gitdir: Path) -> Path:
     return gitdir / "gitspace" / "inplace"
-
-
-def _private(folder: Path) -> Path:
-    statefiles.folder(folder.parent, folder.name)  # never a link (storage/statefiles.py)
-    return folder
 
 

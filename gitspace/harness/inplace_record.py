@@ -35,13 +35,14 @@ import time
 from pathlib import Path
 
 from ..core import exclude, line
+from ..core.identity import Identity, external_edit
 from ..errors import FileRefused, GitspaceError, NotFound, PathRefused
 from ..storage import ledger, lockfile, privateindex
 from ..storage.files import Files
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from . import state
-from .calls import recorded_args, subject, title, token, turn_name
+from .calls import free_turn_name, recorded_args, subject, title, token, turn_name
 from .events import Call, Event, Options, Recorded
 from .prepare import relative, running
 
@@ -49,6 +50,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+    from ..core.writer import Writer
 
 # The private index is brought up to date at a turn's start and end, and by a scan that found
 # more than this many paths to look at: git rewrites a whole index file to change one entry, so
@@ -95,9 +98,11 @@ class Recorder:
     """One after hook (or turn edge) under the checkout's lock: follow the person, catch up,
     record the call, publish."""
 
-    def __init__(self, repo: GitRepo, event: Event, options: Options, missed: str | None,
+    def __init__(self, writer: Writer, event: Event, options: Options, missed: str | None,
                  act: Callable[[Recorder], Any] | None = None) -> None:
-        self.repo, self.event, self.options, self.missed = repo, event, options, missed
+        """Record ``event`` through ``writer``, whose lock the caller holds."""
+        self.writer, self.repo = writer, (repo := writer.repo)
+        self.event, self.options, self.missed = event, options, missed
         self.act = act  # a command the person runs (undo, rewind): what it does on the line
         self.gitdir = repo.gitdir
         self.files = Files(repo.root)
@@ -324,30 +329,23 @@ class Recorder:
         return self._person
 
     def _external(self, changes: dict[str, Entry | None], note: str) -> None:
-        paths = sorted(changes)
         person, agent = self.person()
-        op = ledger.Op(op_id=ledger.new_op_id(), tool="external_edit",
-                       args={"count": len(paths), "paths": paths[:100]}, source="external",
-                       agent=agent, session=self.session)
-        body = note + "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in paths[:200])
-        first = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more"
-        self._commit(op, changes, f"external edit of {first}", body, person)
+        op, subject_line, body = external_edit(list(changes), note, agent, self.session)
+        self._commit(op, changes, subject_line, body, person)
 
     def _call_op(self, call: Call, changes: dict[str, Entry | None], note: str) -> None:
         event = self.event
-        op = ledger.Op(op_id=ledger.new_op_id(), tool=call.tool,
-                       args=recorded_args(self.repo, event.cwd, call, changes),
-                       source="harness", agent=event.agent, session=self.session,
-                       tool_use_id=token(call.use_id), paths=tuple(sorted(changes)),
-                       path_count=len(changes))
+        who = Identity(call.tool, tool_use_id=token(call.use_id), agent=event.agent,
+                       session=self.session, source="harness")
+        op = who.op(recorded_args(self.repo, event.cwd, call, changes),
+                    paths=tuple(sorted(changes)), path_count=len(changes))
         body = [self._where()]
         if call.error or event.kind == "failed":
             body.append(f"The call failed ({call.error or 'no reason given'}); these are the "
                         "changes it left.")
         if note:
             body.append(note)
-        ident = _agent_identity(event.agent)
-        self._commit(op, changes, subject(call, changes), "\n".join(body), ident)
+        self._commit(op, changes, subject(call, changes), "\n".join(body), who.author)
 
     def _commit(self, op: ledger.Op, changes: dict[str, Entry | None], subject_line: str,
                 body: str, ident: Any) -> None:
@@ -395,25 +393,19 @@ class Recorder:
     # -- turns -------------------------------------------------------------------------------
 
     def _turn(self, event: Event) -> None:
-        if event.kind == "prompt" and event.session:
-            first = 1 + len(turn_marks(self.repo, event.agent, event.session))
-            state.begin_turn(self.gitdir, event.agent, event.session, event.prompt_id,
-                             event.transcript, first)
+        if event.kind == "prompt":
+            state.turn_at(self.gitdir, event, self._marks)
+
+    def _marks(self) -> int:
+        return len(turn_marks(self.repo, self.event.agent, self.event.session or ""))
 
     def _mark_turn(self) -> None:
         event = self.event
-        known = state.turn(self.gitdir, event.agent, event.session)
-        if known is None and event.session:
-            first = 1 + len(turn_marks(self.repo, event.agent, event.session))
-            known = state.begin_turn(self.gitdir, event.agent, event.session, event.prompt_id,
-                                     event.transcript, first)
-        base = turn_name(event.agent, event.session, known.number if known else 1)
-        name, k = base, 1
-        while self.repo.read_ref(line.TURNS + name) is not None:
-            k += 1
-            name = f"{base}.{k}"
+        known = state.turn_at(self.gitdir, event, self._marks)
+        name = free_turn_name(event.agent, event.session, known.number if known else 1,
+                              lambda name: self.repo.read_ref(line.TURNS + name) is not None)
         tip = self.repo.read_ref(self.here.ref) or self.here.head
-        line.move(self.repo, line.TURNS + name, None, tip)
+        line.move(self.writer, [(line.TURNS + name, None, tip)])
         self.outcome.checkpoint = name
 
     # -- publishing --------------------------------------------------------------------------
@@ -434,12 +426,12 @@ class Recorder:
     def _publish(self, model: line.Model | None, scanned: bool) -> None:
         repo, here = self.repo, self.here
         new = self.parent
-        if new != (here.tip or here.head):
-            _break_stale(repo.commondir / f"{here.ref}.lock", repo)
+        if new != (here.tip or here.head):  # (a lock a killed hook left: the writer's recovery)
             if self.writes:
-                line.move_with_files(repo, here.ref, here.tip, new, self.writes, self.before)
+                line.move_with_files(self.writer, here.ref, here.tip, new, self.writes,
+                                     self.before)
             else:
-                line.move(repo, here.ref, here.tip, new)
+                line.move(self.writer, [(here.ref, here.tip, new)])
         index_at = model.index_at if model is not None else None
         if scanned and (index_at is None or self.event.kind in ("prompt", "stop", "scan")
                         or len(self.scanned | self.touched) > SYNC_AT):
@@ -458,12 +450,6 @@ def turn_marks(repo: GitRepo, agent: str, session: str) -> list[tuple[str, str]]
     prefix = turn_name(agent, session, 0)[: -len("turn-0")]
     return [(ref[len(line.TURNS):], tip) for ref, tip, _ in repo.refs(line.TURNS.rstrip("/"))
             if ref[len(line.TURNS):].startswith(prefix)]
-
-
-def _agent_identity(agent: str) -> Any:
-    from ..storage.objects import Signature
-
-    return Signature(agent, f"{agent}@gitspace")
 
 
 def _op_id(repo: GitRepo, commit: str) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core import line, lookup, userfiles
+from ..core.identity import Identity
 from ..errors import Conflict, FileRefused, NotFound, PathRefused
 from ..storage import ledger, privateindex
 from ..storage.files import State
@@ -210,8 +211,7 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
                for rel, s in writes.items()}
     undone = tuple(took_back)
     person, agent = rec.person()
-    op = ledger.Op(op_id=ledger.new_op_id(), tool=tool, args=args, source="tool", agent=agent,
-                   undo_of=undone)
+    op = Identity(tool, agent=agent).op(args, undo_of=undone)
     body = (f"Run by {person.name} in their own checkout: only work-tree files changed, never "
             "the index or HEAD.")
     rec.record(op, entries, subject_line, body, person)

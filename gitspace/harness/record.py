@@ -41,7 +41,7 @@ from ..storage import bounded, ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from . import state
-from .calls import TURN, plain_name, recorded_args, subject, title, token, turn_name
+from .calls import TURN, free_turn_name, plain_name, recorded_args, subject, title, token, turn_name
 from .events import Call, Event, Options, Recorded, RecordingOnly
 from .prepare import announce, check_cwd, relative, running
 
@@ -217,11 +217,8 @@ class Recorder:
 
     def _turn_edge(self) -> None:
         event = self.event
-        known = state.turn(self.gitdir, event.agent, event.session)
-        if event.kind == "prompt" and event.session:
-            first = 1 + len(turn_checkpoints(self.ws, event.agent, event.session))
-            known = state.begin_turn(self.gitdir, event.agent, event.session, event.prompt_id,
-                                     event.transcript, first)
+        known = state.turn_at(self.gitdir, event, self._marks) if event.kind == "prompt" \
+            else state.turn(self.gitdir, event.agent, event.session)
         number = f" {known.number}" if known else ""
         when = "began" if event.kind == "prompt" else "ended"
         if not any(r.shell for r in self.others):
@@ -363,17 +360,10 @@ class Recorder:
         from ..core import checkpoints
 
         event = self.event
-        known = state.turn(self.gitdir, event.agent, event.session)
-        if known is None and event.session:
-            first = 1 + len(turn_checkpoints(self.ws, event.agent, event.session))
-            known = state.begin_turn(self.gitdir, event.agent, event.session, event.prompt_id,
-                                     event.transcript, first)
+        known = state.turn_at(self.gitdir, event, self._marks)
         number = known.number if known else 1
-        base = turn_name(event.agent, event.session, number)
-        name, k = base, 1
-        while self.repo.read_ref(checkpoints.PREFIX + name) is not None:
-            k += 1
-            name = f"{base}.{k}"
+        name = free_turn_name(event.agent, event.session, number, lambda name: self.repo.read_ref(
+            checkpoints.PREFIX + name) is not None)
         transcript = (f" Transcript (not committed): {event.transcript}." if event.transcript
                       and not self.options.commit_transcript else "")
         prompt = f" (prompt {known.prompt_id})" if known and known.prompt_id else ""
@@ -381,6 +371,10 @@ class Recorder:
                    f"{number}{prompt} ended.{transcript}")
         self.outcome.checkpoint = checkpoints.create(self.ws, self.ws.identity("checkpoint"),
                                                      name, message).name
+
+
+    def _marks(self) -> int:
+        return len(turn_checkpoints(self.ws, self.event.agent, self.event.session or ""))
 
 
 def turn_checkpoints(ws: Workspace, agent: str, session: str) -> list[Any]:

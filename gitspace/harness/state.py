@@ -23,6 +23,12 @@ from ..storage.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .events import Event
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
     from typing import Any
 
 STALE = 6 * 3600.0  # a tool call still "running" after this long was never reported as done
@@ -159,6 +165,19 @@ def begin_turn(gitdir: Path, agent: str, session: str, prompt_id: str | None,
            {"turn": number, "prompt_id": prompt_id, "transcript": transcript or (
                known.transcript if known else None), "agent": agent, "session": session})
     return Turn(number, prompt_id, transcript)
+
+
+def turn_at(gitdir: Path, event: Event, marks: Callable[[], int]) -> Turn | None:
+    """The turn a prompt begins (counted now) or a turn's end closes (the one its prompt began;
+    when none is known, one counted now): numbered after the session's ``marks()`` turn marks
+    when it is the session's first here. None without a session."""
+    if not event.session:
+        return None
+    known = turn(gitdir, event.agent, event.session)
+    if known is not None and event.kind != "prompt":
+        return known
+    return begin_turn(gitdir, event.agent, event.session, event.prompt_id, event.transcript,
+                      1 if known is not None else 1 + marks())
 
 
 @record(frozen=True)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.identity import Identity
+from ..core.identity import EXTERNAL_LISTED, Identity
 from ..core.workspace import Workspace
 from ..errors import NotFound, PathRefused
 from ..storage import ledger
@@ -27,7 +27,6 @@ DIFF_LINES = 40
 DIFF_LINE_CHARS = 300
 DIFF_BYTES = 16_000
 PATHS_LISTED = 100
-EXTERNAL_LISTED = 100  # transaction.commit_external records the first 100 paths it changed
 TRANSCRIPT = re.compile(r"transcripts/[^/]+\.json")
 _COMPARED = ("tool", "args", "source", "agent", "session", "tool_use_id", "undo_of", "redo_of",
              "script", "parent_session", "parent_tool_use_id")
