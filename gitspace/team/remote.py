@@ -200,10 +200,10 @@ def push_refspecs(repo: GitRepo, remote: str,
     """``git push --porcelain`` of explicit refspecs (never ``+``, never ``--force``), atomic
     where the remote supports it."""
     assert not any(spec.startswith("+") for spec in refspecs), refspecs
-    base = ["push", "--porcelain", "--no-verify", "--no-follow-tags", "--no-recurse-submodules"]
-    proc = repo.run_git(*base, "--atomic", remote, *refspecs)
+    flags = ["--porcelain", "--no-verify", "--no-follow-tags", "--no-recurse-submodules"]
+    proc = repo.run_git("push", *flags, "--atomic", remote, *refspecs)
     if proc.returncode != 0 and b"support --atomic" in proc.stderr:
-        proc = repo.run_git(*base, remote, *refspecs)
+        proc = repo.run_git("push", *flags, remote, *refspecs)
     return proc
 
 
