@@ -1,7 +1,10 @@
 """One call fails, the op notices: every fault point (``gitspace.faults``), failing with each of
 ENOSPC, EACCES, EIO, an interrupted call (EINTR) and Ctrl-C, in every op that reaches it: the
-tools, snapshot, a harness's recorded call, record_paths, sync, pull, attach and merge, every
-path through the one writer (``core/writer.py``).
+tools (branch and switch, restore, undo, redo among them), snapshot, a harness's recorded call,
+record_paths, sync, pull, attach, merge, a delegated child's join, and in a person's own
+checkout a call recorded in place, undo in place and gc: every path through the one writer
+(``core/writer.py``). (``run --fork`` makes its branch with the branch tool's change; replay's
+scratch is tests/replay/test_scratch.py's.)
 
 Each case starts from a copy of one prepared workspace and checks that the op fails with an
 expected error (WriteFailed, whose sentence says nothing was changed and whose hint fits the
@@ -273,6 +276,80 @@ def _pull(ws: gitspace.Workspace) -> _Done:
     return _Done(bool(done.moved), " ".join(done.notes))
 
 
+def _in_place(ws: gitspace.Workspace, kind: str = "scan", **fields: Any) -> Any:
+    """One hook event recorded in place (``harness/inplace.py``: the recorder of a person's own
+    checkout, here run on the workspace itself), by Claude Code."""
+    from gitspace.harness import inplace
+    from gitspace.harness.events import Event, Options
+    from gitspace.storage.gitrepo import GitRepo
+
+    return inplace.handle(Event(kind, "claude-code", cwd=str(ws.root), session="s1", **fields),
+                          GitRepo.open(ws.root), Options())
+
+
+def _write_call(ws: gitspace.Workspace, use_id: str) -> Any:
+    from gitspace.harness.events import Call
+
+    path = str(ws.root / "a.txt")
+    return Call("Write", {"file_path": path}, (path,), use_id)
+
+
+def _line_started(ws: gitspace.Workspace) -> None:
+    """A line recorded in place, then an outside edit of a.txt for its next call to claim."""
+    _in_place(ws)
+    _outside_edit(ws)
+
+
+def _record_in_place(ws: gitspace.Workspace) -> _Done:
+    return _Done(bool(_in_place(ws, "after", call=_write_call(ws, "toolu_1")).ops))
+
+
+def _agent_wrote_in_place(ws: gitspace.Workspace) -> None:
+    _line_started(ws)
+    assert _record_in_place(ws).ok
+
+
+def _undo_in_place(ws: gitspace.Workspace) -> _Done:
+    """``gitspace undo --op`` in a person's checkout: the line's move and a.txt, one change."""
+    from gitspace.harness import inplace, inplace_undo
+    from gitspace.harness.events import Options
+    from gitspace.storage.gitrepo import GitRepo
+
+    repo = GitRepo.open(ws.root)
+    taken = inplace.undo_op(repo, inplace_undo.latest_agent_op(repo), Options())
+    return _Done(taken.files == ["a.txt"])
+
+
+def _gc(ws: gitspace.Workspace) -> _Done:
+    """``gitspace gc`` of every line (none is younger than a minute from now): one change."""
+    import time
+
+    from gitspace.core import linegc
+    from gitspace.core.writer import Writer
+
+    writer = Writer(ws.repo)
+    with writer.locked():
+        report = linegc.prune(writer, linegc.plan(ws.repo, 0.0, now=time.time() + 60), False)
+    return _Done(bool(report.pruned))
+
+
+def _child_worked(ws: gitspace.Workspace) -> None:
+    """A delegated child's op on its own branch, and one of the parent's on main meanwhile."""
+    call_ok(ws, "branch", {"name": "child"})
+    call_ok(ws, "create", {"path": "child.txt", "file_text": "by the child\n"})
+    call_ok(ws, "switch", {"name": "main"})
+    call_ok(ws, "create", {"path": "parent.txt", "file_text": "by the parent\n"})
+
+
+def _join(ws: gitspace.Workspace) -> _Done:
+    """A returned child's ops join the parent's branch (``agent/delegate.join``): a merge."""
+    from gitspace.agent.delegate import join
+
+    tip = ws.repo.read_ref("refs/heads/child")
+    assert tip is not None
+    return _Done(ws.repo.is_ancestor(tip, join(ws, tip, "join child")))
+
+
 # An op writes: objects (blobs, trees, commit), the journal, the ref (its reflog and HEAD's
 # first), the files (each: tmp file, mode, rename; or a removal), the index, and removes the
 # journal. Objects already in the repository are not written again.
@@ -322,6 +399,16 @@ OPS: dict[str, Op] = {
                                         "reflog.write": 1, "journal.remove": 1}),
     "pull": Op(_with_remote, _pull, {**COMMIT, "file.write": 2, "file.chmod": 2,
                                      "file.replace": 2, "file.remove": 1}),
+    # In a person's own checkout: the line's ref alone (no reflog, no index, no HEAD).
+    "record in place": Op(_line_started, _record_in_place,
+                          {"object.write": 3, "journal.write": 1, "ref.update": 1,
+                           "journal.remove": 1}),
+    "undo in place": Op(_agent_wrote_in_place, _undo_in_place,  # (its blob is there already)
+                        {"object.write": 1, "journal.write": 1, "ref.update": 1,
+                         "journal.remove": 1, **WRITE_ONE}),
+    "gc": Op(_agent_wrote_in_place, _gc, {"journal.write": 1, "ref.update": 1,
+                                          "journal.remove": 1}),
+    "delegate join": Op(_child_worked, _join, {**COMMIT, **WRITE_ONE, "object.write": 1}),
 }
 
 
