@@ -11,7 +11,6 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .. import config
-from ..errors import LockTimeout
 from ..harness.adapters import listed
 from .common import (
     JsonOpt,
@@ -150,24 +149,17 @@ def gc(
     """Prune the lines recorded in your own checkout that your commits absorbed, or that are
     older than --keep-days, and pack what recording wrote (see 'gitspace hooks install')."""
     from ..core import linegc
-    from ..core.writer import Writer
     from ..storage.gitrepo import GitRepo
 
     repo = GitRepo.open(Path(state.directory))
     try:
         if auto and not linegc.due(repo):
             return
-        writer = Writer(repo)
-        busy = LockTimeout("A gitspace hook held this checkout's lock for 30 s.",
-                           hint="Run 'gitspace gc' again when the agent is idle.")
-        with writer.locked(30.0, busy):
-            pruned = linegc.plan(repo, keep_days)
-            for p in pruned:
-                echo(f"{'would prune' if dry_run else 'pruned'} {p.ref} ({p.why})")
-            if dry_run:
-                return
-            report = linegc.prune(writer, pruned)
-            linegc.ran(repo)
+        pruned, report = linegc.collect(repo, keep_days, dry_run)
+        for p in pruned:
+            echo(f"{'would prune' if dry_run else 'pruned'} {p.ref} ({p.why})")
+        if report is None:
+            return
         if report.turns:
             echo(f"pruned {len(report.turns)} turn mark(s) no line reaches")
         if not pruned:

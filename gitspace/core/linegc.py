@@ -27,7 +27,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from ..errors import GitspaceError
+from ..errors import GitspaceError, LockTimeout
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from . import line
@@ -85,6 +85,22 @@ def absorbed(repo: GitRepo, tip: str, target: str) -> bool:
         return False
     ours, theirs = repo.commit(tip).tree, repo.commit(target).tree
     return all(repo.entry_at(ours, p) == repo.entry_at(theirs, p) for p in changed)
+
+
+def collect(repo: GitRepo, keep_days: float = KEEP_DAYS, dry_run: bool = False
+            ) -> tuple[list[Pruned], Report | None]:
+    """``gitspace gc``: ``plan`` and (unless ``dry_run``: then no report) ``prune`` under the
+    checkout's lock, waiting up to 30 s for a hook that holds it."""
+    writer = Writer(repo)
+    busy = LockTimeout("A gitspace hook held this checkout's lock for 30 s.",
+                       hint="Run 'gitspace gc' again when the agent is idle.")
+    with writer.locked(30.0, busy):
+        pruned = plan(repo, keep_days)
+        if dry_run:
+            return pruned, None
+        report = prune(writer, pruned)
+        ran(repo)
+    return pruned, report
 
 
 def prune(writer: Writer, pruned: list[Pruned], pack: bool = True) -> Report:
