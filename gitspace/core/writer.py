@@ -510,12 +510,12 @@ class _Journal:
         ref = record.get("ref")
         if ref is not None and not moves:
             moves = [_move([ref, record.get("old"), record.get("new")])]
-        at = _sha(record.get("at", record.get("new") if ref is not None else None))
+        at = object_id(record.get("at", record.get("new") if ref is not None else None))
         paths = [_path(rel) for rel in _list(record.get("paths", []))]
-        locks = [m[0] for m in moves] + [_ref(r) for r in _list(record.get("locks", []))]
+        locks = [m[0] for m in moves] + [ref_name(r) for r in _list(record.get("locks", []))]
         head = record.get("head")
         if head is not None:
-            _ref(f"refs/heads/{head}")
+            ref_name(f"refs/heads/{head}")
         index, since = record.get("index", True), record.get("since")
         if not isinstance(index, bool) or not (since is None or type(since) is int):
             raise ValueError("not a journal")
@@ -537,14 +537,15 @@ def _path(value: object) -> str:
 def _move(value: object) -> tuple[str, str | None, str | None]:
     if not isinstance(value, list) or len(value) != 3:
         raise ValueError("not a journal")
-    return _ref(value[0]), _sha(value[1]), _sha(value[2])
+    return ref_name(value[0]), object_id(value[1]), object_id(value[2])
 
 
 _REF = re.compile(r"refs/[^\x00-\x20\x7f~^:?*\[\\]+")
 
 
-def _ref(value: object) -> str:
-    """A ref name git would accept (``git check-ref-format``), or ValueError."""
+def ref_name(value: object) -> str:
+    """``value``, a ref name under ``refs/`` that git would accept (``git check-ref-format``),
+    or ValueError: what a journal (read back as untrusted data) may name."""
     if not isinstance(value, str) or not _REF.fullmatch(value) or ".." in value or "@{" in value \
             or any(not p or p.startswith(".") or p.endswith((".lock", ".")) for p in
                    value.split("/")):
@@ -552,7 +553,8 @@ def _ref(value: object) -> str:
     return value
 
 
-def _sha(value: object) -> str | None:
+def object_id(value: object) -> str | None:
+    """``value``, None or a full object id, or ValueError."""
     if value is not None and not (isinstance(value, str) and _SHA.fullmatch(value)):
         raise ValueError(f"not an object id: {value!r}")
     return value

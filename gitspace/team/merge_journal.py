@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..core.writer import Writer, break_stale_locks
+from ..core.writer import Writer, break_stale_locks, object_id, ref_name
 from ..storage import lockfile, statefiles
-from ..storage.files import Files
+from ..storage.files import Files, is_plain
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from ..storage.refs import ZERO
@@ -84,13 +84,30 @@ class MergeJournal:
         except ValueError:  # written by rename: a torn journal never took effect
             self.end()
             return False
-        ref, old, new = record["ref"], record["old"], record["new"]
+        try:
+            ref, old, new, files = _checked(record)
+        except ValueError:  # none a merge writes: nothing in it is acted on, and it stays
+            raise statefiles.StateRefused(
+                f"{self.path} is not a merge journal gitspace wrote, so no merge was undone "
+                "from it.", hint=f"Move {self.path} away, then run the command again; check with "
+                "'git status' that your checkout holds what you expect.") from None
         break_stale_locks([self.repo.commondir / f"{ref}.lock", self.repo.gitdir / "index.lock"],
                           since, self.repo)
-        if self.repo.read_ref(ref) == old and record["checkout"]:
-            self.put_back(old, new, record["files"])
+        if self.repo.read_ref(ref) == old and record["checkout"] is True:
+            self.put_back(old, new, files)
         self.end()
         return True
+
+
+def _checked(record: object) -> tuple[str, str, str, list[str]]:
+    """The ref, old and new commits and paths of a journal as ``begin`` writes it, or ValueError."""
+    if not isinstance(record, dict) or not isinstance(record.get("files"), list):
+        raise ValueError("not a merge journal")
+    old, new = object_id(record.get("old")), object_id(record.get("new"))
+    files = record["files"]
+    if old is None or new is None or not all(isinstance(f, str) and is_plain(f) for f in files):
+        raise ValueError("not a merge journal")
+    return ref_name(record.get("ref")), old, new, files
 
 
 @contextmanager
