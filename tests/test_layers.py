@@ -271,6 +271,27 @@ def test_only_the_writer_moves_refs_head_or_the_index() -> None:
     assert not stale, f"ALLOWED_MOVERS lists modules that no longer move anything: {stale}"
 
 
+# The storage modules whose moves the writer makes (files, index, refs, its lock and state).
+WRITERS_STORAGE = {"files", "gitindex", "racyindex", "lockfile", "statefiles", "refs", "objects"}
+
+
+def _test_of(module: str) -> Path:
+    """``tests/<layer folder>/test_<module>.py`` (a foundation module's: ``tests/test_<m>.py``)."""
+    parts = module.split(".")
+    return PACKAGE.parent.joinpath("tests", *parts[1:-1], f"test_{parts[-1]}.py")
+
+
+def test_every_module_of_the_write_path_has_its_test_module() -> None:
+    """The write path: the writer, every module that hands it a Change (imports it), and the
+    storage modules it moves things through. Each has ``tests/<layer>/test_<module>.py``."""
+    writer = "gitspace.core.writer"
+    path = {writer, *(m for m, imported in GRAPH.items() if writer in imported),
+            *(f"gitspace.storage.{m}" for m in WRITERS_STORAGE)}
+    missing = sorted(str(_test_of(m).relative_to(PACKAGE.parent)) for m in path
+                     if not _test_of(m).exists())
+    assert not missing, f"Modules of the write path without a test module of their own: {missing}"
+
+
 # Modules above storage/ that take a lock of a checkout's gitspace folder themselves, -> why.
 ALLOWED_LOCKERS: dict[str, str] = {
     "gitspace/team/sync_state.py": "the sync lock (one sync at a time) is a lock of its own, held "

@@ -33,7 +33,6 @@ from gitspace.errors import (
     ToolFailed,
     system_hint,
 )
-from gitspace.storage import statefiles
 
 MiB = 1 << 20
 
@@ -426,16 +425,3 @@ def test_a_disk_state_over_its_limit_is_refused_before_it_is_read(tmp_path: Path
         transaction.disk_state(tmp_path, "big.txt", limit=4)
     assert transaction.disk_state(tmp_path, "big.txt", limit=5) == (b"xxxxx", 0o100644)
 
-
-def test_a_link_where_gitspace_keeps_its_state_is_refused_with_what_to_do(
-        tmp_path: Path) -> None:
-    (tmp_path / "elsewhere").mkdir()
-    (tmp_path / "gitspace").symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(gitspace.GitspaceError) as refused:
-        statefiles.folder(tmp_path, "gitspace")
-    folder = tmp_path / "gitspace"
-    assert refused.value.message == (
-        f"{folder} is not a folder (a link or a file stands there), so gitspace will not keep "
-        "its state in it.")
-    assert refused.value.hint == f"Move {folder} away, then run the command again."
-    assert not list((tmp_path / "elsewhere").iterdir())

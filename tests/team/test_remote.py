@@ -1,0 +1,64 @@
+"""team/remote.py: ``pull`` is one change of the writer (the branch, its files and index, and the
+checkpoints it brings, moved together or not at all), and ``push`` never forces: the remote's
+refs move only forward, and a branch that moved there is refused, changing nothing anywhere.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from conftest import call_ok, git
+
+import gitspace
+from gitspace import faults
+from gitspace.errors import GitspaceError, WriteFailed
+from gitspace.team import remote
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[tuple[gitspace.Workspace, Path]]:
+    """A workspace and a clone of it through a bare remote; the clone is one op and a
+    checkpoint ahead, pushed."""
+    ws = gitspace.init(tmp_path / "ws", agent="ann")
+    call_ok(ws, "create", {"path": "a.txt", "file_text": "a\n"})
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(ws.root, "remote", "add", "origin", str(bare))
+    remote.push(ws, "origin")
+    git(tmp_path, "clone", "-q", str(bare), str(tmp_path / "clone"))
+    with gitspace.open(tmp_path / "clone", agent="bob") as theirs:
+        call_ok(theirs, "create", {"path": "b.txt", "file_text": "from bob\n"})
+        call_ok(theirs, "checkpoint", {"name": "bobs"})
+        remote.push(theirs, "origin")
+    yield ws, tmp_path / "clone"
+    ws.close()
+
+
+def test_pull_moves_the_branch_files_and_checkpoints_in_one_change(
+        two: tuple[gitspace.Workspace, Path]) -> None:
+    ws, _ = two
+    refs, index = git(ws.root, "for-each-ref"), (ws.root / ".git" / "index").read_bytes()
+    with faults.inject("file.write", errno.EIO), pytest.raises(WriteFailed):
+        remote.pull(ws, "origin")
+    assert git(ws.root, "for-each-ref") == refs  # neither the branch nor the checkpoint
+    assert (ws.root / ".git" / "index").read_bytes() == index and not (ws.root / "b.txt").exists()
+    with ExitStack() as stack:
+        journals = stack.enter_context(faults.inject("journal.write", times=0))
+        done = remote.pull(ws, "origin")
+    assert journals.hits == 1 and sorted(ref for ref, _ in done.moved) == [
+        "refs/heads/main", "refs/tags/gitspace/bobs"]
+    assert (ws.root / "b.txt").read_text() == "from bob\n"
+    assert git(ws.root, "status", "--porcelain") == ""
+
+
+def test_push_never_forces_a_branch_that_moved_there(two: tuple[gitspace.Workspace, Path]) -> None:
+    ws, clone = two
+    call_ok(ws, "create", {"path": "c.txt", "file_text": "ann's, not pulled\n"})
+    theirs = git(clone, "rev-parse", "main").strip()
+    with pytest.raises(GitspaceError, match="has ops on main that this clone does not have"):
+        remote.push(ws, "origin")
+    assert git(clone, "ls-remote", "origin", "refs/heads/main").split()[0] == theirs
