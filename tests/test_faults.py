@@ -344,10 +344,11 @@ def _child_worked(ws: gitspace.Workspace) -> None:
 def _join(ws: gitspace.Workspace) -> _Done:
     """A returned child's ops join the parent's branch (``agent/delegate.join``): a merge."""
     from gitspace.agent.delegate import join
+    from gitspace.core.identity import author_of
 
     tip = ws.repo.read_ref("refs/heads/child")
     assert tip is not None
-    return _Done(ws.repo.is_ancestor(tip, join(ws, tip, "join child")))
+    return _Done(ws.repo.is_ancestor(tip, join(ws, tip, author_of("tester"), "join child")))
 
 
 # An op writes: objects (blobs, trees, commit), the journal, the ref (its reflog and HEAD's

@@ -49,6 +49,7 @@ from ..core.writer import COMMITTER, Change, RefMove
 from ..errors import Conflict, GitspaceError, NotFound
 from ..storage import ledger, statefiles
 from ..storage.gitrepo import GitRepo
+from ..storage.objects import Signature
 from .model import Block
 from .returns import ANY, Returns, dumps
 from .session import Session, answer
@@ -162,7 +163,7 @@ def _child(parent: Parent, s: Session, use: Block, child_id: str, returns: Retur
                 hint=f"Move {saved.path} away to start the call afresh; its ops, if any, are "
                      f"on branch {BRANCHES}{child_id}.")
         return saved
-    child = Session.new(parent.sessions, use["input"]["task"], agent=parent.ws.agent,
+    child = Session.new(parent.sessions, use["input"]["task"], agent=s.agent,
                         client=parent.client.name, scripted=parent.client.scripted,
                         session_id=child_id)
     child.returns = returns.schema
@@ -181,7 +182,7 @@ def _player(client: Any) -> Any:
 
 def _run(parent: Parent, child: Session, returns: Returns, max_steps: int | None) -> None:
     path = _worktree(parent.ws, child)
-    ws = Workspace(GitRepo.open(path), tools=parent.ws.tools, agent=parent.ws.agent,
+    ws = Workspace(GitRepo.open(path), tools=parent.ws.tools, agent=child.agent,
                    max_file_bytes=parent.ws.max_file_bytes, check_owner=False)
     try:
         options = dataclasses.replace(parent.options, returns=returns,
@@ -208,7 +209,7 @@ def _worktree(ws: Workspace, child: Session) -> Path:
     if repo.read_ref(ref) is None:
         with ws.writer.locked():
             ws.writer.apply(Change(f"gitspace: delegate to session {child.id}",
-                                   author_of(ws.agent), [RefMove(ref, None, child.base)]))
+                                   author_of(child.agent), [RefMove(ref, None, child.base)]))
     repo.place_worktree(path, child.branch)  # (git follows a link planted at the path itself)
     return path
 
@@ -241,7 +242,7 @@ def _answer(ws: Workspace, child: Session) -> Result:
                                  f"branch {child.branch} is gone, so its ops cannot join.",
                           DELEGATE)
         try:
-            child.joined = join(ws, tip, ledger.clean_subject(
+            child.joined = join(ws, tip, author_of(child.agent), ledger.clean_subject(
                 f"join {child.branch}: {child.task}"))
         except Conflict as e:
             _clean_up(ws, child, keep_branch=True)
@@ -266,16 +267,17 @@ def _clean_up(ws: Workspace, child: Session, keep_branch: bool) -> None:
     tip = repo.read_ref(ref)
     if tip is not None and not keep_branch:
         with ws.writer.locked():
-            ws.writer.apply(Change(f"gitspace: session {child.id} done", author_of(ws.agent),
+            ws.writer.apply(Change(f"gitspace: session {child.id} done", author_of(child.agent),
                                    [RefMove(ref, tip, None)]))
 
 
-def join(ws: Workspace, tip: str, message: str) -> str:
+def join(ws: Workspace, tip: str, author: Signature, message: str) -> str:
     """Bring commit ``tip`` (a child's) into the workspace's branch: a fast-forward when the
-    branch is an ancestor of it, else a merge commit; the branch's new tip. Conflict, changing
+    branch is an ancestor of it, else a merge commit by ``author`` (the delegating call's
+    agent); the branch's new tip. Conflict, changing
     nothing, when the two conflict or the work tree has unrecorded changes the move would
     overwrite."""
-    repo, author = ws.repo, author_of(ws.agent)
+    repo = ws.repo
     with ws.writer.locked():
         branch = ws.branch()
         old = ws.tip()
