@@ -20,6 +20,7 @@ import pytest
 
 from gitspace import faults
 from gitspace.storage import lockfile
+from gitspace.storage.statefiles import StateRefused
 
 
 def test_replace_writes_whole_or_leaves_the_file(tmp_path: Path) -> None:
@@ -52,31 +53,30 @@ HOLD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from gitspace.storage import lockfile
-    with lockfile.flocked(Path(sys.argv[1]), 1.0, RuntimeError("busy")):
+from gitspace.storage.statefiles import StateRefused
+    with lockfile.flocked(Path(sys.argv[1]), "lock", 1.0, RuntimeError("busy")):
         print("held", flush=True)
         time.sleep(60)
 """)
 
 
 def test_flocked_is_one_holder_at_a_time_and_dies_with_it(tmp_path: Path) -> None:
-    lock = tmp_path / "lock"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(lock)], stdout=subprocess.PIPE,
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE,
                               text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         busy = TimeoutError("another process holds it")
-        with pytest.raises(TimeoutError), lockfile.flocked(lock, 0.05, busy):
+        with pytest.raises(TimeoutError), lockfile.flocked(tmp_path, "lock", 0.05, busy):
             pass
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    with lockfile.flocked(lock, 5.0, TimeoutError("stale")):  # the kernel let it go
+    with lockfile.flocked(tmp_path, "lock", 5.0, TimeoutError("stale")):  # the kernel let it go
         pass
-    link = tmp_path / "link"
-    link.symlink_to(tmp_path / "elsewhere")
-    with pytest.raises(OSError) as refused, lockfile.flocked(link, 0.05, TimeoutError()):
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(StateRefused), lockfile.flocked(tmp_path, "link", 0.05, TimeoutError()):
         pass
-    assert refused.value.errno == errno.ELOOP and not (tmp_path / "elsewhere").exists()
+    assert not (tmp_path / "elsewhere").exists()
 
 
 def test_git_running_in_sees_a_live_git_process(tmp_path: Path) -> None:
