@@ -15,9 +15,9 @@ clone to what it has seen itself:
   the same tip it first saw at least ``QUIET`` of its own rounds earlier (its own landing counts
   as first seeing its tip). Its rounds meanwhile still pull and re-run, and leave out the push.
 - **Until a clone has seen contention** (lost a round, or seen another clone's push land, in the
-  last ``MEMORY`` rounds) it yields only a courtesy, drawn once per win, that grows with its wins
-  in a row up to ``STREAK`` rounds: a clone alone is hardly slowed (back-to-back ops batch), and
-  a loser it cannot see (whose every push lost to it) gets a gap to land in within a few wins.
+  last ``MEMORY`` rounds) it yields only a courtesy drawn once per win, half a round to a round:
+  a clone alone is slowed only when its ops come back to back (and then they batch), and a
+  loser it cannot see (whose every push lost to it) gets gaps its rounds often fit.
 - **Yielding is capped** at ``CAP`` rounds after the win, so pushes that follow no such rules (a
   person's plain ``git push``) cannot hold a clone back for ever.
 
@@ -50,7 +50,6 @@ QUIET = 2.0  # rounds the remote must stay unchanged before a winner pushes agai
 JITTER = 0.05  # at most this share of a round before a loser tries again
 MEMORY = 40.0  # rounds after the last sign of contention that a clone still yields in full
 CAP = 10.0  # rounds after its win that a clone yields at most
-STREAK = 4  # wins in a row (nobody else landing between) that the courtesy grows with
 FULL_PER_FAST = 2.5  # a full round (fetch, re-run, push) against a fast forward (read, push)
 SOON = 0.001  # seconds: a turn this close is now
 
@@ -75,8 +74,6 @@ class Pace:
     contended_at: float | None = None  # when it last lost, or saw another clone's push land
     seen_tip: str | None = None  # the remote's tip at its last read...
     seen_since: float | None = None  # ...and the first time it saw that tip (or won_at)
-    streak: int = 0  # wins in a row with no other clone's push seen between them
-    others: bool = False  # another clone's push was seen since this clone's last win
 
     def observe(self, tip: str | None, now: float) -> None:
         """Note the remote's tip as read at ``now``."""
@@ -87,7 +84,7 @@ class Pace:
         else:
             self.seen_since = now
             if self.seen_tip is not None or self.won_at is not None:
-                self.contended_at, self.others = now, True  # someone else's push landed
+                self.contended_at = now  # someone else's push landed
         self.seen_tip = tip
 
     def turn(self, now: float) -> float:
@@ -120,20 +117,18 @@ class Pace:
             self.measure(took)
         else:
             self.fast_s = _average(self.fast_s, took)
-        self.streak = self.streak + 1 if self.won_tip is not None and not self.others else 1
-        self.owed, self.lost, self.others = False, 0, False
+        self.owed, self.lost = False, 0
         self.won_at, self.won_tip = now, tip
         self.seen_tip, self.seen_since = tip, now
-        # Alone, or a rival it cannot see yet: each win in a row yields a little longer, so a
-        # loser whose rounds re-run ops gets a gap to land in within a few of them.
-        self.courtesy = min(self.streak, STREAK) * self.round() * rng.uniform(0.5, 1.0)
+        # Alone, or a rival it cannot see yet: a gap of about a full round, drawn afresh each
+        # time, which a loser's round fits often enough to land within a few of them.
+        self.courtesy = self.round() * rng.uniform(0.5, 1.0)
 
     def lost_round(self, now: float, took: float) -> None:
         """This clone's push lost its race (another clone's landed first)."""
         self.measure(took)
         self.owed = True
         self.lost += 1
-        self.streak = 0
         self.contended_at = now
 
     def retry_pause(self, rng: Random) -> float:
@@ -172,4 +167,4 @@ _TIME = (int, float, type(None))
 _KINDS: dict[str, tuple[type, ...]] = {
     "round_s": (int, float), "fast_s": (int, float), "owed": (bool,), "lost": (int,), "won_at": _TIME,
     "won_tip": (str, type(None)), "courtesy": (int, float), "contended_at": _TIME,
-    "seen_tip": (str, type(None)), "seen_since": _TIME, "streak": (int,), "others": (bool,)}
+    "seen_tip": (str, type(None)), "seen_since": _TIME}
