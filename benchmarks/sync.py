@@ -3,15 +3,16 @@ smart-HTTP host (git http-backend behind lighttpd, basic auth, a protected branc
 ops per second reaching the remote against plain ``git push``, the time from an op to its
 arrival on the server (median and p99), and pushes per op.
 
-The servers are the test suite's (tests/gitserver.py) on 127.0.0.1. Each clone is its own
-process running tests/fleet_agent.py: OPS ops through ``ws.call`` (create, append to a shared
-log, str_replace of its own line of a shared board), with the rounds of ``sync --watch``
-(``gitspace.team.sync_watch.Watch``, the code behind ``gitspace sync --watch``) between them: one
-round right after each op, and, while the agent "thinks" between ops, every round that falls
-due. An op has arrived at the end of the first round after it that pushed (a round pushes every
-op its clone has not pushed yet: a batch). After its last op a clone keeps running its rounds
-until nothing is queued; an op still queued after that goes out in a final sync, counted as
-late.
+The servers are the test suite's (tests/gitserver.py) on 127.0.0.1. Each clone is its own process
+running tests/fleet_agent.py: OPS ops through ``ws.call`` (create, append to a shared log,
+str_replace of its own line of a shared board), with the rounds of ``sync --watch``
+(``gitspace.team.sync_watch.Watch``, the code behind ``gitspace sync --watch``) between them: every
+round that falls due, as ``sync --watch`` runs them (after an op, unless the clone is waiting for
+its turn to push; at its turn; every few seconds), or with ``--after every-op`` one round right
+after each op whatever the turn (the fleet test's worst case for races). An op has arrived at the
+end of the first round after it that pushed (a round pushes every op its clone has not pushed yet:
+a batch). After its last op a clone keeps running its rounds until nothing is queued; an op still
+queued after that goes out in a final sync, counted as late.
 
 Baselines, same server, same run:
 - ``git push`` latency: a plain clone commits one small change and pushes it, alone, ``OPS``
@@ -23,7 +24,9 @@ the last one returned: every round races every other clone's), and ``--think`` s
 (an agent waits for its model between ops). Printed per server, round and fleet size: ops/s
 reaching the remote (ops / seconds from start until the last one arrived) and its ratio to one
 clone's and to the plain-push rate; op-to-server median and p99; pushes per op (lost ones
-included) and ops per push that landed; the machine's load average while it ran. No asserts:
+included) and ops per push that landed; the CPU seconds the clones' processes used per op (on
+a machine the clones saturate, throughput stops growing there, not at the host); the machine's
+load average while it ran. No asserts:
 the machines are shared and noisy, and every clone here shares their cores.
 
     .venv/bin/python benchmarks/sync.py              # 25 ops per clone
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -90,7 +94,13 @@ def plain_push(server: Any, work: Path, count: int) -> dict[str, float]:
     return {"median_s": statistics.median(times), "p99_s": p99(times), "per_s": count / elapsed}
 
 
-def fleet(server: Any, work: Path, clones: int, count: int, think: float) -> dict[str, Any]:
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def fleet(server: Any, work: Path, clones: int, count: int, think: float,
+          after: str) -> dict[str, Any]:
     import gitspace
     from gitspace.team.sync import sync
 
@@ -107,11 +117,12 @@ def fleet(server: Any, work: Path, clones: int, count: int, think: float) -> dic
              for n in range(1, clones + 1)]
     go = work / server.kind / name / "go"
     members = [subprocess.Popen([sys.executable, str(AGENT), str(root), f"agent-{n}", str(n),
-                                 str(count), str(go), str(think)], stdout=subprocess.PIPE,
-                                text=True)
+                                 str(count), str(go), str(think), after],
+                                stdout=subprocess.PIPE, text=True)
                for n, root in enumerate(roots, 1)]
     time.sleep(0.5 + 0.1 * clones)  # every member has imported gitspace and waits for go
     load = os.getloadavg()[0]
+    cpu = children_cpu()  # git clones and the seed were waited for before: only members count
     start = time.time()
     go.touch()
     latencies: list[float] = []
@@ -140,10 +151,12 @@ def fleet(server: Any, work: Path, clones: int, count: int, think: float) -> dic
             last_arrival = max(last_arrival, now)
             late += len(pending)
     arrived = len(latencies)
+    cpu = children_cpu() - cpu
     return {"server": server.kind, "clones": clones, "think_s": think, "ops": arrived,
             "per_s": arrived / (last_arrival - start), "median_s": statistics.median(latencies),
             "p99_s": p99(latencies), "pushes_per_op": pushes / arrived,
             "ops_per_landed_push": arrived / max(1, landed), "late_ops": late,
+            "cpu_ms_per_op": 1000 * cpu / arrived,
             "load": round(max(load, os.getloadavg()[0]), 1)}
 
 
@@ -155,6 +168,9 @@ def main() -> None:
     parser.add_argument("--clones", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--servers", nargs="+", default=["daemon", "http"],
                         choices=["daemon", "http"])
+    parser.add_argument("--after", choices=["watch", "every-op"], default="watch",
+                        help="a round after an op when the watch says one is due (default), "
+                             "or after every op")
     parser.add_argument("--json", action="store_true")
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gitspace-bench-sync-"))
@@ -175,7 +191,7 @@ def main() -> None:
                     for clones in options.clones:
                         log(f"{kind}: fleet of {clones}, {options.ops} ops each {think:g} s "
                             "apart, sync --watch rounds between them")
-                        rows.append(fleet(server, work, clones, options.ops, think))
+                        rows.append(fleet(server, work, clones, options.ops, think, options.after))
             finally:
                 server.stop()
     finally:
@@ -199,7 +215,8 @@ def main() -> None:
                   f"clone, {row['rate_ratio']:.2f}x git push's rate); op to server median "
                   f"{row['median_s'] * 1000:.0f} ms, p99 {row['p99_s'] * 1000:.0f} ms; "
                   f"{row['pushes_per_op']:.2f} pushes per op, {row['ops_per_landed_push']:.1f} "
-                  f"ops per landed push; {row['late_ops']} late; load {row['load']}")
+                  f"ops per landed push; {row['late_ops']} late; "
+                  f"{row['cpu_ms_per_op']:.0f} ms CPU per op; load {row['load']}")
 
 
 if __name__ == "__main__":

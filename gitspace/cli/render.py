@@ -458,7 +458,7 @@ def fleet_synced(done: Any) -> None:
         tries = f" ({done.attempts} attempts: other clones pushed meanwhile)" \
             if done.attempts > 1 else ""
         if getattr(done, "waiting", 0):
-            tries += f"; its push waits {done.waiting:.1f} s for this clone's turn"
+            tries += f"; its push waits for this clone's turn (next look in {done.waiting:.1f} s)"
         out.print(f"Synced {where} at {done.tip[:12]}: {', '.join(parts) or 'checkpoints only'}"
                   f"{tries}.")
     for op_id, commit in done.dropped:

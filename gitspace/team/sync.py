@@ -17,10 +17,12 @@ equal, keeping every op of both:
 Turns (``sync_pace``): a push that lost its race to another clone starts again at 1 after a
 short jitter, at most ``attempts`` times; then ``SyncBusy`` (the ops stay here, rebased, and the
 next sync pushes them). A clone whose last push landed yields before pushing again, until the
-remote has been quiet for a while, so that the clones that lost get their turn; ``wait=False``
-returns at once instead (``Synced.waiting``), its ops queued for a later sync, which is how
-``sync --watch`` batches the ops made meanwhile. A round that waits still does steps 1 to 3 (it
-brings the remote's ops here and re-runs its own on them), so the push its turn makes is quick.
+remote has been quiet for a while, so that the clones that lost get their turn. While it yields
+with ops to push, a round is only step 1's read of the refs (a look, once a round, so it sees
+each landing), and its turn is a round of steps 1 to 4; ``wait=False`` returns after one look
+(``Synced.waiting``: when to look again), its ops queued for a later sync, which is how ``sync
+--watch`` batches the ops made meanwhile. With rivals about, a round reads the refs again just
+before step 4 and leaves out a push that would lose (the branch moved since step 1).
 
 Never: ``--force`` or a ``+`` refspec; a change to any commit the remote has (only this clone's
 unpushed commits are re-made, and only here); a sync onto a remote branch that no longer
@@ -84,7 +86,7 @@ class Synced:
     attempts: int = 1  # rounds that went on past reading the remote's refs
     notes: list[str] = field(default_factory=list)
     pushes: int = 0  # pushes sent, lost ones included
-    waiting: float = 0.0  # wait=False: seconds until this clone's turn; its ops are queued here
+    waiting: float = 0.0  # wait=False: not its turn; look again in this many seconds (ops queued)
 
     @property
     def changed(self) -> bool:
@@ -141,6 +143,7 @@ class _Again:
     why: str
     delay: float = 0.0
     report: Synced | None = None
+    looked: bool = False  # "wait" after only reading the remote's refs (nothing checked)
 
 
 def _rounds(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Turns,
@@ -151,12 +154,12 @@ def _rounds(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tur
         took = turns.clock() - started
         if isinstance(done, Synced):
             if done.pushes:
-                turns.pace.won(done.tip, turns.clock(), took, turns.rng, full=done.rebased > 0)
+                turns.pace.won(done.tip, turns.clock(), took, full=done.rebased > 0)
             done.attempts, done.pushes = turns.failed + 1, turns.pushes
             done.dropped = turns.dropped
             return done
         if done.why == "wait":
-            turns.checked = True
+            turns.checked = turns.checked or not done.looked
             if done.report is not None and done.report.rebased:
                 turns.pace.measure(took)  # a full round but for its push
             if not turns.wait and done.report is not None:
@@ -208,11 +211,19 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     their_tip = theirs.get(ref)
     turns.pace.observe(their_tip, turns.clock())
     first = not turns.checked
+    local = repo.read_ref(ref)
+    if local is None:
+        raise GitspaceError(f"Branch {branch} has no commits yet; there is nothing to sync.")
+    delay = turns.pace.next_look(turns.clock())
+    if delay > 0 and not (drop and first) and _unpushed(repo, local, their_tip, tracking):
+        # Not this clone's turn, and it has ops to push: a look at the refs is the whole round
+        # (its turn round pulls, re-runs and pushes, so the quiet it waited for stays true).
+        return _Again("wait", delay, Synced(remote, branch, local), looked=True)
     remote_tags = {r: sha for r, sha in theirs.items() if r.startswith(TAGS)}
     on_step("fetch")
     fetch(repo, remote, {**remote_tags, **({ref: their_tip} if their_tip else {})})
     _check_not_rewritten(repo, remote, branch, repo.read_ref(tracking), their_tip)
-    local = repo.read_ref(ref)
+    local = repo.read_ref(ref)  # (an op may have landed here meanwhile: it goes out too)
     if local is None:
         raise GitspaceError(f"Branch {branch} has no commits yet; there is nothing to sync.")
     report = Synced(remote, branch, local)
@@ -247,9 +258,11 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     refspecs = _refspecs(repo, new, ref, their_tip, remote_tags)
     if not refspecs:
         return report
-    delay = turns.pace.turn(turns.clock())
-    if delay > 0:  # pulled and re-ran here; the push waits for this clone's turn
+    delay = turns.pace.next_look(turns.clock())
+    if delay > 0:  # pulled and re-ran here (checkpoints only, or a drop): the push waits
         return _Again("wait", delay, report)
+    if turns.pace.rivals() and ls_remote(repo, remote).get(ref) != their_tip:
+        return _Again("raced")  # another clone landed meanwhile: this push would lose
     on_step("push")
     turns.pushes += 1
     proc = push_refspecs(repo, remote, refspecs)
@@ -264,6 +277,16 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
         spec.split(":", 1)[1][len(TAGS):] for spec in refspecs if TAGS in spec})
     report.notes += sync_state.move_tracking(ws, tracking, new)
     return report
+
+
+def _unpushed(repo: GitRepo, local: str, their_tip: str | None, tracking: str) -> bool:
+    """Whether the branch here has commits the remote lacks, judged without fetching: the
+    remote's tip as read, or as the last sync saw it when that tip is not here."""
+    if local == their_tip or local == repo.read_ref(tracking):
+        return False
+    seen = their_tip if their_tip is not None and repo.has_object(their_tip) else \
+        repo.read_ref(tracking)
+    return seen is None or not repo.is_ancestor(local, seen)
 
 
 def _check_not_rewritten(repo: GitRepo, remote: str, branch: str, seen: str | None,

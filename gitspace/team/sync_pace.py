@@ -11,23 +11,24 @@ clone to what it has seen itself:
 - **A loser is owed a turn.** A clone whose last push lost (or that has not pushed yet) tries
   again at once, after a jitter of at most ``JITTER`` of its round: never a backoff that grows
   with the rounds lost, which is what starves a loser.
-- **A winner yields.** A clone whose last push landed pushes again only in a round that reads
-  the same tip it first saw at least ``QUIET`` of its own rounds earlier (its own landing counts
-  as first seeing its tip). Its rounds meanwhile still pull and re-run, and leave out the push.
-- **Until a clone has seen contention** (lost a round, or seen another clone's push land, in the
-  last ``MEMORY`` rounds) it yields only a courtesy drawn once per win, half a round to a round:
-  a clone alone is slowed only when its ops come back to back (and then they batch), and a
-  loser it cannot see (whose every push lost to it) gets gaps its rounds often fit.
+- **A winner yields.** A clone whose last push landed starts its next full round only once the
+  remote's tip has stayed unchanged for ``quiet()`` of its rounds: ``QUIET`` after its own
+  landing (its landing counts as first seeing its tip), ``QUIET_STEP`` less for each other
+  clone's landing it has seen since, never less than ``QUIET_MIN`` (and ``QUIET_MIN`` when no
+  other clone landed between its last two wins). The clone that landed longest ago goes first,
+  the one that just landed last. Meanwhile it only reads the remote's tip, every ``PEEK`` of its
+  rounds (``next_look``): nothing is fetched or re-run while it waits.
 - **Yielding is capped** at ``CAP`` rounds after the win, so pushes that follow no such rules (a
   person's plain ``git push``) cannot hold a clone back for ever.
 
-The bound, in short: while a clone Z is owed a turn, each landing L is followed within
-(2 + JITTER) of Z's rounds by Z's own landing unless another clone lands first; a clone that
-won before can land again only a quiet time after it first saw L, which is later as long as
-``QUIET`` of its rounds plus the push of its turn outlast (2 + JITTER) of Z's. So every landing
-while Z waits is by a clone that was itself owed, each of them lands once, and Z loses at most
-N-1 rounds in a fleet of N (once its rivals have seen contention, and while the cap, about
-``CAP``/1.2 owed landings, is not reached).
+The bound, in short: let a clone Z be owed when another clone's push L lands at time t. Z's
+next round reads L's tip and lands by t + 2 of Z's rounds (t + 1.5 on average: its refused
+push came between t and a round later), unless another push lands first. A waiting clone W sees
+L's tip no earlier than t, waits ``QUIET_MIN`` of its rounds of quiet and then runs a full round,
+so it lands no earlier than t + 2 of W's rounds (t + 2.5 on average, seeing L half a look
+late): after Z, for rounds of about the same length. So every landing while Z is owed is by a
+clone that was itself owed, each lands once (then it waits too), and Z loses at most N-1 rounds
+in a row in a fleet of N, while those landings fit in the cap (about five owed clones at once).
 
 ``round_s`` is this clone's own measure of a full round, one that re-runs ops as a loser's
 does (a moving average from reading the remote's refs to its push answered; a fast forward,
@@ -46,9 +47,11 @@ from typing import Any, Protocol
 ROUND = 0.25  # seconds: the first guess at a round, before one is measured
 ROUND_MIN, ROUND_MAX = 0.01, 10.0
 WEIGHT = 0.25  # of a new round in the moving average
-QUIET = 2.0  # rounds the remote must stay unchanged before a winner pushes again
+QUIET = 2.5  # rounds of quiet a clone waits after its own landing before its turn round
+QUIET_STEP = 0.5  # rounds less for each other clone's landing it has seen since
+QUIET_MIN = 1.0  # rounds of quiet it waits at least (or when it was alone last time)
+PEEK = 1.0  # rounds between a waiting clone's looks at the remote's tip
 JITTER = 0.05  # at most this share of a round before a loser tries again
-MEMORY = 40.0  # rounds after the last sign of contention that a clone still yields in full
 CAP = 10.0  # rounds after its win that a clone yields at most
 FULL_PER_FAST = 2.5  # a full round (fetch, re-run, push) against a fast forward (read, push)
 SOON = 0.001  # seconds: a turn this close is now
@@ -70,10 +73,10 @@ class Pace:
     lost: int = 0  # rounds lost in a row
     won_at: float | None = None  # when its last push landed
     won_tip: str | None = None  # the tip that push made
-    courtesy: float = 0.0  # seconds it yields after that win while it has seen no contention
-    contended_at: float | None = None  # when it last lost, or saw another clone's push land
     seen_tip: str | None = None  # the remote's tip at its last read...
     seen_since: float | None = None  # ...and the first time it saw that tip (or won_at)
+    landings: int = 0  # other clones' pushes seen landing since its last win
+    alone: bool = False  # it saw no other clone's push land between its last two wins
 
     def observe(self, tip: str | None, now: float) -> None:
         """Note the remote's tip as read at ``now``."""
@@ -84,7 +87,7 @@ class Pace:
         else:
             self.seen_since = now
             if self.seen_tip is not None or self.won_at is not None:
-                self.contended_at = now  # someone else's push landed
+                self.landings += 1  # someone else's push landed
         self.seen_tip = tip
 
     def turn(self, now: float) -> float:
@@ -94,42 +97,53 @@ class Pace:
         since_win, round_s = now - self.won_at, self.round()
         if not 0 <= since_win < CAP * round_s:  # (a clock set back counts as long ago)
             return 0.0
-        if self.contended(now):
-            quiet = max(0.0, now - (self.seen_since if self.seen_since is not None else now))
-            wait = QUIET * round_s - quiet
-        else:
-            wait = self.courtesy - since_win
-        wait = min(wait, CAP * round_s - since_win)
+        quiet = max(0.0, now - (self.seen_since if self.seen_since is not None else now))
+        wait = min(self.quiet() * round_s - quiet, CAP * round_s - since_win)
         return wait if wait >= SOON else 0.0  # a float's dust is not worth a pause
+
+    def quiet(self) -> float:
+        """Rounds the remote's tip must stay unchanged before this clone's turn: the more other
+        clones' landings it has seen since its own, the fewer."""
+        if self.alone:
+            return QUIET_MIN
+        return max(QUIET_MIN, QUIET - QUIET_STEP * self.landings)
+
+    def rivals(self) -> bool:
+        """Whether other clones push here lately (it lost, or saw one land, since its win): a
+        round then reads the tip again just before pushing, and leaves out a push that would
+        lose."""
+        return self.lost > 0 or self.landings > 0
+
+    def next_look(self, now: float) -> float:
+        """Seconds until this clone should read the remote's tip again while it waits for its
+        turn (0: its turn is now): the turn, or sooner, so that it sees each landing."""
+        wait = self.turn(now)
+        return min(wait, PEEK * self.round()) if wait else 0.0
 
     def round(self) -> float:
         """What a full round costs now: as measured, or as the fast forwards measured lately
         imply (a clone that only wins measures those alone, and they follow the host's load)."""
         return max(self.round_s, FULL_PER_FAST * self.fast_s)
 
-    def contended(self, now: float) -> bool:
-        return self.contended_at is not None and now - self.contended_at < MEMORY * self.round()
-
-    def won(self, tip: str, now: float, took: float, rng: Random, full: bool) -> None:
+    def won(self, tip: str, now: float, took: float, full: bool) -> None:
         """This clone's push landed at ``now`` after a round of ``took`` seconds (``full``: it
         re-ran ops, as a loser's round does; a fast forward is no measure of that)."""
         if full:
             self.measure(took)
         else:
             self.fast_s = _average(self.fast_s, took)
+        recent = self.won_at is not None and 0 <= now - self.won_at < CAP * self.round()
+        self.alone = recent and not self.landings and not self.lost
+        self.landings = 0
         self.owed, self.lost = False, 0
         self.won_at, self.won_tip = now, tip
         self.seen_tip, self.seen_since = tip, now
-        # Alone, or a rival it cannot see yet: a gap of about a full round, drawn afresh each
-        # time, which a loser's round fits often enough to land within a few of them.
-        self.courtesy = self.round() * rng.uniform(0.5, 1.0)
 
     def lost_round(self, now: float, took: float) -> None:
         """This clone's push lost its race (another clone's landed first)."""
         self.measure(took)
         self.owed = True
         self.lost += 1
-        self.contended_at = now
 
     def retry_pause(self, rng: Random) -> float:
         """The jitter before a loser tries again."""
@@ -166,5 +180,5 @@ def _average(mean: float, took: float) -> float:
 _TIME = (int, float, type(None))
 _KINDS: dict[str, tuple[type, ...]] = {
     "round_s": (int, float), "fast_s": (int, float), "owed": (bool,), "lost": (int,), "won_at": _TIME,
-    "won_tip": (str, type(None)), "courtesy": (int, float), "contended_at": _TIME,
-    "seen_tip": (str, type(None)), "seen_since": _TIME}
+    "won_tip": (str, type(None)), "seen_tip": (str, type(None)), "seen_since": _TIME,
+    "landings": (int,), "alone": (bool,)}

@@ -7,7 +7,8 @@ Invariants:
   meanwhile. Ops made while a round runs, or while it is not this clone's turn to push
   (``sync_pace``), queue on the branch and go out together in the next push: a batch.
 - Turns: a round that lost its race is tried again after a short jitter; one that found it is
-  not this clone's turn is tried again when the turn is due; the remote is not read in between.
+  not this clone's turn (a read of the remote's refs, nothing fetched) looks again half a round
+  later or at the turn, whichever is sooner, so it sees every other clone's landing.
 - Offline is a normal state, not a failure: when the remote cannot be reached the ops stay
   queued on the local branch (they are commits, so nothing is held in memory) and the next
   attempt comes after a pause that grows up to ``every``; when the server is back they go out
@@ -59,7 +60,7 @@ class Watch:
         self.at = 0.0  # when the next round is due even if no op lands here
         self.retry = FIRST_RETRY
         self.offline = False
-        self.turn_at = 0.0  # when a waited-for turn comes (a round before it only reads refs)
+        self.turn_at = 0.0  # while waiting for its turn: when to look at the remote again
 
     def due(self) -> bool:
         """Whether a round should run now: an op landed here since the last round (unless
@@ -81,7 +82,7 @@ class Watch:
         try:
             done = sync(ws, self.remote, attempts=1, wait=False, clock=self.wall)
         except SyncBusy as e:
-            self._next(now + e.retry_in)
+            self._next(self.clock() + e.retry_in)
             return Event("lost", e.message, queued=self.queued(branch), pushes=e.pushes)
         except RemoteUnavailable as e:
             queued = self.queued(branch)
@@ -91,8 +92,9 @@ class Watch:
             return Event("offline", text, queued=queued)
         self.offline, self.retry = False, FIRST_RETRY
         if done.waiting:
-            self._next(now + done.waiting)
-            return Event("waiting", f"Not this clone's turn for {done.waiting:.2f} s.", done,
+            self._next(self.clock() + done.waiting)
+            return Event("waiting", f"Not this clone's turn yet; it looks again in "
+                                    f"{done.waiting:.2f} s.", done,
                          queued=self.queued(branch), pushes=done.pushes)
         self.last, self.at, self.turn_at = done.tip, now + self.every, 0.0
         return Event("synced" if done.changed else "current", "", done, pushes=done.pushes)

@@ -3,10 +3,12 @@ server (tests/gitserver.py), at chosen steps of a sync, with a clock and a pause
 so every pause a sync takes, and why, is checked exactly.
 
 The rules (gitspace/team/sync_pace.py): a loser tries again after a jitter of at most a twentieth
-of its round, never a growing backoff; a winner pushes again only once the remote has been quiet
-for ``QUIET`` rounds (or, before it has seen contention, after a courtesy of half a round to a
-round);
-nothing waits more than ``CAP`` rounds after its win.
+of its round, never a growing backoff; a winner's next full round starts only once the remote has
+been quiet for ``QUIET`` of its rounds, half a round less for each other clone's landing it saw
+since (at least ``QUIET_MIN``, and ``QUIET_MIN`` for a clone that was alone); while it waits it
+only reads the remote's tip, once a round; with rivals about, a round reads the tip again before
+pushing and leaves out a push that would lose; nothing waits more than ``CAP`` rounds after its
+win.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import gitspace
 from gitspace.errors import BadArguments
 from gitspace.team import sync_pace, sync_state
 from gitspace.team.sync import SyncBusy, Synced, sync
-from gitspace.team.sync_pace import CAP, JITTER, QUIET, ROUND, Pace
+from gitspace.team.sync_pace import CAP, JITTER, PEEK, QUIET, QUIET_MIN, QUIET_STEP, ROUND, Pace
 from gitspace.team.sync_watch import Watch
 
 T0 = time.time() + 3600  # later than the real clock of the seed's sync: its win is long past
@@ -61,6 +63,13 @@ def timed_sync(ws: gitspace.Workspace, clock: Clock, **kwargs: object) -> Synced
     return sync(ws, clock=clock, pause=clock.pause, rng=Fixed(0.5), **kwargs)  # type: ignore[arg-type]
 
 
+def land(rival: gitspace.Workspace) -> None:
+    """Sync ``rival`` as a clone owed a turn: at once, whatever its own last push was (its turns
+    run on the real clock, the test's clone on the test's)."""
+    sync_state.save_pace(rival, "origin", "main", Pace())
+    sync(rival)
+
+
 def push_first(rival: gitspace.Workspace, at: str = "push") -> Callable[[str], None]:
     """An ``on_step`` that makes ``rival`` land an op of its own when the sync reaches ``at``
     (once): the sync's push then loses its race."""
@@ -70,7 +79,7 @@ def push_first(rival: gitspace.Workspace, at: str = "push") -> Callable[[str], N
         if name == at and not fired:
             fired.append(name)
             call_ok(rival, "append", {"path": "shared/log.md", "text": f"rival {len(fired)}\n"})
-            sync(rival)
+            land(rival)
 
     return step
 
@@ -93,8 +102,8 @@ def test_a_lost_race_is_tried_again_after_a_jitter_not_a_backoff(
     assert clock.pauses == [pytest.approx(0.5 * JITTER * before.round())]
     pace = pace_of(a)
     assert (pace.owed, pace.lost, pace.won_tip, pace.won_at) == (False, 0, done.tip, clock.now)
-    assert pace.contended_at == clock.now  # it lost, then read the winner's tip: contention
-    assert pace.courtesy == pytest.approx(0.75 * pace.round())
+    assert pace.landings == 0 and not pace.alone  # it lost before this win: not alone
+    assert pace.quiet() == QUIET
     assert [op.op_id for op in remote_ops(git_server)][-1] == mine.op
     assert_clean(a.root)
 
@@ -109,7 +118,7 @@ def test_every_round_lost_gives_up_with_the_ops_kept_and_no_pause_after_the_last
     def rival_always(name: str) -> None:
         if name == "push":
             call_ok(b, "append", {"path": "shared/log.md", "text": "rival\n"})
-            sync(b)
+            land(b)
 
     with pytest.raises(SyncBusy) as busy:
         timed_sync(a, clock, attempts=3, on_step=rival_always)
@@ -130,7 +139,7 @@ def test_an_op_landing_here_meanwhile_is_a_round_again_without_a_pause(
     a = seed(tmp_path, git_server)
     b = machine(tmp_path, git_server, 1)
     call_ok(b, "append", {"path": "shared/log.md", "text": "theirs\n"})
-    sync(b)
+    land(b)
     call_ok(a, "append", {"path": "shared/log.md", "text": "mine\n"})
     other = gitspace.open(a.root, agent="agent-0b")
     landed = []
@@ -145,7 +154,7 @@ def test_an_op_landing_here_meanwhile_is_a_round_again_without_a_pause(
     assert done.pushed == 2  # the late op went in the same push
     assert [op.op_id for op in remote_ops(git_server)][-1] == landed[0].op
     call_ok(b, "append", {"path": "shared/log.md", "text": "theirs again\n"})
-    sync(b)
+    land(b)
     call_ok(a, "append", {"path": "shared/log.md", "text": "mine again\n"})
     landed.clear()
     sync_state.save_pace(a, "origin", "main", Pace())  # owed a turn, so it does not wait
@@ -160,7 +169,7 @@ def test_a_dropped_op_stays_dropped_when_the_push_that_left_it_out_lost(
     a = seed(tmp_path, git_server)
     b = machine(tmp_path, git_server, 1)
     call_ok(b, "append", {"path": "shared/log.md", "text": "theirs\n"})
-    sync(b)
+    land(b)
     gone = call_ok(a, "append", {"path": "shared/log.md", "text": "dropped\n"})
     kept = call_ok(a, "append", {"path": "shared/log.md", "text": "kept\n"})
     clock = Clock()
@@ -172,53 +181,87 @@ def test_a_dropped_op_stays_dropped_when_the_push_that_left_it_out_lost(
         timed_sync(a, clock, drop=(gone.op,))
 
 
-def test_a_winner_yields_until_the_remote_has_been_quiet(tmp_path: Path,
-                                                        git_server: GitServer) -> None:
+def test_a_winner_waits_for_quiet_looking_at_the_tip_once_a_round(tmp_path: Path,
+                                                                  git_server: GitServer) -> None:
     a = seed(tmp_path, git_server)
     b = machine(tmp_path, git_server, 1)
     clock = Clock()
     call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
-    timed_sync(a, clock, on_step=push_first(b))  # lost once, then won: contention seen
+    timed_sync(a, clock, on_step=push_first(b))  # lost once, then won
     won = pace_of(a)
+    r = won.round()
     clock.now += 0.001
     call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
     tips = git_server.refs("fleet")
     before = state(a.root)
-    waiting = timed_sync(a, clock, wait=False)
-    assert waiting.waiting == pytest.approx(QUIET * won.round() - 0.001)
-    assert (waiting.pushes, waiting.pushed, waiting.attempts) == (0, 0, 0)
+    waiting = timed_sync(a, clock, wait=False)  # QUIET rounds from its own landing: a look
+    assert waiting.waiting == pytest.approx(PEEK * r) and PEEK * r < QUIET * r - 0.001
+    assert (waiting.pushes, waiting.pushed, waiting.pulled, waiting.attempts) == (0, 0, 0, 0)
     assert git_server.refs("fleet") == tips and state(a.root) == before
     assert len(clock.pauses) == 1  # the jitter after the lost round, none since
-    # Another clone lands meanwhile: the quiet time starts again from when a sees it.
+    # Another clone lands meanwhile: the quiet starts again from when a sees it, and is half a
+    # round shorter (a has waited one landing longer). A look fetches and re-runs nothing.
     clock.now += 0.002
     call_ok(b, "append", {"path": "shared/log.md", "text": "b2\n"})
-    sync(b)
-    again = timed_sync(a, clock, wait=False)  # it brings b's op and re-runs its own, no push
-    assert again.waiting == pytest.approx(QUIET * won.round())
-    assert (again.pulled, again.rebased, again.pushed, again.pushes) == (1, 1, 0, 0)
-    assert git_server.refs("fleet")["refs/heads/main"] != a.tip()
+    land(b)
+    again = timed_sync(a, clock, wait=False)
+    pace = pace_of(a)
+    assert pace.landings == 1 and pace.quiet() == QUIET - QUIET_STEP and pace.rivals()
+    assert again.waiting == pytest.approx(PEEK * r)
+    assert (again.pulled, again.rebased, again.pushed, again.pushes) == (0, 0, 0, 0)
+    assert state(a.root) == before
     pauses = len(clock.pauses)
-    done = timed_sync(a, clock)  # wait=True: it pauses out the quiet time, then pushes
-    assert clock.pauses[pauses:] == [pytest.approx(QUIET * won.round())]
-    assert (done.pushed, done.pulled, done.rebased, done.attempts) == (1, 0, 0, 1)
+    done = timed_sync(a, clock)  # wait=True: it looks once a round until the quiet, then goes
+    assert clock.pauses[pauses:] == [pytest.approx(PEEK * r), pytest.approx(PEEK * r)]
+    assert sum(clock.pauses[pauses:]) == pytest.approx((QUIET - QUIET_STEP) * r)
+    assert (done.pushed, done.pulled, done.rebased, done.attempts, done.pushes) == (1, 1, 1, 1, 1)
     assert git_server.refs("fleet")["refs/heads/main"] == a.tip()
     assert_clean(a.root)
 
 
-def test_a_winner_that_saw_no_contention_yields_only_its_courtesy(
-        tmp_path: Path, git_server: GitServer) -> None:
+def test_a_clone_alone_yields_the_shortest_quiet(tmp_path: Path, git_server: GitServer) -> None:
     a = seed(tmp_path, git_server)
     clock = Clock()
     call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
-    assert timed_sync(a, clock).pushed == 1
+    assert timed_sync(a, clock).pushed == 1 and clock.pauses == []  # its last win: long ago
     pace = pace_of(a)
-    assert pace.contended_at is None
-    assert pace.courtesy == pytest.approx(0.75 * pace.round())
+    assert not pace.alone and pace.quiet() == QUIET  # nothing known about the last two wins
+    r = pace.round()
     call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
-    assert timed_sync(a, clock, wait=False).waiting == pytest.approx(pace.courtesy)
-    clock.now += pace.courtesy
+    assert timed_sync(a, clock).pushed == 1
+    assert sum(clock.pauses) == pytest.approx(QUIET * r)
+    assert all(p <= PEEK * r + 1e-9 for p in clock.pauses)
+    pace = pace_of(a)
+    assert pace.alone and pace.quiet() == QUIET_MIN  # no one landed between its two wins
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a3\n"})
+    waiting = timed_sync(a, clock, wait=False)
+    assert waiting.waiting == pytest.approx(min(PEEK, QUIET_MIN) * pace.round())
+    clock.now += QUIET_MIN * pace.round()
     assert timed_sync(a, clock, wait=False).pushed == 1
-    assert clock.pauses == []
+
+
+def test_with_rivals_a_push_that_would_lose_is_left_out(tmp_path: Path,
+                                                        git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    clock = Clock()
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"})
+    land(b)
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
+    # No rival seen yet (a fresh pace: it never pushed nor lost): its push goes out, and loses.
+    sync_state.save_pace(a, "origin", "main", Pace())
+    alone = timed_sync(a, clock, on_step=push_first(b, at="move"))
+    assert (alone.pushes, alone.attempts, alone.pushed) == (2, 2, 1)
+    # Now a has lost once: a rival landing after its read is seen before the push.
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b2\n"})
+    land(b)
+    mine = call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
+    sync_state.save_pace(a, "origin", "main", Pace(lost=1))  # owed, with a rival
+    checked = timed_sync(a, clock, on_step=push_first(b, at="move"))
+    assert (checked.pushes, checked.attempts, checked.pushed) == (1, 2, 1)
+    assert [op.op_id for op in remote_ops(git_server)][-1] == mine.op
+    assert_never_forced(git_server)
+    assert_clean(a.root)
 
 
 def test_nothing_to_push_never_waits_for_a_turn(tmp_path: Path, git_server: GitServer) -> None:
@@ -228,7 +271,7 @@ def test_nothing_to_push_never_waits_for_a_turn(tmp_path: Path, git_server: GitS
     call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
     timed_sync(a, clock, on_step=push_first(b))
     call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"})
-    sync(b)
+    land(b)
     pauses = list(clock.pauses)
     done = timed_sync(a, clock, wait=False)  # a catches up; it has nothing of its own to push
     assert (done.waiting, done.pulled, done.pushes) == (0, 1, 0) and clock.pauses == pauses
@@ -238,52 +281,66 @@ def test_nothing_to_push_never_waits_for_a_turn(tmp_path: Path, git_server: GitS
 
 
 def test_pace_rules_at_their_edges() -> None:
-    rng = Fixed(1.0)
     pace = Pace()
-    assert pace.turn(T0) == 0  # never pushed: owed
+    assert pace.turn(T0) == 0 and pace.next_look(T0) == 0  # never pushed: owed
     assert pace.round() == pytest.approx(ROUND)
     pace.observe("t1", T0)
-    assert pace.contended_at is None and pace.seen_since == T0
-    pace.won("t2", T0 + 1, 0.2, rng, full=True)
+    assert pace.landings == 0 and pace.seen_since == T0 and not pace.rivals()
+    pace.won("t2", T0 + 1, 0.2, full=True)
     assert pace.round_s == pytest.approx(0.75 * ROUND + 0.25 * 0.2)
     r = pace.round()
     assert r == max(pace.round_s, sync_pace.FULL_PER_FAST * pace.fast_s) and not pace.owed
-    assert pace.courtesy == pytest.approx(r)  # up to one round
-    assert pace.turn(T0 + 1) == pytest.approx(r)  # alone: the courtesy, from the win
-    assert pace.turn(T0 + 1 + r) == 0
-    # A fast forward is no measure of a full round, but a slow one raises the estimate.
+    assert not pace.alone and pace.quiet() == QUIET  # its first win: nothing known
+    assert pace.turn(T0 + 1) == pytest.approx(QUIET * r)
+    assert pace.next_look(T0 + 1) == pytest.approx(PEEK * r)  # a look once a round meanwhile
+    assert pace.next_look(T0 + 1 + (QUIET - 0.5) * r) == pytest.approx(0.5 * r)  # or the turn
+    assert pace.turn(T0 + 1 + QUIET * r) == 0 and pace.next_look(T0 + 1 + QUIET * r) == 0
+    # A fast forward is no measure of a full round, but a slow one raises the estimate; a win
+    # soon after the last with no one else landing between: alone.
     full = pace.round_s
-    pace.won("t2b", T0 + 2, 0.5, Fixed(0.0), full=False)
+    pace.won("t2b", T0 + 2, 0.5, full=False)
     assert pace.round_s == full
     assert pace.fast_s == pytest.approx(0.75 * ROUND / sync_pace.FULL_PER_FAST + 0.25 * 0.5)
     r = pace.round()
     assert r == pytest.approx(sync_pace.FULL_PER_FAST * pace.fast_s) and r > pace.round_s
-    assert pace.courtesy == pytest.approx(0.5 * r)  # at least half a round
-    pace.won("t2", T0 + 1, 0.0, rng, full=False)
+    assert pace.alone and pace.quiet() == QUIET_MIN
+    pace.observe("t2b", T0 + 2.01)  # its own push: quiet since the win
+    assert pace.seen_since == T0 + 2 and pace.landings == 0
+    pace.observe("t3", T0 + 2.02)  # another clone's push landed
+    assert pace.landings == 1 and pace.seen_since == T0 + 2.02 and pace.rivals()
+    assert pace.turn(T0 + 2.02) == pytest.approx(QUIET_MIN * r)
+    pace.observe("t3", T0 + 2.5)  # the same tip again: still quiet since it was first seen
+    assert pace.seen_since == T0 + 2.02 and pace.landings == 1
+    # Each landing seen takes QUIET_STEP off the quiet, down to QUIET_MIN; alone only when no
+    # one landed between two wins, and not after a lost race.
+    pace.won("t4", T0 + 3, 0.0, full=False)
+    assert not pace.alone and pace.landings == 0 and pace.quiet() == QUIET
+    for n in range(1, 6):
+        pace.observe(f"t4-{n}", T0 + 3 + n * 0.001)
+        assert pace.landings == n
+        assert pace.quiet() == pytest.approx(max(QUIET_MIN, QUIET - QUIET_STEP * n))
+    assert pace.quiet() == QUIET_MIN
     r = pace.round()
-    pace.observe("t2", T0 + 1.01)  # its own push: quiet since the win, no contention
-    assert pace.seen_since == T0 + 1 and pace.contended_at is None
-    pace.observe("t3", T0 + 1.02)  # another clone's push: contention
-    assert pace.contended_at == T0 + 1.02 and pace.seen_since == T0 + 1.02
-    assert pace.turn(T0 + 1.02) == pytest.approx(QUIET * r)
-    assert pace.turn(T0 + 1.02 + QUIET * r) == 0
-    pace.observe("t3", T0 + 1.5)  # the same tip again: still quiet since it was first seen
-    assert pace.seen_since == T0 + 1.02
+    seen = T0 + 3.005
+    assert pace.turn(seen) == pytest.approx(QUIET_MIN * r)
+    assert pace.turn(seen + QUIET_MIN * r - 0.01) == pytest.approx(0.01, abs=1e-6)
+    assert pace.turn(seen + QUIET_MIN * r - sync_pace.SOON / 2) == 0  # a float's dust: now
     # Yielding ends CAP rounds after the win, whatever the remote does.
-    end = T0 + 1 + CAP * r
-    pace.observe("t4", end - 0.02)
+    end = T0 + 3 + CAP * r
+    pace.observe("t5", end - 0.02)
     assert pace.turn(end - 0.01) == pytest.approx(0.01, abs=1e-6)
     assert pace.turn(end) == 0
     assert pace.turn(T0 + 0.5) == 0  # a clock set back: the win counts as long ago
-    # Contention is remembered for MEMORY rounds, then the courtesy applies again.
-    assert pace.contended(end - 0.02 + sync_pace.MEMORY * r - 0.001)
-    assert not pace.contended(end - 0.02 + sync_pace.MEMORY * r + 0.001)
     pace.lost_round(T0 + 4, 0.3)
-    assert pace.owed and pace.lost == 1 and pace.turn(T0 + 4) == 0
+    assert pace.owed and pace.lost == 1 and pace.turn(T0 + 4) == 0 and pace.rivals()
     assert pace.retry_pause(Fixed(1.0)) == pytest.approx(JITTER * pace.round())
     assert pace.retry_pause(Fixed(0.0)) == 0
     pace.lost_round(T0 + 5, 100.0)
     assert pace.lost == 2 and pace.round_s <= sync_pace.ROUND_MAX
+    pace.won("t6", T0 + 5.1, 0.1, full=True)
+    assert not pace.alone  # it lost since its last win: someone else is pushing
+    pace.won("t7", T0 + 5.1 + CAP * pace.round(), 0.1, full=False)
+    assert not pace.alone  # its last win too long ago to say
     pace.measure(0.0)
     assert pace.round_s >= sync_pace.ROUND_MIN
 
@@ -294,6 +351,7 @@ def test_a_malformed_pace_file_starts_afresh(tmp_path: Path, git_server: GitServ
     good = Pace(owed=False, lost=2, won_at=T0, won_tip="x" * 40)
     assert Pace.from_json(good.as_json()) == good
     for bad in ([], {"origin/main": {"won_at": "soon"}}, {"origin/main": {"owed": 1}},
+                {"origin/main": {"alone": 0}}, {"origin/main": {"landings": 1.5}},
                 {"origin/main": {"lost": True}}, {"origin/main": {"round_s": float("nan")}},
                 {"origin/main": []}):
         path.write_text(json.dumps(bad))
@@ -321,17 +379,26 @@ def test_the_watch_runs_one_round_at_a_time_and_knows_when_the_next_is_due(
     first = watch.step()
     assert first.kind == "synced" and first.pushes == 1 and first.synced is not None
     call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"})
-    sync(b)
+    land(b)
     call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
-    waiting = watch.step()  # a won last and has now seen b land: not its turn
-    assert pace_of(a).contended_at == T0
+    waiting = watch.step()  # a won last and has now seen b land: not its turn, a look
+    assert pace_of(a).landings == 1
     assert waiting.kind == "waiting" and waiting.queued == 1 and waiting.pushes == 0
-    assert waiting.synced is not None and not watch.due()
+    assert waiting.synced is not None and waiting.synced.pulled == 0 and not watch.due()
+    assert "looks again in" in waiting.text
     call_ok(a, "append", {"path": "shared/log.md", "text": "a3\n"})
     assert not watch.due()  # ops made while waiting queue up for the turn
-    now[0] += waiting.synced.waiting
-    assert watch.due()
-    turn = watch.step()  # the remote stayed quiet: one push carries both ops
+    looks = 0
+    while True:  # a look once a round until the quiet has lasted
+        now[0] += waiting.synced.waiting
+        assert watch.due()
+        turn = watch.step()
+        if turn.kind != "waiting":
+            break
+        assert turn.synced is not None and turn.pushes == 0
+        waiting, looks = turn, looks + 1
+    assert looks == round((QUIET - QUIET_STEP) / PEEK) - 1
+    # the remote stayed quiet: one push carries both ops
     assert turn.kind == "synced" and turn.synced is not None and turn.synced.pushed == 2
     assert turn.pushes == 1 and watch.queued("main") == 0
     now[0] += 5.0
