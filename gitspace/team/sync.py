@@ -143,7 +143,6 @@ class _Again:
     why: str
     delay: float = 0.0
     report: Synced | None = None
-    looked: bool = False  # "wait" after only reading the remote's refs (nothing checked)
 
 
 def _rounds(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Turns,
@@ -159,7 +158,7 @@ def _rounds(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tur
             done.dropped = turns.dropped
             return done
         if done.why == "wait":
-            turns.checked = turns.checked or not done.looked
+            turns.checked = True  # (a round that only looked never has a --drop to check)
             if done.report is not None and done.report.rebased:
                 turns.pace.measure(took)  # a full round but for its push
             if not turns.wait and done.report is not None:
@@ -217,8 +216,9 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     delay = turns.pace.next_look(turns.clock())
     if delay > 0 and not (drop and first) and _unpushed(repo, local, their_tip, tracking):
         # Not this clone's turn, and it has ops to push: a look at the refs is the whole round
-        # (its turn round pulls, re-runs and pushes, so the quiet it waited for stays true).
-        return _Again("wait", delay, Synced(remote, branch, local), looked=True)
+        # (its turn round pulls, re-runs and pushes, so the quiet it waited for stays true). A
+        # --drop is checked by a first round that goes on, whatever the turn.
+        return _Again("wait", delay, Synced(remote, branch, local))
     remote_tags = {r: sha for r, sha in theirs.items() if r.startswith(TAGS)}
     on_step("fetch")
     fetch(repo, remote, {**remote_tags, **({ref: their_tip} if their_tip else {})})

@@ -181,6 +181,31 @@ def test_a_dropped_op_stays_dropped_when_the_push_that_left_it_out_lost(
         timed_sync(a, clock, drop=(gone.op,))
 
 
+def test_a_drop_is_checked_and_made_at_once_even_when_it_is_not_the_turn(
+        tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    clock = Clock()
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
+    assert timed_sync(a, clock).pushed == 1  # a won just now: its next push waits
+    gone = call_ok(a, "append", {"path": "shared/log.md", "text": "dropped\n"})
+    kept = call_ok(a, "append", {"path": "shared/log.md", "text": "kept\n"})
+    with pytest.raises(BadArguments):
+        timed_sync(a, clock, wait=False, drop=("0" * 26,))
+    tips = git_server.refs("fleet")
+    waiting = timed_sync(a, clock, wait=False, drop=(gone.op,))
+    assert waiting.waiting > 0 and waiting.pushes == 0
+    assert waiting.dropped == [(gone.op, gone.commit)]
+    assert git_server.refs("fleet") == tips
+    assert "dropped" not in (a.root / "shared/log.md").read_text()
+    assert "kept" in (a.root / "shared/log.md").read_text()
+    clock.now += CAP * pace_of(a).round()
+    done = timed_sync(a, clock, wait=False)
+    assert done.pushed == 1
+    on_remote = [op.op_id for op in remote_ops(git_server)]
+    assert kept.op in on_remote and gone.op not in on_remote
+    assert_clean(a.root)
+
+
 def test_a_winner_waits_for_quiet_looking_at_the_tip_once_a_round(tmp_path: Path,
                                                                   git_server: GitServer) -> None:
     a = seed(tmp_path, git_server)
