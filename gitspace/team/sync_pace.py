@@ -117,8 +117,7 @@ class Pace:
     def next_look(self, now: float) -> float:
         """Seconds until this clone should read the remote's tip again while it waits for its
         turn (0: its turn is now): the turn, or sooner, so that it sees each landing."""
-        wait = self.turn(now)
-        return min(wait, PEEK * self.round()) if wait else 0.0
+        return min(self.turn(now), PEEK * self.round())
 
     def round(self) -> float:
         """What a full round costs now: as measured, or as the fast forwards measured lately

@@ -76,8 +76,11 @@ def test_a_forged_copy_of_an_unpushed_op_id_is_refused(tmp_path: Path, git_serve
                        args={"path": "shared/log.md", "text": "forged\n"}, agent="agent-1")
     evil_push(evil, ledger.encode_message(forged, "append shared/log.md"))
     before, remote_before, seen = state(b.root), git_server.refs("fleet"), digest(outside)
-    with pytest.raises(Conflict, match=f"Op {mine.op} is both on origin/main"):
+    with pytest.raises(Conflict, match=f"Op {mine.op} is both on origin/main") as twice:
         sync(b)
+    assert twice.value.hint is not None
+    assert f"'gitspace sync origin --drop {mine.op}'" in twice.value.hint
+    assert "'gitspace branch NAME'" in twice.value.hint
     assert state(b.root) == before and git_server.refs("fleet") == remote_before
     # The way on that the refusal offers keeps the op: a branch of its own, pushed as it is.
     call_ok(b, "branch", {"name": "b-own"})

@@ -20,6 +20,7 @@ from fleet import assert_never_forced, machine, remote_ops, seed
 from gitserver import HttpGitServer
 
 import gitspace
+from gitspace.errors import Conflict
 from gitspace.team.remote import AccessDenied
 from gitspace.team.sync import sync
 from gitspace.team.sync_watch import Watch
@@ -98,4 +99,28 @@ def test_sync_never_forces_the_protected_branch(tmp_path: Path,
     assert len(remote_ops(http_server)) == 3 + 4
     assert_never_forced(http_server)
     a.close()
+    b.close()
+
+
+def test_a_push_the_host_refuses_for_its_own_reason_stops_and_keeps_the_ops(
+        tmp_path: Path, http_server: HttpGitServer) -> None:
+    seed(tmp_path, http_server).close()
+    b = machine(tmp_path, http_server, 1)
+    mine = call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"}).op
+    hook = http_server.path("fleet") / "hooks" / "pre-receive"
+    protect = hook.read_text()
+    hook.write_text("#!/bin/sh\necho 'policy: the branch is frozen for the release' >&2\nexit 1\n")
+    remote_before = http_server.refs("fleet")
+    with pytest.raises(Conflict) as refused:
+        sync(b)
+    assert "origin refused the push" in refused.value.message
+    assert "the branch is frozen for the release" in refused.value.message
+    assert refused.value.hint is not None and "a hook or a protected branch" in refused.value.hint
+    assert http_server.refs("fleet") == remote_before
+    assert mine not in [op.op_id for op in remote_ops(http_server)]
+    hook.write_text(protect)
+    assert sync(b).pushed == 1  # the op was kept here, and goes out once the host takes it
+    assert [op.op_id for op in remote_ops(http_server)][-1] == mine
+    assert_never_forced(http_server)
+    assert_clean(b.root)
     b.close()

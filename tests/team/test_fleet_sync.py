@@ -207,6 +207,7 @@ def test_sync_needs_a_named_remote_and_a_gitspace_checkout(tmp_path: Path,
     a = seed(tmp_path, git_server)
     with pytest.raises(BadArguments, match="not a remote"):
         sync(a, git_server.url("fleet"))
-    with pytest.raises(BadArguments, match="not a remote"):
+    with pytest.raises(BadArguments, match="not a remote") as nowhere:
         sync(a, "nowhere")
+    assert nowhere.value.hint is not None and "git remote add origin URL" in nowhere.value.hint
     a.close()

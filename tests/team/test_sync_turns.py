@@ -285,6 +285,17 @@ def test_with_rivals_a_push_that_would_lose_is_left_out(tmp_path: Path,
     checked = timed_sync(a, clock, on_step=push_first(b, at="move"))
     assert (checked.pushes, checked.attempts, checked.pushed) == (1, 2, 1)
     assert [op.op_id for op in remote_ops(git_server)][-1] == mine.op
+    # A clone that never pushed but saw another clone land (catching up) has a rival too.
+    sync_state.save_pace(a, "origin", "main", Pace())
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b3\n"})
+    land(b)
+    assert timed_sync(a, clock).pulled == 1 and not pace_of(a).rivals()  # its first read
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b4\n"})
+    land(b)
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a3\n"})
+    seen = timed_sync(a, clock, on_step=push_first(b, at="move"))
+    assert pace_of(a).won_tip == seen.tip
+    assert (seen.pushes, seen.attempts, seen.pushed) == (1, 2, 1)
     assert_never_forced(git_server)
     assert_clean(a.root)
 
