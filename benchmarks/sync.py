@@ -19,15 +19,14 @@ Baselines, same server, same run:
   times; the median is what one op costs to publish when nothing is in the way.
 - ``git push`` rate: the same loop's commits per second.
 
-Two rounds per server: clones making ops back to back (the next op as soon as the round after
-the last one returned: every round races every other clone's), and ``--think`` seconds apart
-(an agent waits for its model between ops). Printed per server, round and fleet size: ops/s
-reaching the remote (ops / seconds from start until the last one arrived) and its ratio to one
-clone's and to the plain-push rate; op-to-server median and p99; pushes per op (lost ones
-included) and ops per push that landed; the CPU seconds the clones' processes used per op (on
-a machine the clones saturate, throughput stops growing there, not at the host); the machine's
-load average while it ran. No asserts:
-the machines are shared and noisy, and every clone here shares their cores.
+Two rounds per server: clones making ops back to back (the next op as soon as the last one and
+the round after it, if one was due, returned), and ``--think`` seconds apart (an agent waits for
+its model between ops). Printed per server, round and fleet size: ops/s reaching the remote (ops
+/ seconds from start until the last one arrived) and its ratio to one clone's and to the
+plain-push rate; op-to-server median and p99; pushes per op (lost ones included) and ops per
+push that landed; the CPU seconds the clones' processes used per op (on a machine the clones
+saturate, throughput stops growing there, not at the host); the machine's load average while it
+ran. No asserts: the machines are shared and noisy, and every clone here shares their cores.
 
     .venv/bin/python benchmarks/sync.py              # 25 ops per clone
     .venv/bin/python benchmarks/sync.py --ops 10     # quicker
