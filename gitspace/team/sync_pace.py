@@ -14,10 +14,11 @@ clone to what it has seen itself:
 - **A winner yields.** A clone whose last push landed starts its next full round only once the
   remote's tip has stayed unchanged for ``quiet()`` of its rounds: ``QUIET`` after its own
   landing (its landing counts as first seeing its tip), ``QUIET_STEP`` less for each other
-  clone's landing it has seen since, never less than ``QUIET_MIN`` (and ``QUIET_MIN`` when no
-  other clone landed between its last two wins). The clone that landed longest ago goes first,
-  the one that just landed last. Meanwhile it only reads the remote's tip, every ``PEEK`` of its
-  rounds (``next_look``): nothing is fetched or re-run while it waits.
+  clone's landing it has seen since, never less than ``QUIET_MIN`` (and ``QUIET_MIN`` when it
+  won without losing, or seeing another clone land, since its last win: alone). The clone that
+  landed longest ago goes first, the one that just landed last. Meanwhile it only reads the
+  remote's tip, every ``PEEK`` of its rounds (``next_look``): nothing is fetched or re-run while
+  it waits.
 - **Yielding is capped** at ``CAP`` rounds after the win, so pushes that follow no such rules (a
   person's plain ``git push``) cannot hold a clone back for ever.
 
@@ -76,7 +77,7 @@ class Pace:
     seen_tip: str | None = None  # the remote's tip at its last read...
     seen_since: float | None = None  # ...and the first time it saw that tip (or won_at)
     landings: int = 0  # other clones' pushes seen landing since its last win
-    alone: bool = False  # it saw no other clone's push land between its last two wins
+    alone: bool = False  # no other clone's push landed, nor did it lose, since its last win
 
     def observe(self, tip: str | None, now: float) -> None:
         """Note the remote's tip as read at ``now``."""
@@ -131,8 +132,7 @@ class Pace:
             self.measure(took)
         else:
             self.fast_s = _average(self.fast_s, took)
-        recent = self.won_at is not None and 0 <= now - self.won_at < CAP * self.round()
-        self.alone = recent and not self.landings and not self.lost
+        self.alone = not self.landings and not self.lost
         self.landings = 0
         self.owed, self.lost = False, 0
         self.won_at, self.won_tip = now, tip

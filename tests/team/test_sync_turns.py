@@ -246,23 +246,31 @@ def test_a_winner_waits_for_quiet_looking_at_the_tip_once_a_round(tmp_path: Path
 
 def test_a_clone_alone_yields_the_shortest_quiet(tmp_path: Path, git_server: GitServer) -> None:
     a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
     clock = Clock()
     call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
     assert timed_sync(a, clock).pushed == 1 and clock.pauses == []  # its last win: long ago
     pace = pace_of(a)
-    assert not pace.alone and pace.quiet() == QUIET  # nothing known about the last two wins
+    assert pace.alone and pace.quiet() == QUIET_MIN  # no one landed, it lost nothing, since
     r = pace.round()
     call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
-    assert timed_sync(a, clock).pushed == 1
-    assert sum(clock.pauses) == pytest.approx(QUIET * r)
-    assert all(p <= PEEK * r + 1e-9 for p in clock.pauses)
-    pace = pace_of(a)
-    assert pace.alone and pace.quiet() == QUIET_MIN  # no one landed between its two wins
-    call_ok(a, "append", {"path": "shared/log.md", "text": "a3\n"})
     waiting = timed_sync(a, clock, wait=False)
-    assert waiting.waiting == pytest.approx(min(PEEK, QUIET_MIN) * pace.round())
-    clock.now += QUIET_MIN * pace.round()
+    assert waiting.waiting == pytest.approx(min(PEEK, QUIET_MIN) * r)
+    clock.now += QUIET_MIN * r
     assert timed_sync(a, clock, wait=False).pushed == 1
+    # Once another clone lands between two of its wins, it waits the full quiet after the next.
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"})
+    land(b)
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a3\n"})
+    clock.now += CAP * r
+    assert timed_sync(a, clock).pushed == 1
+    pace = pace_of(a)
+    assert not pace.alone and pace.quiet() == QUIET
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a4\n"})
+    pauses = len(clock.pauses)
+    assert timed_sync(a, clock).pushed == 1
+    assert sum(clock.pauses[pauses:]) == pytest.approx(QUIET * pace.round())
+    assert all(p <= PEEK * pace.round() + 1e-9 for p in clock.pauses[pauses:])
 
 
 def test_with_rivals_a_push_that_would_lose_is_left_out(tmp_path: Path,
@@ -326,13 +334,14 @@ def test_pace_rules_at_their_edges() -> None:
     assert pace.round_s == pytest.approx(0.75 * ROUND + 0.25 * 0.2)
     r = pace.round()
     assert r == max(pace.round_s, sync_pace.FULL_PER_FAST * pace.fast_s) and not pace.owed
-    assert not pace.alone and pace.quiet() == QUIET  # its first win: nothing known
+    assert pace.alone and pace.quiet() == QUIET_MIN  # it won with no one else seen landing
+    pace.alone = False  # (as after a win that saw others land)
+    assert pace.quiet() == QUIET
     assert pace.turn(T0 + 1) == pytest.approx(QUIET * r)
     assert pace.next_look(T0 + 1) == pytest.approx(PEEK * r)  # a look once a round meanwhile
     assert pace.next_look(T0 + 1 + (QUIET - 0.5) * r) == pytest.approx(0.5 * r)  # or the turn
     assert pace.turn(T0 + 1 + QUIET * r) == 0 and pace.next_look(T0 + 1 + QUIET * r) == 0
-    # A fast forward is no measure of a full round, but a slow one raises the estimate; a win
-    # soon after the last with no one else landing between: alone.
+    # A fast forward is no measure of a full round, but a slow one raises the estimate.
     full = pace.round_s
     pace.won("t2b", T0 + 2, 0.5, full=False)
     assert pace.round_s == full
@@ -375,8 +384,8 @@ def test_pace_rules_at_their_edges() -> None:
     assert pace.lost == 2 and pace.round_s <= sync_pace.ROUND_MAX
     pace.won("t6", T0 + 5.1, 0.1, full=True)
     assert not pace.alone  # it lost since its last win: someone else is pushing
-    pace.won("t7", T0 + 5.1 + CAP * pace.round(), 0.1, full=False)
-    assert not pace.alone  # its last win too long ago to say
+    pace.won("t7", T0 + 5.2, 0.1, full=False)
+    assert pace.alone
     pace.measure(0.0)
     assert pace.round_s >= sync_pace.ROUND_MIN
 
@@ -419,6 +428,7 @@ def test_the_watch_runs_one_round_at_a_time_and_knows_when_the_next_is_due(
     call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
     waiting = watch.step()  # a won last and has now seen b land: not its turn, a look
     assert pace_of(a).landings == 1
+    assert pace_of(a).alone  # its win came with no one else landing: the shortest quiet
     assert waiting.kind == "waiting" and waiting.queued == 1 and waiting.pushes == 0
     assert waiting.synced is not None and waiting.synced.pulled == 0 and not watch.due()
     assert "looks again in" in waiting.text
@@ -433,7 +443,7 @@ def test_the_watch_runs_one_round_at_a_time_and_knows_when_the_next_is_due(
             break
         assert turn.synced is not None and turn.pushes == 0
         waiting, looks = turn, looks + 1
-    assert looks == round((QUIET - QUIET_STEP) / PEEK) - 1
+    assert looks == round(QUIET_MIN / PEEK) - 1
     # the remote stayed quiet: one push carries both ops
     assert turn.kind == "synced" and turn.synced is not None and turn.synced.pushed == 2
     assert turn.pushes == 1 and watch.queued("main") == 0
