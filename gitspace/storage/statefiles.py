@@ -144,24 +144,25 @@ def names(base: Path, rel: str) -> list[str]:
 @contextmanager
 def _walk(base: Path, parts: list[str], *, make: bool) -> Iterator[int | None]:
     """A descriptor of folder ``base/parts...`` reached without following a link (None: absent
-    and ``make`` is off)."""
-    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    and ``make`` is off). The first folder is opened by its path below ``base`` (which is
+    trusted), not from a descriptor of ``base``: opening the git directory itself is an event
+    for whoever watches the work tree (``team/watch.py``), on every op."""
+    fd = -1 if parts else os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for depth, name in enumerate(parts):
             if name in ("", ".", ".."):
                 raise StateRefused(f"{name!r} is no name for a state folder.")
+            at, within = (base / name, None) if depth == 0 else (Path(name), fd)
             if make:
                 try:
-                    os.mkdir(name, 0o755, dir_fd=fd)
+                    os.mkdir(at, 0o755, dir_fd=within)
                 except FileExistsError:
                     pass
             try:
-                inner = os.open(name, _DIR, dir_fd=fd)
+                inner = os.open(at, _DIR, dir_fd=within)
             except FileNotFoundError:
                 if make:
                     raise
-                os.close(fd)
-                fd = -1
                 yield None
                 return
             except OSError as e:
@@ -172,7 +173,8 @@ def _walk(base: Path, parts: list[str], *, make: bool) -> Iterator[int | None]:
                     f"{where} is not a folder (a link or a file stands there), so gitspace will "
                     "not keep its state in it.",
                     hint=f"Move {where} away, then run the command again.") from None
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
             fd = inner
         yield fd
     finally:
