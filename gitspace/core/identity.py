@@ -13,14 +13,15 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
-
 from ..storage import ledger, records
 from ..storage.objects import Signature
 
+TYPE_CHECKING = False  # the in-place hook imports this: no typing at run time (storage/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
-@dataclass(frozen=True)
+
+@records.record(frozen=True)
 class Identity:
     """Who makes a call and what it is (see the module docstring)."""
 
@@ -94,4 +95,4 @@ def author_of(name: str | None) -> Signature:
 
 
 # The identity's fields the ledger records (every one ``ledger.Op`` also has, by name).
-_RECORDED = tuple(f.name for f in fields(Identity) if f.name in records.names(ledger.Op))
+_RECORDED = tuple(name for name in records.names(Identity) if name in records.names(ledger.Op))
