@@ -53,7 +53,6 @@ HOLD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from gitspace.storage import lockfile
-from gitspace.storage.statefiles import StateRefused
     with lockfile.flocked(Path(sys.argv[1]), "lock", 1.0, RuntimeError("busy")):
         print("held", flush=True)
         time.sleep(60)
