@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from hostile import gitspace_argv, sealed, workspace
 
 SID = "5c0e4b1a-2f3d-4e5f-8a9b-0c1d2e3f4a5b"
 FILE_CALLS = 6
+LINE = "refs/gitspace/lines/main"
+PROGRAM = f"{sys.executable} -m gitspace"
 SHELLS = 3
 
 
@@ -105,3 +108,49 @@ def test_parallel_sessions_each_end_their_own_turn(tmp_path: Path) -> None:
             _all_at_once(root, [_body(root, "PostToolUse", "Write", write, "toolu_late", other)])
         op = ops(root)[-1]
         assert (op.source, op.tool_use_id, op.paths) == ("harness", "toolu_late", ("late.txt",))
+
+
+def test_parallel_tool_calls_in_place_are_each_recorded_once(tmp_path: Path) -> None:
+    """The same storm in a person's own checkout (recorded in place): every call is one op on
+    the line with exactly its files, and the person's HEAD, refs, index (bytes and stat), stash
+    and tags are as they were; their status gains only what the calls made."""
+    from hostile import Outside, fsck, status
+    from user_repo import make_user_repo, users_own
+
+    from gitspace.harness import install
+
+    outside = Outside(tmp_path / "outside")
+    root = make_user_repo(tmp_path / "repo")
+    install.install("claude-code", None, root, tmp_path / "home", PROGRAM)
+    files = [(f"toolu_w{i}", {"file_path": str(root / f"sub{i}" / "out.txt"),
+                              "content": f"from subagent {i}\n"}) for i in range(FILE_CALLS)]
+    shells = [(f"toolu_b{i}", {"command": f"echo {i} > shell{i}.txt"}) for i in range(SHELLS)]
+    own, said = users_own(root), set(status(root).splitlines())
+    _all_at_once(root, [_body(root, "PreToolUse", "Write", args, uid) for uid, args in files]
+                 + [_body(root, "PreToolUse", "Bash", args, uid) for uid, args in shells])
+    start = len(ops(root, LINE))
+    for i in range(FILE_CALLS):
+        (root / f"sub{i}").mkdir()
+        (root / f"sub{i}" / "out.txt").write_text(f"from subagent {i}\n")
+    for i in range(SHELLS):
+        (root / f"shell{i}.txt").write_text(f"{i}\n")
+    _all_at_once(root, [_body(root, "PostToolUse", "Write", args, uid) for uid, args in files]
+                 + [_body(root, "PostToolUse", "Bash", args, uid) for uid, args in shells])
+    recorded = ops(root, LINE)[start:]
+    by_call = {op.tool_use_id: op for op in recorded if op.source == "harness"}
+    for uid, args in files:
+        assert uid in by_call, f"the call {uid} was not recorded: {recorded}"
+        assert by_call[uid].paths == (Path(args["file_path"]).relative_to(root).as_posix(),)
+    shell_paths = sorted(p for op in recorded if op.tool == "Bash" for p in op.paths)
+    assert shell_paths == [f"shell{i}.txt" for i in range(SHELLS)], shell_paths
+    everything = [p for op in recorded for p in op.paths]
+    assert len(everything) == len(set(everything)), f"a change was counted twice: {recorded}"
+    assert not [op for op in recorded if op.source == "external"], recorded
+    after = users_own(root)
+    for key in ("HEAD", "refs", "index", "index stat", "stash", "tags"):
+        assert after[key] == own[key], key
+    made = ({f"?? sub{i}/out.txt" for i in range(FILE_CALLS)}
+            | {f"?? shell{i}.txt" for i in range(SHELLS)})
+    assert set(status(root).splitlines()) == said | made
+    fsck(root)
+    outside.unchanged()
