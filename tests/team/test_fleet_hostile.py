@@ -1,5 +1,8 @@
 """A hostile remote never makes sync write outside the workspace or lose a local op.
 
+(Forged trailers and a planted link are tried through both hosts, ``git daemon`` and the
+smart-HTTP host teams use: ``any_server``.)
+
 The attacker has push access to the server (a plain git clone, ``evil``) or runs it (the host's
 admin rewrites refs, or a server-side hook drops refs while serving a fetch). In every case the
 clone's unpushed ops must survive, nothing outside its work tree may change (a sibling folder is
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_clean, call_ok, git, op_ids, state
-from fleet import machine, ops_of, seed
+from fleet import clone, machine, ops_of, seed
 from gitserver import GitServer
 
 import gitspace
@@ -43,9 +46,7 @@ def digest(folder: Path) -> str:
 
 
 def evil_clone(tmp_path: Path, server: GitServer) -> Path:
-    target = tmp_path / "evil"
-    git(tmp_path, "clone", "-q", server.url("fleet"), str(target))
-    return target
+    return clone(server, server.url("fleet"), tmp_path / "evil")
 
 
 def evil_push(root: Path, message: str) -> str:
@@ -92,11 +93,11 @@ def test_a_forged_copy_of_an_unpushed_op_id_is_refused(tmp_path: Path, git_serve
 
 
 def test_forged_and_malformed_trailers_on_the_remote_are_only_commits(
-        tmp_path: Path, git_server: GitServer, outside: Path) -> None:
-    seed(tmp_path, git_server).close()
-    b = machine(tmp_path, git_server, 1)
+        tmp_path: Path, any_server: GitServer, outside: Path) -> None:
+    seed(tmp_path, any_server).close()
+    b = machine(tmp_path, any_server, 1)
     mine = call_ok(b, "append", {"path": "shared/log.md", "text": "b's work\n"})
-    evil = evil_clone(tmp_path, git_server)
+    evil = evil_clone(tmp_path, any_server)
     claims = ledger.Op(op_id=ledger.new_op_id(), tool="append",
                        args={"path": "shared/log.md", "text": "x\n"}, agent="agent-1",
                        rebased_from=mine.commit)  # "this is b's op, already pushed"
@@ -106,7 +107,7 @@ def test_forged_and_malformed_trailers_on_the_remote_are_only_commits(
     seen = digest(outside)
     done = sync(b)
     assert done.rebased == 1 and done.pushed == 1
-    on_remote = [op.op_id for op in ops_of(git_server.path("fleet"))]
+    on_remote = [op.op_id for op in ops_of(any_server.path("fleet"))]
     assert on_remote.count(mine.op) == 1 and on_remote[-1] == mine.op
     assert (b.root / "shared/log.md").read_text() == "log\nb's work\n"
     assert digest(outside) == seen
@@ -193,13 +194,13 @@ def test_a_server_hook_that_drops_refs_while_serving_the_fetch(
 
 
 def test_a_symlink_planted_in_remote_history_is_never_written_through(
-        tmp_path: Path, git_server: GitServer, outside: Path) -> None:
-    seed(tmp_path, git_server).close()
-    b = machine(tmp_path, git_server, 1)
-    c = machine(tmp_path, git_server, 2)
+        tmp_path: Path, any_server: GitServer, outside: Path) -> None:
+    seed(tmp_path, any_server).close()
+    b = machine(tmp_path, any_server, 1)
+    c = machine(tmp_path, any_server, 2)
     mine = call_ok(c, "create", {"path": "lnk/mine.md", "file_text": "c's file\n"})
     seen = digest(outside)
-    evil = plant_link(tmp_path, git_server, outside)
+    evil = plant_link(tmp_path, any_server, outside)
     sync(b)  # b checks the link out (a symlink is a file like any other)
     assert (b.root / "lnk").is_symlink()
     (evil / "lnk").unlink()
@@ -220,7 +221,7 @@ def test_a_symlink_planted_in_remote_history_is_never_written_through(
         assert state(c.root) == before
     else:
         assert (c.root / "lnk" / "mine.md").read_text() == "c's file\n"
-        assert mine.op in [op.op_id for op in ops_of(git_server.path("fleet"))]
+        assert mine.op in [op.op_id for op in ops_of(any_server.path("fleet"))]
     assert digest(outside) == seen
     b.close()
     c.close()
