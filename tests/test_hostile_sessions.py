@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, ops
+from conftest import git, git_run, ops
 from hostile import Outside, fifo, gitspace_argv, never_blocks, sealed
 
 import gitspace
@@ -52,16 +52,16 @@ def run(root: Path, session_id: str, task: str = "") -> dict[str, str]:
     return json.loads(proc.stdout)
 
 
-def parent_waiting_for(root: Path, child_id: str) -> Session:
+def parent_waiting_for(root: Path, child_id: str, task: str = "Help.") -> Session:
     """A run stopped inside its delegate call (the child's id saved in ``pending``), as a
     kill leaves one."""
     tip = git(root, "rev-parse", "main").strip()
     parent = Session.new(root, "Go.", agent="boss", client="quiet", scripted=True)
     parent.messages.append({"role": "assistant", "content": [
-        tool_use_block("toolu_p1", "delegate", {"task": "Help."})]})
+        tool_use_block("toolu_p1", "delegate", {"task": task})]})
     parent.next, parent.pending = "tools", {"toolu_p1": child_id}
     parent.client_state = {"notes": {}, "meta": {"n": 1, "asked": [
-        ["toolu_p1", "delegate", {"task": "Help."}]]}}  # (the policy's own record of its call)
+        ["toolu_p1", "delegate", {"task": task}]]}}  # (the policy's own record of its call)
     parent.branch, parent.base = "main", tip
     parent.save()
     return parent
@@ -215,3 +215,31 @@ def test_a_sessions_folder_linked_outside_lists_nothing_of_what_it_names(
         proc = never_blocks(gitspace_argv(root, "sessions", "--json"), root)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout) == [] and "payroll" not in proc.stdout + proc.stderr
+
+
+def test_what_a_crash_or_another_process_left_in_a_childs_worktree_is_never_trusted(
+        root: Path, tmp_path: Path) -> None:
+    """A folder found at ``.git/gitspace/delegates/<child id>`` holds a file nobody made and a
+    ``.git`` file naming another repository (a worktree of the person's elsewhere). The resumed
+    call makes the worktree afresh from the child's branch: the child's op records only its own
+    file, nothing reaches the named repository, and the folder is gone when the child ends."""
+    outside = Outside(tmp_path / "outside")
+    other = outside.path / "other"
+    git(outside.path, "init", "-q", str(other))
+    (other / "draft.txt").write_text("not committed yet\n")
+    outside.settled()
+    child_id = ledger.new_op_id()
+    parent = parent_waiting_for(root, child_id, "Make a file.")
+    left = root / ".git" / "gitspace" / "delegates" / child_id
+    left.mkdir()
+    (left / "planted.txt").write_text("nobody made this\n")
+    (left / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    with sealed(root, outside):
+        out = run(root, parent.id)
+    assert out["status"] in ("done", "no_action"), out
+    branch = f"delegate/{child_id}"
+    assert [op.tool for op in ops(root, f"refs/heads/{branch}")][-1:] == ["create"]
+    assert git(root, "diff", "--name-only", "main", branch).split() == ["made.txt"]
+    assert "planted.txt" not in git(root, "ls-tree", "-r", "--name-only", branch)
+    assert not left.exists()
+    assert git_run(other, "rev-parse", "--verify", "-q", "HEAD").returncode != 0  # no commit
