@@ -173,3 +173,31 @@ def test_replay_redoes_a_harness_patch_only_on_the_paths_its_op_lists(tmp_path: 
         assert not (root / ".git" / "hooks" / "post-commit").exists()
         with gitspace.open(root) as again:
             call_ok(again, "undo", {})
+
+
+def test_a_pull_request_that_plants_a_link_never_writes_through_it_on_the_runner(
+        tmp_path: Path) -> None:
+    """A pull request whose history points ``lnk`` at a folder of the runner's and then writes
+    beneath that name: the action checks it (replaying every commit in its scratch repository)
+    and nothing in the folder changes, the checkout stays sound and clean, and the job says what
+    it found rather than crash (the two plain commits re-execute no op, so the job fails)."""
+    from hostile import Outside, fsck, plant, status
+
+    outside = Outside(tmp_path / "outside")
+    root = tmp_path / "ws"
+    with gitspace.init(root, agent="ci-bot") as ws:
+        call_ok(ws, "create", {"path": "a.md", "file_text": "one\n"})
+    base = head(root)
+    planted = plant(root, base, outside.path)
+    git(root, "update-ref", "refs/heads/forged", planted.file)
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(bare))
+    git(root, "push", "-q", str(bare), "main", "forged")
+    proc, files = _run_check(bare, planted.file, base, tmp_path)
+    outside.unchanged()
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    print(proc.returncode, read_commands(files["output"]), proc.stdout[-800:])
+    assert read_commands(files["output"])["result"] in ("matched", "diverged", "empty"), proc.stdout
+    fsck(tmp_path / "checkout")
+    assert status(tmp_path / "checkout") == ""
+    fsck(root)
