@@ -5,6 +5,8 @@
   ``.git`` there: git accepts an empty folder, and follows a link to one).
 - Several ``attach --at`` of one folder at once: one wins, the others are refused with a
   sentence; git keeps one record, and nothing half-made is left.
+- The person makes ``DIR`` and writes a file there while attach runs (before, during, after):
+  the file is never lost.
 
 Each ends with ``git fsck --strict`` clean, the user's checkout as it was, no stray folder beside
 ``DIR``, and nothing outside changed.
@@ -122,4 +124,51 @@ def test_attaches_of_one_folder_at_once_leave_one_worktree(tmp_path: Path) -> No
     assert sorted(os.listdir(at.parent)) == ["shared"], os.listdir(at.parent)
     fsck(user)
     assert status(user) == before
+    outside.unchanged()
+
+
+WRITER = textwrap.dedent("""
+    import os, sys, time
+    at, delay = sys.argv[1], float(sys.argv[2])
+    time.sleep(delay)
+    os.makedirs(at, exist_ok=True)
+    with open(os.path.join(at, "mine.txt"), "w") as f:
+        f.write("the person's note\\n")
+""")
+
+
+WRITER_DELAYS = (0.0, 0.1, 0.2, 0.3, 0.45, 0.7)  # seconds: before, during and after an attach
+
+
+def test_a_file_the_person_puts_at_the_folder_meanwhile_is_never_lost(tmp_path: Path) -> None:
+    """While ``attach --at DIR`` runs, the person (or another program) makes ``DIR`` and writes a
+    file there, at a different moment each round (before, during, after). Whether the attach
+    wins or is refused, the file is there afterwards with what was written: gitspace never
+    removes a folder it did not make."""
+    user = _user(tmp_path)
+    outside = Outside(tmp_path / "outside")
+    at = tmp_path / "agents" / "bob"
+    at.parent.mkdir()
+    before = status(user)
+    for delay in WRITER_DELAYS:
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(at), str(delay)])
+        made = _run(*gitspace_argv(user, "attach", "--agent", "bob", "--at", str(at)))
+        assert writer.wait(timeout=60) == 0
+        assert "Traceback" not in made.stderr, made.stderr
+        assert made.returncode in (0, 1), made.stderr
+        assert (at / "mine.txt").read_text() == "the person's note\n", (made.returncode, made.stderr)
+        (at / "mine.txt").unlink()
+        if made.returncode == 0:
+            assert (at / "a.txt").read_text() == "the user's file\n"
+            gone = _run(*gitspace_argv(user, "detach", "bob"))
+            assert gone.returncode == 0, gone.stderr
+        else:
+            assert "hint" in made.stderr.lower(), made.stderr
+            at.rmdir()  # (the person's own empty folder)
+        assert not at.exists(), os.listdir(at)
+        assert sorted(os.listdir(at.parent)) == [], os.listdir(at.parent)
+    git(user, "worktree", "prune")
+    fsck(user)
+    assert status(user) == before
+    assert _worktrees(user) == [str(user)]
     outside.unchanged()
