@@ -44,12 +44,16 @@ from ..errors import (
     WriteFailed,
     system_hint,
 )
-from ..storage import gitindex, lockfile, racyindex, statefiles
+from ..storage import lockfile, statefiles
 from ..storage.files import Files, InTheWay, State, is_plain, order
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Signature
 from ..storage.records import field, record
 from .paths import check_tree_paths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..storage import gitindex
 
 COMMITTER = Signature("gitspace", "gitspace@localhost")
 JOURNAL = "gitspace/journal.json"  # below the worktree's git dir
@@ -273,6 +277,8 @@ class Writer:
         ``known`` holds stats taken before content was hashed; other paths are stat'ed now (we
         just wrote them). Returns what ``_restore_index`` needs to put the entries back.
         """
+        from ..storage import gitindex  # (see _change_index)
+
         known = known or {}
         paths = list(paths)
         tree = self.repo.commit(commit).tree
@@ -292,11 +298,17 @@ class Writer:
     def settle_index(self) -> None:
         """Rewrite the stat data of the index's racy entries (``racyindex.settle``: what
         ``git status`` would store); no entry changes."""
+        from ..storage import racyindex
+
         racyindex.settle(self.repo.gitdir / "index", self.root, private=self.repo.private)
 
     def _change_index(self, change: Callable[[gitindex.Index], None], doing: str) -> None:
         """Load the index, ``change`` it, store it; once more when another git process replaced
         it meanwhile (their change is kept, ours redone on it)."""
+        # Imported here: a change of refs alone (recording in place: a harness's hook on every
+        # tool call) never loads an index, nor pays for these modules (hashlib, struct...).
+        from ..storage import gitindex, racyindex
+
         index_path = self.repo.gitdir / "index"
         for _ in range(INDEX_TRIES):
             # No defensive copy of a 10,000-entry index per op: on any failure we forget it.
@@ -329,6 +341,8 @@ class Writer:
         """git's racy-git rule for the index just stored: an entry it now trusts whose file
         changed unseen in the entry's own second is smudged (racyindex.unseen_changes), and the
         index stored again."""
+        from ..storage import gitindex, racyindex
+
         assert index.origin is not None
         unseen = racyindex.unseen_changes(self.root, index, since, index.origin[2] // racyindex.NS)
         if unseen:
@@ -348,6 +362,8 @@ class Writer:
 
     def _split_index(self, index: gitindex.Index) -> bool:
         """Write this index split? Only a large one (see gitindex), as core.splitIndex says."""
+        from ..storage import gitindex
+
         entries = len(index.paths)
         if entries < gitindex.SPLIT_OPT_IN_AT:
             return False  # no config read: the common case costs no git process

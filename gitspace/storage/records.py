@@ -4,11 +4,11 @@ A harness runs ``gitspace hook`` before and after every tool call, and importing
 (which pulls in ``inspect``, ``ast``, ``dis``, ``tokenize``...) costs a fresh process about as
 much as everything else an in-place after hook imports (measured: ``benchmarks/hooks.py
 --in-place``). ``@record`` does what ``@dataclass`` did for the modules on that path (the
-objects, the ledger, the writer, the index), the same way: it writes ``__init__``, ``__eq__``,
-``__repr__`` and, frozen, ``__hash__`` and the refusing ``__setattr__`` as source and compiles
-them once per class (when the class is first used), so building one costs what a dataclass
-costs. Defaults come from the class
-body; ``field(default_factory=...)`` makes a new value for each instance, ``field(default=...,
+objects, the ledger, the writer, the index): it writes ``__init__`` as source and compiles it
+once per class, when the class first builds a value, so building one costs what a dataclass
+costs; ``__eq__``, ``__repr__``, (frozen) ``__hash__`` and the refusing ``__setattr__`` are
+plain functions over the fields (compiling them too cost a hook about 3 ms). Defaults come from
+the class body; ``field(default_factory=...)`` makes a new value for each instance, ``field(default=...,
 compare=False)`` leaves a field out of equality and hashing. ``replace`` copies a record with
 some fields changed (``dataclasses.replace`` does not take records). Type checkers read
 ``record`` as a dataclass decorator (``dataclass_transform``), so calls are checked as before.
@@ -52,26 +52,38 @@ def field(*, default: Any = _MISSING, default_factory: Callable[[], Any] | None 
     return _Field(default, default_factory, compare)
 
 
-def _methods(title: str, names: tuple[str, ...], compared: tuple[str, ...],
-             with_default: set[str], made: set[str], frozen: bool) -> str:
-    """The source of a record class's methods (every name in it is a field's or ours; field
-    names are identifiers, class names too)."""
+def _init_source(names: tuple[str, ...], with_default: set[str], made: set[str]) -> str:
+    """The source of a record class's ``__init__`` (every name in it is a field's or ours;
+    field names are identifiers)."""
     params = ", ".join(f"{n}=_default_{n}" if n in with_default else n for n in names)
     sets = [f"    _set(self, {n!r}, _make_{n}() if {n} is _MISSING else {n})" if n in made
             else f"    _set(self, {n!r}, {n})" for n in names]
-    mine = "(" + "".join(f"self.{n}, " for n in compared) + ")"
-    theirs = mine.replace("self.", "other.")
-    shown = " + ', ' + ".join(f"{n + '='!r} + repr(self.{n})" for n in names) or "''"
-    source = [f"def __init__(self{', ' if names else ''}{params}):", *sets, "    pass",
-              "def __eq__(self, other):",
-              "    if other.__class__ is not self.__class__:",
-              "        return NotImplemented",
-              f"    return {mine} == {theirs}",
-              "def __repr__(self):",
-              f"    return {title + '('!r} + {shown} + ')'"]
+    return "\n".join([f"def __init__(self{', ' if names else ''}{params}):", *sets, "    pass"])
+
+
+def _compared(cls: type, names: tuple[str, ...], compared: list[str], frozen: bool
+              ) -> dict[str, Any]:
+    """``__eq__``, ``__repr__`` and (frozen) ``__hash__``: plain functions over the fields (only
+    ``__init__``, the one called per value in a loop, is worth its compile)."""
+    from operator import attrgetter
+
+    key: Callable[[Any], Any] = attrgetter(*compared) if compared else (lambda _: ())
+
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return key(self) == key(other)
+
+    def __repr__(self: Any) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)
+        return f"{cls.__name__}({shown})"
+
+    made: dict[str, Any] = {"__eq__": __eq__, "__repr__": __repr__}
     if frozen:
-        source += ["def __hash__(self):", f"    return hash({mine})"]
-    return "\n".join(source) + "\n"
+        made["__hash__"] = lambda self: hash(key(self))
+    for name, method in made.items():
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+    return made
 
 
 @dataclass_transform(field_specifiers=(field,))
@@ -100,25 +112,19 @@ def record(*, frozen: bool = False) -> Callable[[type[T]], type[T]]:
                     setattr(cls, name, spec.default)
                 else:
                     delattr(cls, name)
-        source = _methods(cls.__name__, names, tuple(compared), with_default, made, frozen)
+        source = _init_source(names, with_default, made)
 
-        def compiled() -> None:  # on first use: a class a process never uses costs nothing
-            methods: dict[str, Any] = {}
-            exec(source, scope, methods)
-            for name, method in methods.items():
-                method.__qualname__ = f"{cls.__qualname__}.{name}"
-                setattr(cls, name, method)
+        def first(self: Any, *args: Any, **kwargs: Any) -> None:
+            # Compiled on first use: a class a process never builds costs nothing.
+            if vars(cls)["__init__"] is first:
+                methods: dict[str, Any] = {}
+                exec(source, scope, methods)
+                methods["__init__"].__qualname__ = f"{cls.__qualname__}.__init__"
+                cls.__init__ = methods["__init__"]  # type: ignore[misc,method-assign]
+            vars(cls)["__init__"](self, *args, **kwargs)
 
-        def first(name: str) -> Any:
-            def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-                if vars(cls)[name] is method:
-                    compiled()
-                return vars(cls)[name](self, *args, **kwargs)
-            return method
-
-        made_now: dict[str, Any] = {name: first(name) for name in (
-            "__init__", "__eq__", "__repr__", *(("__hash__",) if frozen else ()))}
-        made_now["_fields"] = names
+        made_now = _compared(cls, names, compared, frozen)
+        made_now.update(__init__=first, _fields=names)
         if frozen:
             def __setattr__(self: Any, name: str, value: Any) -> None:
                 raise FrozenError(f"cannot assign to field {name!r} of a frozen {cls.__name__}")
