@@ -254,7 +254,8 @@ def test_in_place_hooks_import_only_what_they_need(user: Path) -> None:
     # gc): the after hook reads trees from packs itself, so GitPython ("git") never starts; the
     # before hook of a file tool imports no dataclasses, typing, subprocess or recorder at all,
     # and starts one git process (is the file ignored, or a filter's?), which the after hook
-    # trusts.
+    # trusts. The after hook moves a ref alone: it loads no index, nor the index modules and
+    # hashlib, struct they bring (milliseconds on every call).
     from test_harness_hook import loaded_by_hook
 
     git(user, "gc", "-q")
@@ -266,8 +267,11 @@ def test_in_place_hooks_import_only_what_they_need(user: Path) -> None:
                           watch) == set()
     (user / "notes.txt").write_text((user / "notes.txt").read_text().replace("one", "ONE"))
     after = loaded_by_hook(user, payload(user, "PostToolUse", "Edit", edit, "toolu_i"),
-                           {"git", "subprocess", "gitspace.harness.record"})
-    assert after == set(), "no GitPython, and no git process: the before hook asked git already"
+                           {"git", "subprocess", "gitspace.harness.record", "dataclasses",
+                            "typing", "gitspace.storage.gitindex", "gitspace.storage.racyindex",
+                            "hashlib", "struct"})
+    assert after == set(), "no GitPython, no git process (the before hook asked git already), " \
+        "no index modules"
     assert line_ops(user)[0].tool_use_id == "toolu_i"
 
 
