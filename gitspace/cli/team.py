@@ -33,22 +33,30 @@ def watch(
     import threading
 
     from ..team.attach import route
-    from ..team.watch import Watcher
+    from ..team.watch import Report, Watcher
 
     # Like every other command: --agent NAME watches NAME's worktree, never the user's checkout.
     target = route(here(directory), state.agent)
+    announced = threading.Event()  # the first flush runs at once: its line follows "Watching"
+
+    def report(line: Report) -> None:
+        announced.wait()
+        report_line(line)
+
     watcher = Watcher(target, author=author or config.default_author(),
                       debounce=debounce, max_wait=max_wait, max_file_bytes=config.max_file_bytes(),
-                      on_report=report_line)
+                      on_report=report)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         watcher.start()
         echo(f"Watching {watcher.root} for edits by {person_of(watcher.root, watcher.author)}; "
              "Ctrl-C or SIGTERM stops.")
+        announced.set()
         while not stop.wait(1.0):
             pass
     finally:
+        announced.set()
         for sig, handler in previous.items():  # a second Ctrl-C while stopping interrupts for real
             signal.signal(sig, handler)
         watcher.stop()  # a failed last commit raises: exit 1 with it, never "committed"

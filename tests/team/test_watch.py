@@ -327,7 +327,10 @@ def _watch_process(root: Path, *args: str, env: dict[str, str] | None = None) ->
                             env={**os.environ, **(env or {})})
     assert proc.stdout is not None
     first = proc.stdout.readline()
-    assert first.startswith("Watching "), first + proc.stderr.read() if proc.stderr else ""
+    if not first.startswith("Watching "):  # stop it first: its stderr ends only when it does
+        proc.kill()
+        _, err = proc.communicate(timeout=TIMEOUT)
+        raise AssertionError(f"the first line is not the banner: {first!r}\n{err}")
     return proc
 
 
