@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from ..errors import BadArguments, GitspaceError
-from ..storage import ledger
+from ..storage import gitnames, ledger
 from .workspace import Workspace
 
 _PSEUDO = re.compile(r"(?:[a-z_]*_)?head", re.I)  # HEAD, FETCH_HEAD, ORIG_HEAD, MERGE_HEAD...
@@ -43,7 +43,7 @@ def check(kind: str, name: object) -> str:
     if not isinstance(name, str) or not pattern.fullmatch(name):
         raise _bad(kind, str(name))
     parts = name.split("/")
-    if ".." in name or any(not p or p.startswith(".") or p.endswith((".lock", ".")) for p in parts):
+    if gitnames.ref_parts_refused(name):
         raise _bad(kind, name, "git refuses empty parts, parts starting with '.' and parts "
                    "ending in '.' or '.lock'")
     if any(_PSEUDO.fullmatch(p) for p in parts):

@@ -44,7 +44,7 @@ from ..errors import (
     WriteFailed,
     system_hint,
 )
-from ..storage import lockfile, statefiles
+from ..storage import gitnames, lockfile, statefiles
 from ..storage.files import Files, InTheWay, State, is_plain, order
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Signature
@@ -562,9 +562,8 @@ _REF = re.compile(r"refs/[^\x00-\x20\x7f~^:?*\[\\]+")
 def ref_name(value: object) -> str:
     """``value``, a ref name under ``refs/`` that git would accept (``git check-ref-format``),
     or ValueError: what a journal (read back as untrusted data) may name."""
-    if not isinstance(value, str) or not _REF.fullmatch(value) or ".." in value or "@{" in value \
-            or any(not p or p.startswith(".") or p.endswith((".lock", ".")) for p in
-                   value.split("/")):
+    if not isinstance(value, str) or not _REF.fullmatch(value) or "@{" in value \
+            or gitnames.ref_parts_refused(value):
         raise ValueError(f"not a ref name: {value!r}")
     return value
 

@@ -58,3 +58,11 @@ def _hfs_alias(name: str, word: str) -> bool:
 def is_dotgit(name: str) -> bool:
     """Is this one path component a spelling of ``.git`` on some file system?"""
     return aliases(name, ".git")
+
+
+def ref_parts_refused(name: str) -> bool:
+    """Would ``git check-ref-format`` refuse ``name`` for one of its slash-separated parts: an
+    empty one, one starting with '.' or ending in '.' or '.lock', or a '..' anywhere? (The
+    character rules are each caller's: they differ by what the name is for.)"""
+    return ".." in name or any(not p or p.startswith(".") or p.endswith((".lock", "."))
+                               for p in name.split("/"))
