@@ -24,12 +24,9 @@ from ..storage.records import record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from .events import Event
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 STALE = 6 * 3600.0  # a tool call still "running" after this long was never reported as done
 
