@@ -2,7 +2,8 @@
 
 Invariants: a read-only script never produces a commit, and if it changed files anyway the change
 is undone (script_guard: back to what was on disk before it ran, nothing destroyed) and reported
-as an error. A mutating script runs under the workspace lock and its changes become exactly one op
+as an error. gitspace's own read-only scripts, installed outside the workspace, are its code and
+run unwatched, as its built-in tools do (``_ours``). A mutating script runs under the workspace lock and its changes become exactly one op
 (tool = script name, args recorded, the script's blob id in ``Gitspace-Script``), so it can be
 undone and replayed; outside changes it touched are committed first, as for any op. Its writes
 obey the one path policy (paths.py) as if an agent had made them: a write into ``.gitspace/``,
@@ -125,8 +126,32 @@ def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any]
                who: Identity) -> Result:
     if script.mutates:
         return _run_mutating(ws, script, args, who)
+    script_guard.settle(ws)  # (for every later git status, whoever runs it)
+    result = _run(ws, script, args) if _ours(ws, script) else _run_watched(ws, script, args)
+    if not result.ok:
+        raise ToolFailed(result.message(), hint=_failed_hint(script))
+    return Result(ok=True, text=result.text, tool=who.tool)
+
+
+def _ours(ws: Workspace, script: script_header.Script) -> bool:
+    """Whether ``script`` is one of gitspace's own read-only scripts, installed outside this
+    workspace: gitspace's code, like the built-in tools, whose tests hold it to writing nothing
+    but its cache (tests/tools/test_builtin_constraints.py), so its runs are not watched. The
+    watch costs two ``git status`` of the whole work tree per call, which grows with the files
+    the run itself makes (a journal summarised into 12,000 files: half its time per chunk)."""
+    if script.origin != "builtin":
+        return False
+    try:
+        script.path.resolve().relative_to(ws.root.resolve())
+    except ValueError:
+        return True
+    return False  # (a copy inside the workspace, which its ops can rewrite, is watched)
+
+
+def _run_watched(ws: Workspace, script: script_header.Script,
+                 args: dict[str, Any]) -> script_runner.RunResult:
+    """Run a read-only script, then undo whatever it changed anyway (script_guard)."""
     tree = ws.tree()
-    script_guard.settle(ws)
     before = script_guard.take(ws)
     result = _run(ws, script, args)
     changes = script_guard.changes(ws, tree, before)
@@ -138,9 +163,7 @@ def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any]
             f"{', '.join(c.rel for c in changes)}: {undone.sentence()}",
             hint=f"Fix the script, or declare 'mutates: true' in {script.path.name}.",
         )
-    if not result.ok:
-        raise ToolFailed(result.message(), hint=_failed_hint(script))
-    return Result(ok=True, text=result.text, tool=who.tool)
+    return result
 
 
 def _failed_hint(script: script_header.Script) -> str:

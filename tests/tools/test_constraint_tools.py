@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -128,3 +129,27 @@ def test_discovery_is_remembered_until_a_script_changes(ws: gitspace.Workspace) 
     assert catalog(ws) is again and "later" not in again.scripts
     (folder / "peek").chmod(0o644)  # even a chmod (it decides whether a script can run) counts
     assert catalog(ws) is not again
+
+
+def test_gitspace_own_read_only_scripts_are_not_watched_a_workspace_one_is(
+        ws, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The watch around a read-only script is two ``git status`` of the whole work tree, whose
+    cost grows with its files: gitspace's own scripts (its code, held to writing nothing by
+    tests/tools/test_builtin_constraints.py) run without it; a workspace's script is watched,
+    and so is a built-in's copy inside the workspace, which the workspace's ops could rewrite."""
+    from gitspace.storage.gitrepo import GitRepo
+    from gitspace.tools import scripts
+
+    looks: list[str] = []
+    status = GitRepo.status_paths
+    monkeypatch.setattr(GitRepo, "status_paths", lambda repo: looks.append("status") or status(repo))
+    mine = ws.call("stat", {"path": "a.txt"})
+    assert mine.ok and "a.txt" in mine.text and looks == []
+    theirs = ws.call("peek", {"path": "a.txt"})  # the workspace's own script of that name
+    assert theirs.ok and theirs.text.strip() == "workspace peek" and looks == ["status"] * 2
+    builtin = scripts.catalog(ws).scripts["stat"]
+    assert builtin.origin == "builtin" and scripts._ours(ws, builtin)
+    inside = ws.root / "vendor" / "stat"
+    inside.parent.mkdir()
+    shutil.copy(builtin.path, inside)
+    assert not scripts._ours(ws, dataclasses.replace(builtin, path=inside))
