@@ -210,9 +210,7 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     their_tip = theirs.get(ref)
     turns.pace.observe(their_tip, turns.clock())
     first = not turns.checked
-    local = repo.read_ref(ref)
-    if local is None:
-        raise GitspaceError(f"Branch {branch} has no commits yet; there is nothing to sync.")
+    local = _tip(repo, branch)
     delay = turns.pace.next_look(turns.clock())
     if delay > 0 and not (drop and first) and _unpushed(repo, local, their_tip, tracking):
         # Not this clone's turn, and it has ops to push: a look at the refs is the whole round
@@ -223,9 +221,7 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     on_step("fetch")
     fetch(repo, remote, {**remote_tags, **({ref: their_tip} if their_tip else {})})
     _check_not_rewritten(repo, remote, branch, repo.read_ref(tracking), their_tip)
-    local = repo.read_ref(ref)  # (an op may have landed here meanwhile: it goes out too)
-    if local is None:
-        raise GitspaceError(f"Branch {branch} has no commits yet; there is nothing to sync.")
+    local = _tip(repo, branch)  # (an op may have landed here meanwhile: it goes out too)
     report = Synced(remote, branch, local)
     new, tag_moves = local, {}
     if their_tip is not None and their_tip != local:
@@ -277,6 +273,13 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
         spec.split(":", 1)[1][len(TAGS):] for spec in refspecs if TAGS in spec})
     report.notes += sync_state.move_tracking(ws, tracking, new)
     return report
+
+
+def _tip(repo: GitRepo, branch: str) -> str:
+    tip = repo.read_ref(f"refs/heads/{branch}")
+    if tip is None:
+        raise GitspaceError(f"Branch {branch} has no commits yet; there is nothing to sync.")
+    return tip
 
 
 def _unpushed(repo: GitRepo, local: str, their_tip: str | None, tracking: str) -> bool:

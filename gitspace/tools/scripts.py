@@ -1,14 +1,14 @@
 """Constraint scripts as tools: discovered per workspace, run with their side effects policed.
 
 Invariants: a read-only script never produces a commit, and if it changed files anyway the change
-is undone (script_guard: back to what was on disk before it ran, nothing destroyed) and reported
-as an error. gitspace's own read-only scripts, installed outside the workspace, are its code and
-run unwatched, as its built-in tools do (``_ours``). A mutating script runs under the workspace lock and its changes become exactly one op
-(tool = script name, args recorded, the script's blob id in ``Gitspace-Script``), so it can be
-undone and replayed; outside changes it touched are committed first, as for any op. Its writes
-obey the one path policy (paths.py) as if an agent had made them: a write into ``.gitspace/``,
-``constraints/``, a ``.git`` alias, or over the size cap refuses the whole op and is undone. A
-failing mutating script leaves the files as they were. Discovery is
+is undone (script_guard: back to what was on disk before it ran, nothing destroyed) and reported as
+an error. gitspace's own read-only scripts, installed outside the workspace, are its code and run
+unwatched, as its built-in tools do (``_ours``). A mutating script runs under the workspace lock
+and its changes become exactly one op (tool = script name, args recorded, the script's blob id in
+``Gitspace-Script``), so it can be undone and replayed; outside changes it touched are committed
+first, as for any op. Its writes obey the one path policy (paths.py) as if an agent had made them:
+a write into ``.gitspace/``, ``constraints/``, a ``.git`` alias, or over the size cap refuses the
+whole op and is undone. A failing mutating script leaves the files as they were. Discovery is
 remembered per pair of folders and redone as soon as any file in them changes (name, mode, size,
 inode or times); a file changed in the last two seconds is not trusted to stay as stat'ed (git's
 racy-index rule), so nothing is remembered until it settles.
