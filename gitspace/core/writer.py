@@ -313,14 +313,18 @@ class Writer:
         for _ in range(INDEX_TRIES):
             # No defensive copy of a 10,000-entry index per op: on any failure we forget it.
             index = gitindex.load(index_path, copy=False)
+            before = racyindex.known(index_path, index.origin)
             try:
                 change(index)
                 was_split = index.shared is not None
                 split = self._split_index(index)
                 since = index.origin[2] // racyindex.NS if index.origin else None
+                touched = set(index.changed)  # (a split index: a superset, which is as good)
                 gitindex.store(index_path, index, split=split, private=self.repo.private)
                 if since is not None:
-                    self._smudge_unseen(index_path, index, since, split)
+                    among = None if before is None else before.paths | touched
+                    touched |= self._smudge_unseen(index_path, index, since, split, among)
+                racyindex.carry(index_path, index, before, touched)
                 if split and not was_split:
                     self.notes.append(_split_note(len(index.paths)))
                 return
@@ -337,19 +341,22 @@ class Writer:
                           hint="Wait for the other git process to finish, then try again.")
 
     def _smudge_unseen(self, index_path: Path, index: gitindex.Index, since: int,
-                       split: bool) -> None:
+                       split: bool, among: frozenset[bytes] | None) -> set[bytes]:
         """git's racy-git rule for the index just stored: an entry it now trusts whose file
         changed unseen in the entry's own second is smudged (racyindex.unseen_changes), and the
-        index stored again."""
+        index stored again; the paths smudged. ``among``: the only entries that can be such
+        (None: not known, every entry is looked at)."""
         from ..storage import gitindex, racyindex
 
         assert index.origin is not None
-        unseen = racyindex.unseen_changes(self.root, index, since, index.origin[2] // racyindex.NS)
+        unseen = racyindex.unseen_changes(self.root, index, since, index.origin[2] // racyindex.NS,
+                                          among)
         if unseen:
             for path in unseen:
                 index.raw[path] = gitindex.smudged(index.raw[path])
                 index.changed.add(path)
             gitindex.store(index_path, index, split=split, private=self.repo.private)
+        return set(unseen)
 
     def _restore_index(self, saved: IndexUndo, paths: list[str], commit: str) -> None:
         """Put back the index entries ``sync_index`` replaced, byte for byte; an index only git

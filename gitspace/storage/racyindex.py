@@ -59,6 +59,7 @@ class Racy:
     size: int  # bytes their files had when recorded
     newest: int  # the latest second one of them was recorded in
     plain: bool  # all of them plain stage-0 entries (settle handles no other kind)
+    paths: frozenset[bytes] = frozenset()  # which they are
 
     def worth_settling(self) -> bool:
         return self.plain and (self.size >= SETTLE_BYTES or self.entries >= SETTLE_ENTRIES)
@@ -101,24 +102,56 @@ def racy(index_path: Path) -> Racy | None:
         return None
     if index.origin is None or len(index.origin) != 4:
         return None
-    entries = size = newest = 0
-    plain = True
-    for path, raw, fields in _racy_entries(index):
-        entries, size = entries + 1, size + fields[9]
-        newest = max(newest, last_second(fields[2], fields[3], fields[0], fields[1]))
-        plain = plain and gitindex.plain_entry(raw) and path not in index.extra_stages
-    found = Racy(index.origin, entries, size, newest, plain)
+    found = _summary(index, index.paths)
     _found[str(index_path)] = found
     return found
 
 
-def _racy_entries(index: gitindex.Index) -> Iterator[tuple[bytes, bytes, tuple[int, ...]]]:
-    """(path, raw entry, stat data) of each entry git would not trust: recorded in the second
-    the index was written or later. (A submodule is never racy for git.)"""
+def known(index_path: Path, identity: tuple[int, ...] | None) -> Racy | None:
+    """What ``racy`` found in the version of the index that has ``identity``, if it is known
+    without reading the file: worked out by ``racy``, or carried over by ``carry``."""
+    found = _found.get(str(index_path))
+    return found if found is not None and found.identity == identity else None
+
+
+def carry(index_path: Path, index: gitindex.Index, before: Racy | None,
+          touched: set[bytes]) -> None:
+    """After a writer stored ``index`` with only the paths ``touched`` changed since the version
+    it loaded (whose racy entries were ``before``): its racy entries, from those paths alone. An
+    entry neither racy before nor touched was recorded before the second of the version loaded,
+    so before the second of this one too: an op costs what it changed, not an index's length.
+    ``before`` unknown: forgotten, worked out afresh by the next ``racy``."""
+    if before is None or index.origin is None or len(index.origin) != 4:
+        _found.pop(str(index_path), None)
+        return
+    _found[str(index_path)] = _summary(index, sorted(before.paths | touched))
+
+
+def _summary(index: gitindex.Index, paths: list[bytes]) -> Racy:
+    """The racy entries among ``paths`` of ``index``."""
+    assert index.origin is not None
+    entries = size = newest = 0
+    plain = True
+    racy_paths = []
+    for path, raw, fields in _racy_entries(index, paths):
+        entries, size = entries + 1, size + fields[9]
+        newest = max(newest, last_second(fields[2], fields[3], fields[0], fields[1]))
+        plain = plain and gitindex.plain_entry(raw) and path not in index.extra_stages
+        racy_paths.append(path)
+    return Racy(index.origin, entries, size, newest, plain, frozenset(racy_paths))
+
+
+def _racy_entries(index: gitindex.Index, paths: list[bytes] | None = None,
+                  ) -> Iterator[tuple[bytes, bytes, tuple[int, ...]]]:
+    """(path, raw entry, stat data) of each entry (of ``paths``, by default all) git would not
+    trust: recorded in the second the index was written or later. (A submodule is never racy
+    for git.)"""
     assert index.origin is not None
     stamp = index.origin[2] // NS
-    for path in index.paths:
-        raw = index.raw[path]
+    for path in index.paths if paths is None else paths:
+        raw = index.raw.get(path)
+        if raw is None:
+            continue  # (removed)
         fields = gitindex.stat_data(raw)
         if fields[2] >= stamp and fields[6] in (FILE_MODE, EXEC_MODE, LINK_MODE):
             yield path, raw, fields
@@ -235,20 +268,25 @@ def _blob_sha(full: bytes, st: os.stat_result) -> str | None:
 
 # ---------------------------------------------------------------- when an op writes the index
 
-def unseen_changes(root: Path, index: gitindex.Index, since: int, until: int) -> list[bytes]:
+def unseen_changes(root: Path, index: gitindex.Index, since: int, until: int,
+                   among: frozenset[bytes] | None = None) -> list[bytes]:
     """What git's own index writer smudges (``ce_smudge_racily_clean_entry``): the entries that
     were racy in the index as loaded (stamped second ``since``) and that the index just written
     (second ``until``) makes git trust, whose file git's stat comparison would take for unchanged
     although its content is not the entry's blob. A file changed in the entry's own second, with
     the same size, is such a file; copied byte for byte into a later index it would stay hidden
     from ``git status`` for good. Only entries whose second lies in [since, until) are read: each
-    file an op writes is looked at about once, by the first op of a later second."""
+    file an op writes is looked at about once, by the first op of a later second. ``among``: the
+    entries that were racy in the index as loaded (``known``) and those written since: no other
+    entry can lie in that range, so no other is looked at."""
     if until <= since:
         return []
     base = os.fsencode(root)
     found = []
-    for path in index.paths:
-        raw = index.raw[path]
+    for path in index.paths if among is None else sorted(among):
+        raw = index.raw.get(path)
+        if raw is None:
+            continue  # (removed)
         if not since <= int.from_bytes(raw[8:12], "big") < until:
             continue
         fields = gitindex.stat_data(raw)

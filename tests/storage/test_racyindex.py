@@ -178,3 +178,49 @@ def test_a_smudged_entry_keeps_a_split_index_split(written: gitspace.Workspace,
     assert status(root) == [" M d1/a.txt"]  # smudged, so still seen
     index_path = root / ".git" / "index"
     assert gitindex.parse(index_path.read_bytes(), index_path.parent).shared is not None
+
+
+def _identity(index: Path) -> tuple[int, ...]:
+    st = index.stat()
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def test_an_op_carries_the_racy_entries_over_without_reading_the_index(
+        written: gitspace.Workspace) -> None:
+    """The writer works out the racy entries of the index it stores from the paths it changed and
+    the ones racy before (``carry``), not from the whole index: after every op, the answer a
+    fresh read of the file gives, ops within one second and across seconds alike."""
+    index = written.repo.gitdir / "index"
+    assert racyindex.racy(index) is not None  # a read: known from here on
+    for i in range(8):
+        call_ok(written, "create", {"path": f"c/{i}.txt", "file_text": f"op {i}\n"})
+        if i in (2, 5):
+            past_the_second(written.root)
+        carried = racyindex.known(index, _identity(index))
+        assert carried is not None, f"op {i} did not carry its racy entries over"
+        racyindex._found.clear()
+        assert racyindex.racy(index) == carried
+    assert carried.entries >= 1 and b"c/7.txt" in carried.paths
+
+
+def test_a_carried_racy_entry_changed_unseen_is_still_smudged(
+        written: gitspace.Workspace) -> None:
+    """The next op's smudging looks only at the entries racy before and the ones it wrote
+    (``among``): a file an op wrote, rewritten in place in the same second and size (stat data
+    that cannot show the change), is among them, and stays visible to git."""
+    root, index = written.root, written.repo.gitdir / "index"
+    racyindex.racy(index)
+    for attempt in range(20):
+        rel = f"same-second-{attempt}.txt"
+        call_ok(written, "create", {"path": rel, "file_text": "first\n"})
+        entry = gitindex.stat_data(gitindex.load(index).raw[rel.encode()])
+        (root / rel).write_text("FIRST\n")  # in place: same inode, same size
+        st = (root / rel).lstat()
+        if (st.st_mtime_ns // NS, st.st_ctime_ns // NS) == (entry[2], entry[0]):
+            break  # the stat data git compares cannot show the change
+    else:
+        pytest.fail("no rewrite landed in its entry's second")
+    assert racyindex.known(index, _identity(index)) is not None  # the next op narrows its look
+    past_the_second(root)
+    call_ok(written, "create", {"path": "next.txt", "file_text": "next op\n"})
+    assert f" M {rel}" in status(root)
