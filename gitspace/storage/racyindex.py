@@ -28,6 +28,10 @@ slow, never wrong.
 ``unseen_changes`` is the same rule for the index an op writes (git's own writer applies it too):
 an entry that was racy and that the new index makes git trust is checked once, and smudged if its
 file changed unseen; copied byte for byte, it would hide that change from git for good.
+
+Cost: ``racy`` reads a version of the index once; after that, each op's writer ``carry``-s the
+answer over to the index it stores, from the entries racy before and the paths it changed, and
+``unseen_changes`` looks at those alone, so neither grows with the index.
 """
 
 from __future__ import annotations
