@@ -130,24 +130,28 @@ def cpu_seconds(pid: int) -> float:
     return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def _window(gaps: int) -> int:
+    """Chunks in each measured window: CHUNKS_MEASURED, or a quarter of a short run."""
+    return max(1, min(CHUNKS_MEASURED, gaps // 4))
+
+
 def per_chunk(times: list[float]) -> tuple[float, float]:
     """Median seconds per chunk over the first and the last CHUNKS_MEASURED chunks (the first
     chunk's own time, which includes finding and peeking at the log, left out)."""
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    n = max(1, min(CHUNKS_MEASURED, len(gaps) // 4))
     if not gaps:
         return 0.0, 0.0
+    n = _window(len(gaps))
     return statistics.median(gaps[:n]), statistics.median(gaps[-n:])
 
 
 def per_chunk_mean(totals: list[float]) -> tuple[float, float]:
-    """Mean seconds per chunk over the first and the last CHUNKS_MEASURED chunks, from running
-    totals (``per_chunk``'s windows). The CPU clock ticks in 10 ms, a tenth of a chunk, so a median
-    of single chunks moves in whole ticks; the mean over a window does not."""
-    gaps = len(totals) - 1
-    n = max(1, min(CHUNKS_MEASURED, gaps // 4))
-    if gaps < 1:
+    """Mean seconds per chunk over ``per_chunk``'s windows, from running totals. The CPU clock
+    ticks in 10 ms, a tenth of a chunk, so a median of single chunks moves in whole ticks; the
+    mean over a window does not."""
+    if len(totals) < 2:
         return 0.0, 0.0
+    n = _window(len(totals) - 1)
     return (totals[n] - totals[0]) / n, (totals[-1] - totals[-1 - n]) / n
 
 
