@@ -67,7 +67,7 @@ def watch(
 def attach(
     repo: Annotated[Optional[Path], typer.Argument(help="The repository (default: here).")] = None,  # noqa: UP045,E501
     agent: Annotated[Optional[str], typer.Option(help="The agent's name.")] = None,  # noqa: UP045
-    at: Annotated[Optional[Path], typer.Option(help="Put the agent's worktree in this new (or empty) folder outside .git, e.g. beside the repository (Claude Code will not edit under .git). Default: inside .git.")] = None,  # noqa: UP045,E501
+    at: Annotated[Optional[str], typer.Option(help="Put the agent's worktree in this new (or empty) folder outside .git, e.g. beside the repository (Claude Code will not edit under .git). Default: inside .git.")] = None,  # noqa: UP045,E501
     as_json: JsonOpt = False,
 ) -> None:
     """Give an agent its own branch (agent/NAME) and worktree in an existing repository."""
@@ -76,7 +76,12 @@ def attach(
     name = agent or state.agent
     if not name:
         raise BadArguments("Name the agent: gitspace attach [REPO] --agent NAME [--at DIR].")
-    done = attach_agent(here(repo), name, at)
+    # --at is a str, not a Path: click's Path type stats the folder and checks access, and a
+    # link swapped in between those two calls would end the run with click's usage error
+    # instead of attach's own refusal, which checks the folder once, safely.
+    if at == "":
+        raise BadArguments("--at needs a folder: gitspace attach --agent NAME --at DIR.")
+    done = attach_agent(here(repo), name, None if at is None else Path(at))
     if as_json:
         emit_json({"agent": done.name, "branch": done.branch, "path": str(done.path),
                    "start": done.start, "dirty": done.dirty, "existed": done.existed,

@@ -228,6 +228,9 @@ def test_cli_attach_at(user: Path, tmp_path: Path) -> None:
     assert [(r["agent"], r["ops"], r["path"]) for r in rows] == [("bob", 1, str(place))]
     out = gs(user, "attach", "--agent", "eve", "--at", str(user / ".git" / "eve"))
     assert out.returncode == 1 and "inside a git directory" in out.stderr
+    out = gs(user, "attach", "--agent", "eve", "--at", "")
+    assert out.returncode == 1 and "--at needs a folder" in out.stderr, out.stderr
     out = gs(user, "detach", "bob")
     assert out.returncode == 0 and not place.exists(), out.stderr
     assert checkout_state(user) == before and status(user) == listed
+    assert "eve" not in git(user, "branch", "--list", "agent/*")
