@@ -23,7 +23,11 @@ given ``--force``, and both commands check first and refuse as a whole, changing
   out in another worktree is left to that worktree's own pull.
 
 git runs through ``GitRepo.run_git``: hooks off, scrubbed environment, no terminal prompts (a
-remote that needs a password must get it from a credential helper).
+remote that needs a password must get it from a credential helper). Reads from a ``git://``
+remote (``git daemon``) speak protocol v0: over that transport git's v2 client sends its request
+in small writes that wait on TCP's delayed acknowledgement, about 40 ms a request, eight times
+what v0 takes there (``_reading``). v2's gain, a ref listing filtered on the server, matters on
+big hosted repositories, which are reached over HTTPS or SSH and keep v2.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..core import branches, checkpoints
 from ..core.transaction import checkout_changes
@@ -91,9 +96,30 @@ def _check_remote(remote: str) -> str:
     return remote
 
 
+_READING: dict[tuple[Path, str], tuple[int, tuple[str, ...]]] = {}  # by repository and remote
+
+
+def _reading(repo: GitRepo, remote: str) -> tuple[str, ...]:
+    """git's options for a read (``ls-remote``, ``fetch``) of ``remote``: protocol v0 when its
+    URL, as git resolves it (``insteadOf`` included), is ``git://``. Cached per repository and
+    remote until the repository's config file changes: a stale answer costs time, never refs."""
+    config = repo.commondir / "config"
+    try:
+        stamp = config.stat().st_mtime_ns
+    except OSError:
+        stamp = -1
+    known = _READING.get((repo.commondir, remote))
+    if known is not None and known[0] == stamp:
+        return known[1]
+    url = repo.run_git("remote", "get-url", remote).stdout.decode(errors="replace").strip()
+    options = ("-c", "protocol.version=0") if (url or remote).startswith("git://") else ()
+    _READING[(repo.commondir, remote)] = (stamp, options)
+    return options
+
+
 def ls_remote(repo: GitRepo, remote: str) -> dict[str, str]:
     """The remote's branches and checkpoints ``{ref: object}``."""
-    proc = repo.run_git("ls-remote", "--refs", remote)
+    proc = repo.run_git(*_reading(repo, remote), "ls-remote", "--refs", remote)
     if proc.returncode != 0:
         text = proc.stderr.decode(errors="replace").strip()
         raise unreachable(remote, text, RemoteUnavailable(
@@ -262,7 +288,8 @@ def fetch(repo: GitRepo, remote: str, wanted: dict[str, str]) -> None:
     missing = [ref for ref, sha in wanted.items() if not repo.has_object(sha)]
     if not missing:
         return
-    proc = repo.run_git("-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet",
+    proc = repo.run_git(*_reading(repo, remote), "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+                        "fetch", "--quiet",
                         "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
                         "--refmap=", remote, *missing)
     if proc.returncode != 0:

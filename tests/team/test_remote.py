@@ -6,6 +6,7 @@ refs move only forward, and a branch that moved there is refused, changing nothi
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -62,3 +63,24 @@ def test_push_never_forces_a_branch_that_moved_there(two: tuple[gitspace.Workspa
     with pytest.raises(GitspaceError, match="has ops on main that this clone does not have"):
         remote.push(ws, "origin")
     assert git(clone, "ls-remote", "origin", "refs/heads/main").split()[0] == theirs
+
+
+def test_reads_from_a_git_daemon_speak_protocol_v0_and_other_remotes_keep_v2(
+        tmp_path: Path) -> None:
+    """Over git:// git's v2 client waits on TCP's delayed acknowledgement (about 40 ms a read);
+    v0 is asked for there alone, as git resolves the URL, and a changed URL is seen at once."""
+    repo = gitspace.init(tmp_path / "ws", agent="ann").repo
+    for name, url in (("daemon", "git://127.0.0.1:9/x.git"), ("https", "https://example.com/x"),
+                      ("path", str(tmp_path / "remote.git")), ("mirror", "https://mirror/x")):
+        git(repo.root, "remote", "add", name, url)
+    git(repo.root, "config", "url.git://127.0.0.1:9/.insteadOf", "https://mirror/")
+    v0 = ("-c", "protocol.version=0")
+    assert [remote._reading(repo, name) for name in ("daemon", "https", "path", "mirror")] == [
+        v0, (), (), v0]
+    assert remote._reading(repo, "git://host/y.git") == v0  # a URL given as the remote
+    assert remote._reading(repo, "nowhere") == ()
+    config = repo.commondir / "config"
+    stamp = config.stat().st_mtime_ns
+    git(repo.root, "remote", "set-url", "daemon", "https://example.com/y")
+    os.utime(config, ns=(stamp + 1_000_000, stamp + 1_000_000))  # however coarse the clock
+    assert remote._reading(repo, "daemon") == ()
