@@ -11,25 +11,36 @@ clone to what it has seen itself:
 - **A loser is owed a turn.** A clone whose last push lost (or that has not pushed yet) tries
   again at once, after a jitter of at most ``JITTER`` of its round: never a backoff that grows
   with the rounds lost, which is what starves a loser.
-- **A winner yields.** A clone whose last push landed starts its next full round only once the
-  remote's tip has stayed unchanged for ``quiet()`` of its rounds: ``QUIET`` after its own
-  landing (its landing counts as first seeing its tip), ``QUIET_STEP`` less for each other
-  clone's landing it has seen since, never less than ``QUIET_MIN`` (and ``QUIET_MIN`` when it
-  won without losing, or seeing another clone land, since its last win: alone). The clone that
-  landed longest ago goes first, the one that just landed last. Meanwhile it only reads the
-  remote's tip, every ``PEEK`` of its rounds (``next_look``): nothing is fetched or re-run while
-  it waits.
-- **Yielding is capped** at ``CAP`` rounds after the win, so pushes that follow no such rules (a
-  person's plain ``git push``) cannot hold a clone back for ever.
+- **A winner waits for the clones that went before it.** A clone whose last push landed counts
+  the other clones' landings it sees; its ``cycle`` is how many it saw between its last two wins
+  (the clones that took a turn between its own; at once when more, one less a turn when fewer,
+  so a miscount errs on the side of waiting). Once it has seen ``cycle`` landings since its win,
+  every one of them has gone again and its turn is now: the fleet goes round robin, each landing
+  the next clone's signal, with no pause between turns. The clone whose turn the next landing
+  makes looks at the remote's tip every ``PEEK_NEXT`` of its rounds, the others every ``PEEK``:
+  a look is a read of the refs, nothing fetched or re-run.
+- **Or for quiet.** Without a cycle (alone, or a fleet changing), or while the clones it waits
+  for do not come (gone idle), it starts its next full round once the remote's tip has stayed
+  unchanged for ``quiet()`` of its rounds: ``QUIET`` after its own landing (its landing counts
+  as first seeing its tip), ``QUIET_STEP`` less for each other clone's landing it has seen
+  since, never less than ``QUIET_MIN`` (and ``QUIET_MIN`` when it won without losing, or seeing
+  another clone land, since its last win: alone). The clone that landed longest ago goes first.
+- **Yielding is capped** at ``cap()`` rounds after the win (``CAP``, or two cycles when that is
+  longer), so pushes that follow no such rules (a person's plain ``git push``) cannot hold a
+  clone back for ever.
 
 The bound, in short: let a clone Z be owed when another clone's push L lands at time t. Z's
 next round reads L's tip and lands by t + 2 of Z's rounds (t + 1.5 on average: its refused
-push came between t and a round later), unless another push lands first. A waiting clone W sees
-L's tip no earlier than t, waits ``QUIET_MIN`` of its rounds of quiet and then runs a full round,
-so it lands no earlier than t + 2 of W's rounds (t + 2.5 on average, seeing L half a look
-late): after Z, for rounds of about the same length. So every landing while Z is owed is by a
-clone that was itself owed, each lands once (then it waits too), and Z loses at most N-1 rounds
-in a row in a fleet of N, while those landings fit in the cap (about five owed clones at once).
+push came between t and a round later), unless another push lands first. A clone that waits for
+quiet sees L's tip no earlier than t, waits ``QUIET_MIN`` of its rounds of quiet and then runs a
+full round, so it lands no earlier than t + 2 of its rounds: after Z, for rounds of about the
+same length. A clone that goes by its cycle lands again only after ``cycle`` landings of others
+since its win; while Z is owed and does not land, the first clone to land twice would need
+``cycle`` landings in between by the N-2 others, each landing once: fewer than ``cycle`` when
+its cycle counts the N-1 others. So every other clone lands at most once while Z is owed, and Z
+loses at most N-1 rounds in a row in a fleet of N, as long as the cycles count the fleet (a
+clone that just joined is not counted yet: the race is then fair, not bounded) and those
+landings fit in the cap.
 
 ``round_s`` is this clone's own measure of a full round, one that re-runs ops as a loser's
 does (a moving average from reading the remote's refs to its push answered; a fast forward,
@@ -47,13 +58,15 @@ from typing import Any, Protocol
 
 ROUND = 0.25  # seconds: the first guess at a round, before one is measured
 ROUND_MIN, ROUND_MAX = 0.01, 10.0
+CYCLE_MAX = 64  # landings: a cycle read back from a file is held to this (a bigger fleet splits)
 WEIGHT = 0.25  # of a new round in the moving average
+PEEK_NEXT = 0.2  # rounds between looks of the clone whose turn the next landing makes
 QUIET = 2.5  # rounds of quiet a clone waits after its own landing before its turn round
 QUIET_STEP = 0.5  # rounds less for each other clone's landing it has seen since
 QUIET_MIN = 1.0  # rounds of quiet it waits at least (or when it was alone last time)
-PEEK = 1.0  # rounds between a waiting clone's looks at the remote's tip
+PEEK = 0.5  # rounds between the other waiting clones' looks at the remote's tip
 JITTER = 0.05  # at most this share of a round before a loser tries again
-CAP = 10.0  # rounds after its win that a clone yields at most
+CAP = 10.0  # rounds after its win that a clone yields at most (or two cycles)
 FULL_PER_FAST = 2.5  # a full round (fetch, re-run, push) against a fast forward (read, push)
 SOON = 0.001  # seconds: a turn this close is now
 
@@ -78,6 +91,7 @@ class Pace:
     seen_since: float | None = None  # ...and the first time it saw that tip (or won_at)
     landings: int = 0  # other clones' pushes seen landing since its last win
     alone: bool = False  # no other clone's push landed, nor did it lose, since its last win
+    cycle: int = 0  # other clones' landings it saw between its last two wins (see ``won``)
 
     def observe(self, tip: str | None, now: float) -> None:
         """Note the remote's tip as read at ``now``."""
@@ -96,10 +110,13 @@ class Pace:
         if self.owed or self.won_at is None:
             return 0.0
         since_win, round_s = now - self.won_at, self.round()
-        if not 0 <= since_win < CAP * round_s:  # (a clock set back counts as long ago)
+        cap = self.cap() * round_s
+        if not 0 <= since_win < cap:  # (a clock set back counts as long ago)
             return 0.0
+        if self.cycle and self.landings >= self.cycle:
+            return 0.0  # every clone that went before its last turn has gone again
         quiet = max(0.0, now - (self.seen_since if self.seen_since is not None else now))
-        wait = min(self.quiet() * round_s - quiet, CAP * round_s - since_win)
+        wait = min(self.quiet() * round_s - quiet, cap - since_win)
         return wait if wait >= SOON else 0.0  # a float's dust is not worth a pause
 
     def quiet(self) -> float:
@@ -109,6 +126,14 @@ class Pace:
             return QUIET_MIN
         return max(QUIET_MIN, QUIET - QUIET_STEP * self.landings)
 
+    def cap(self) -> float:
+        """Rounds after its win that this clone yields at most."""
+        return max(CAP, 2.0 * self.cycle)
+
+    def next_up(self) -> bool:
+        """Whether the next landing it sees makes its turn."""
+        return self.cycle > 0 and self.landings == self.cycle - 1
+
     def rivals(self) -> bool:
         """Whether other clones push here lately (it lost, or saw one land, since its win): a
         round then reads the tip again just before pushing, and leaves out a push that would
@@ -117,8 +142,9 @@ class Pace:
 
     def next_look(self, now: float) -> float:
         """Seconds until this clone should read the remote's tip again while it waits for its
-        turn (0: its turn is now): the turn, or sooner, so that it sees each landing."""
-        return min(self.turn(now), PEEK * self.round())
+        turn (0: its turn is now): the turn, or sooner, so that it sees each landing (and the
+        landing that makes its turn soon after it lands)."""
+        return min(self.turn(now), (PEEK_NEXT if self.next_up() else PEEK) * self.round())
 
     def round(self) -> float:
         """What a full round costs now: as measured, or as the fast forwards measured lately
@@ -133,6 +159,8 @@ class Pace:
         else:
             self.fast_s = _average(self.fast_s, took)
         self.alone = not self.landings and not self.lost
+        self.cycle = min(CYCLE_MAX, max(self.landings, self.cycle - 1))  # grows at once,
+        # shrinks a turn at a time
         self.landings = 0
         self.owed, self.lost = False, 0
         self.won_at, self.won_tip = now, tip
@@ -169,6 +197,7 @@ class Pace:
             setattr(pace, name, value)
         pace.round_s = min(ROUND_MAX, max(ROUND_MIN, float(pace.round_s)))
         pace.fast_s = min(ROUND_MAX, max(ROUND_MIN, float(pace.fast_s)))
+        pace.cycle = min(CYCLE_MAX, max(0, pace.cycle))
         return pace
 
 
@@ -180,4 +209,4 @@ _TIME = (int, float, type(None))
 _KINDS: dict[str, tuple[type, ...]] = {
     "round_s": (int, float), "fast_s": (int, float), "owed": (bool,), "lost": (int,), "won_at": _TIME,
     "won_tip": (str, type(None)), "seen_tip": (str, type(None)), "seen_since": _TIME,
-    "landings": (int,), "alone": (bool,)}
+    "landings": (int,), "alone": (bool,), "cycle": (int,)}

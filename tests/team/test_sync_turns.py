@@ -27,7 +27,17 @@ import gitspace
 from gitspace.errors import BadArguments
 from gitspace.team import sync_pace, sync_state
 from gitspace.team.sync import SyncBusy, Synced, sync
-from gitspace.team.sync_pace import CAP, JITTER, PEEK, QUIET, QUIET_MIN, QUIET_STEP, ROUND, Pace
+from gitspace.team.sync_pace import (
+    CAP,
+    JITTER,
+    PEEK,
+    PEEK_NEXT,
+    QUIET,
+    QUIET_MIN,
+    QUIET_STEP,
+    ROUND,
+    Pace,
+)
 from gitspace.team.sync_watch import Watch
 
 T0 = time.time() + 3600  # later than the real clock of the seed's sync: its win is long past
@@ -214,6 +224,9 @@ def test_a_winner_waits_for_quiet_looking_at_the_tip_once_a_round(tmp_path: Path
     call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
     timed_sync(a, clock, on_step=push_first(b))  # lost once, then won
     won = pace_of(a)
+    assert won.cycle == 1  # b's landing: b's next would make a's turn at once (tested below)
+    won.cycle = 0  # here, the rule for a clone without a cycle (alone, or a fleet changing)
+    sync_state.save_pace(a, "origin", "main", won)
     r = won.round()
     clock.now += 0.001
     call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
@@ -237,10 +250,40 @@ def test_a_winner_waits_for_quiet_looking_at_the_tip_once_a_round(tmp_path: Path
     assert state(a.root) == before
     pauses = len(clock.pauses)
     done = timed_sync(a, clock)  # wait=True: it looks once a round until the quiet, then goes
-    assert clock.pauses[pauses:] == [pytest.approx(PEEK * r), pytest.approx(PEEK * r)]
+    looks = round((QUIET - QUIET_STEP) / PEEK)
+    assert clock.pauses[pauses:] == [pytest.approx(PEEK * r, abs=1e-6)] * looks
     assert sum(clock.pauses[pauses:]) == pytest.approx((QUIET - QUIET_STEP) * r)
     assert (done.pushed, done.pulled, done.rebased, done.attempts, done.pushes) == (1, 1, 1, 1, 1)
     assert git_server.refs("fleet")["refs/heads/main"] == a.tip()
+    assert_clean(a.root)
+
+
+def test_a_winner_goes_at_once_when_the_clones_it_waits_for_have_gone_again(
+        tmp_path: Path, git_server: GitServer) -> None:
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    clock = Clock()
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
+    timed_sync(a, clock, on_step=push_first(b))  # lost to b once, then won: b went between
+    won = pace_of(a)
+    assert won.cycle == 1 and won.next_up()
+    r = won.round()
+    clock.now += 0.001
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a2\n"})
+    tips, before = git_server.refs("fleet"), state(a.root)
+    waiting = timed_sync(a, clock, wait=False)  # b's next landing makes its turn: it looks often
+    assert waiting.waiting == pytest.approx(PEEK_NEXT * r) and PEEK_NEXT < PEEK
+    assert (waiting.pushes, waiting.pushed, waiting.pulled) == (0, 0, 0)
+    assert git_server.refs("fleet") == tips and state(a.root) == before
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b2\n"})
+    land(b)
+    pauses = list(clock.pauses)
+    done = timed_sync(a, clock)  # b went again: a's turn at once, no quiet, no pause
+    assert clock.pauses == pauses
+    assert (done.pushed, done.pulled, done.rebased, done.attempts, done.pushes) == (1, 1, 1, 1, 1)
+    assert git_server.refs("fleet")["refs/heads/main"] == a.tip()
+    assert pace_of(a).cycle == 1  # one landing again between its wins
+    assert_never_forced(git_server)
     assert_clean(a.root)
 
 
@@ -269,7 +312,7 @@ def test_a_clone_alone_yields_the_shortest_quiet(tmp_path: Path, git_server: Git
     call_ok(a, "append", {"path": "shared/log.md", "text": "a4\n"})
     pauses = len(clock.pauses)
     assert timed_sync(a, clock).pushed == 1
-    assert sum(clock.pauses[pauses:]) == pytest.approx(QUIET * pace.round())
+    assert sum(clock.pauses[pauses:]) == pytest.approx(QUIET * pace.round(), abs=sync_pace.SOON)
     assert all(p <= PEEK * pace.round() + 1e-9 for p in clock.pauses[pauses:])
 
 
@@ -359,7 +402,8 @@ def test_pace_rules_at_their_edges() -> None:
     # Each landing seen takes QUIET_STEP off the quiet, down to QUIET_MIN; alone only when no
     # one landed between two wins, and not after a lost race.
     pace.won("t4", T0 + 3, 0.0, full=False)
-    assert not pace.alone and pace.landings == 0 and pace.quiet() == QUIET
+    assert not pace.alone and pace.landings == 0 and pace.quiet() == QUIET and pace.cycle == 1
+    pace.cycle = 0  # (the quiet rule: no cycle, as for a clone alone or a fleet changing)
     for n in range(1, 6):
         pace.observe(f"t4-{n}", T0 + 3 + n * 0.001)
         assert pace.landings == n
@@ -388,6 +432,52 @@ def test_pace_rules_at_their_edges() -> None:
     assert pace.alone
     pace.measure(0.0)
     assert pace.round_s >= sync_pace.ROUND_MIN
+
+
+def test_the_cycle_rule_at_its_edges() -> None:
+    pace = Pace()
+    pace.won("w1", T0, 0.2, full=True)
+    assert pace.cycle == 0 and not pace.next_up()  # no landing seen between wins: no cycle
+    for n in range(1, 4):
+        pace.observe(f"x{n}", T0 + n * 0.01)
+    pace.won("w2", T0 + 1, 0.2, full=True)
+    assert pace.cycle == 3 and pace.landings == 0 and pace.cap() == CAP
+    r = pace.round()
+    assert pace.turn(T0 + 1) == pytest.approx(QUIET * r)  # the quiet rule still ends a wait
+    assert not pace.next_up() and pace.next_look(T0 + 1) == pytest.approx(PEEK * r)
+    pace.observe("y1", T0 + 1.01)
+    assert not pace.next_up() and pace.next_look(T0 + 1.01) == pytest.approx(PEEK * r)
+    pace.observe("y2", T0 + 1.02)
+    assert pace.next_up() and pace.next_look(T0 + 1.02) == pytest.approx(PEEK_NEXT * r)
+    assert pace.turn(T0 + 1.02) > 0
+    pace.observe("y3", T0 + 1.03)  # the third: every clone before it went again
+    assert pace.turn(T0 + 1.03) == 0 and pace.next_look(T0 + 1.03) == 0
+    pace.observe("y4", T0 + 1.04)
+    assert pace.turn(T0 + 1.04) == 0  # more than its cycle: still its turn
+    # A cycle grows at once and shrinks by one a turn: a miscount errs on the side of waiting.
+    pace.won("w3", T0 + 2, 0.2, full=True)
+    assert pace.cycle == 4
+    pace.observe("z1", T0 + 2.01)
+    pace.won("w4", T0 + 3, 0.2, full=True)
+    assert pace.cycle == 3
+    pace.won("w5", T0 + 4, 0.2, full=True)
+    assert pace.cycle == 2 and pace.alone  # no one between: alone, the cycle shrinking
+    for n in range(1, 8):
+        pace.observe(f"v{n}", T0 + 4 + n * 0.01)
+    pace.won("w6", T0 + 5, 0.2, full=True)
+    assert pace.cycle == 7 and pace.cap() == 2 * 7 > CAP  # yields up to two cycles
+    r = pace.round()
+    for n in range(1, 7):  # six landings: one short of its cycle, the remote never quiet
+        pace.observe(f"u{n}", T0 + 5 + 2.3 * n * r)
+    assert pace.turn(T0 + 5 + 13.9 * r) > 0 and pace.turn(T0 + 5 + 14 * r) == 0
+    # An owed clone goes at once whatever its cycle.
+    pace.lost_round(T0 + 6, 0.2)
+    assert pace.turn(T0 + 6) == 0
+    # A cycle read back from a file is held to what a fleet on one branch can be.
+    assert Pace.from_json({**pace.as_json(), "cycle": -3}).cycle == 0
+    assert Pace.from_json({**pace.as_json(), "cycle": 10**9}).cycle == sync_pace.CYCLE_MAX
+    assert Pace.from_json({**pace.as_json(), "cycle": "3"}) == Pace()
+    assert Pace.from_json(pace.as_json()) == pace
 
 
 def test_a_malformed_pace_file_starts_afresh(tmp_path: Path, git_server: GitServer) -> None:
