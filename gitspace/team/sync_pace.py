@@ -11,36 +11,37 @@ clone to what it has seen itself:
 - **A loser is owed a turn.** A clone whose last push lost (or that has not pushed yet) tries
   again at once, after a jitter of at most ``JITTER`` of its round: never a backoff that grows
   with the rounds lost, which is what starves a loser.
-- **A winner waits for the clones that went before it.** A clone whose last push landed counts
-  the other clones' landings it sees; its ``cycle`` is how many it saw between its last two wins
-  (the clones that took a turn between its own; at once when more, one less a turn when fewer,
-  so a miscount errs on the side of waiting). Once it has seen ``cycle`` landings since its win,
-  every one of them has gone again and its turn is now: the fleet goes round robin, each landing
-  the next clone's signal, with no pause between turns. The clone whose turn the next landing
-  makes looks at the remote's tip every ``PEEK_NEXT`` of its rounds, the others every ``PEEK``:
-  a look is a read of the refs, nothing fetched or re-run.
-- **Or for quiet.** Without a cycle (alone, or a fleet changing), or while the clones it waits
-  for do not come (gone idle), it starts its next full round once the remote's tip has stayed
-  unchanged for ``quiet()`` of its rounds: ``QUIET`` after its own landing (its landing counts
-  as first seeing its tip), ``QUIET_STEP`` less for each other clone's landing it has seen
-  since, never less than ``QUIET_MIN`` (and ``QUIET_MIN`` when it won without losing, or seeing
-  another clone land, since its last win: alone). The clone that landed longest ago goes first.
+- **A winner yields, the clone that waited longest first.** A clone whose last push landed
+  starts its next full round only once the remote's tip has stayed unchanged for ``quiet()`` of
+  its rounds, never less than ``QUIET_MIN``: that round of quiet is what lets a clone owed a
+  turn land first. Which waiting clone goes first comes from its ``cycle``: the other clones'
+  landings it saw between its last two wins (the clones that take a turn between two of its
+  own). Once it has seen that many landings since its win, each of them has gone again and its
+  quiet is ``QUIET_MIN``; for each landing it still waits for, ``QUIET_STEP`` more. So a busy
+  fleet goes round robin, each landing the signal for the next clone in line, a round of quiet
+  apart. A cycle grows at once and shrinks by one a turn, and the landings a clone loses to
+  after its turn's first loss are not counted (they are that race's owed clones): a miscount
+  errs on the side of waiting. Without a cycle (alone, just joined): ``QUIET`` after its own
+  landing (its landing counts as first seeing its tip), ``QUIET_STEP`` less for each other
+  clone's landing it has seen since (and ``QUIET_MIN`` when it won without losing, or seeing
+  another clone land, since its last win: alone).
+- **A waiting clone only looks**: it reads the remote's tip every ``PEEK`` of its rounds, and
+  every ``PEEK_NEXT`` when it is next in line, so that it sees each landing soon; nothing is
+  fetched or re-run while it waits.
 - **Yielding is capped** at ``cap()`` rounds after the win (``CAP``, or two cycles when that is
   longer), so pushes that follow no such rules (a person's plain ``git push``) cannot hold a
   clone back for ever.
 
 The bound, in short: let a clone Z be owed when another clone's push L lands at time t. Z's
 next round reads L's tip and lands by t + 2 of Z's rounds (t + 1.5 on average: its refused
-push came between t and a round later), unless another push lands first. A clone that waits for
-quiet sees L's tip no earlier than t, waits ``QUIET_MIN`` of its rounds of quiet and then runs a
-full round, so it lands no earlier than t + 2 of its rounds: after Z, for rounds of about the
-same length. A clone that goes by its cycle lands again only after ``cycle`` landings of others
-since its win; while Z is owed and does not land, the first clone to land twice would need
-``cycle`` landings in between by the N-2 others, each landing once: fewer than ``cycle`` when
-its cycle counts the N-1 others. So every other clone lands at most once while Z is owed, and Z
-loses at most N-1 rounds in a row in a fleet of N, as long as the cycles count the fleet (a
-clone that just joined is not counted yet: the race is then fair, not bounded) and those
-landings fit in the cap.
+push came between t and a round later), unless another push lands first. A waiting clone W
+sees L's tip no earlier than t, waits at least ``QUIET_MIN`` of its rounds of quiet and then
+runs a full round, so it lands no earlier than t + 2 of W's rounds: after Z, for rounds of about
+the same length. So every landing while Z is owed is by a clone that was itself owed, each
+lands once (then it waits too), and Z loses at most N-1 rounds in a row in a fleet of N, while
+those landings fit in the cap. (A quiet of no rounds for the clone whose cycle has come round
+would make the fleet faster and break this: measured, an owed clone left out of the others'
+cycles lost 19 rounds in a row.)
 
 ``round_s`` is this clone's own measure of a full round, one that re-runs ops as a loser's
 does (a moving average from reading the remote's refs to its push answered; a fast forward,
@@ -92,6 +93,8 @@ class Pace:
     landings: int = 0  # other clones' pushes seen landing since its last win
     alone: bool = False  # no other clone's push landed, nor did it lose, since its last win
     cycle: int = 0  # other clones' landings it saw between its last two wins (see ``won``)
+    counted: int | None = None  # the landings it had seen when its turn first lost since a win,
+    # with the one it lost to
 
     def observe(self, tip: str | None, now: float) -> None:
         """Note the remote's tip as read at ``now``."""
@@ -113,15 +116,17 @@ class Pace:
         cap = self.cap() * round_s
         if not 0 <= since_win < cap:  # (a clock set back counts as long ago)
             return 0.0
-        if self.cycle and self.landings >= self.cycle:
-            return 0.0  # every clone that went before its last turn has gone again
         quiet = max(0.0, now - (self.seen_since if self.seen_since is not None else now))
         wait = min(self.quiet() * round_s - quiet, cap - since_win)
         return wait if wait >= SOON else 0.0  # a float's dust is not worth a pause
 
     def quiet(self) -> float:
-        """Rounds the remote's tip must stay unchanged before this clone's turn: the more other
-        clones' landings it has seen since its own, the fewer."""
+        """Rounds the remote's tip must stay unchanged before this clone's turn: with a cycle,
+        ``QUIET_MIN`` once it has come round and ``QUIET_STEP`` more for each landing it still
+        waits for (the next in line first); without one, the more other clones' landings it has
+        seen since its own, the fewer."""
+        if self.cycle:
+            return QUIET_MIN + QUIET_STEP * max(0, self.cycle - self.landings)
         if self.alone:
             return QUIET_MIN
         return max(QUIET_MIN, QUIET - QUIET_STEP * self.landings)
@@ -131,8 +136,8 @@ class Pace:
         return max(CAP, 2.0 * self.cycle)
 
     def next_up(self) -> bool:
-        """Whether the next landing it sees makes its turn."""
-        return self.cycle > 0 and self.landings == self.cycle - 1
+        """Whether it is next in line: its cycle has come round, or will with the next landing."""
+        return self.cycle > 0 and self.landings >= self.cycle - 1
 
     def rivals(self) -> bool:
         """Whether other clones push here lately (it lost, or saw one land, since its win): a
@@ -159,8 +164,11 @@ class Pace:
         else:
             self.fast_s = _average(self.fast_s, took)
         self.alone = not self.landings and not self.lost
-        self.cycle = min(CYCLE_MAX, max(self.landings, self.cycle - 1))  # grows at once,
-        # shrinks a turn at a time
+        # The landings before its turn and the one it first lost to: those it loses to after are
+        # the owed clones of that race, which it would otherwise count again and again (the cycle
+        # grows at once, shrinks a turn at a time).
+        seen = self.landings if self.counted is None else self.counted
+        self.cycle, self.counted = min(CYCLE_MAX, max(seen, self.cycle - 1)), None
         self.landings = 0
         self.owed, self.lost = False, 0
         self.won_at, self.won_tip = now, tip
@@ -169,6 +177,8 @@ class Pace:
     def lost_round(self, now: float, took: float) -> None:
         """This clone's push lost its race (another clone's landed first)."""
         self.measure(took)
+        if self.counted is None:
+            self.counted = self.landings + 1
         self.owed = True
         self.lost += 1
 
@@ -209,4 +219,4 @@ _TIME = (int, float, type(None))
 _KINDS: dict[str, tuple[type, ...]] = {
     "round_s": (int, float), "fast_s": (int, float), "owed": (bool,), "lost": (int,), "won_at": _TIME,
     "won_tip": (str, type(None)), "seen_tip": (str, type(None)), "seen_since": _TIME,
-    "landings": (int,), "alone": (bool,), "cycle": (int,)}
+    "landings": (int,), "alone": (bool,), "cycle": (int,), "counted": (int, type(None))}

@@ -4,11 +4,12 @@ so every pause a sync takes, and why, is checked exactly.
 
 The rules (gitspace/team/sync_pace.py): a loser tries again after a jitter of at most a twentieth
 of its round, never a growing backoff; a winner's next full round starts only once the remote has
-been quiet for ``QUIET`` of its rounds, half a round less for each other clone's landing it saw
-since (at least ``QUIET_MIN``, and ``QUIET_MIN`` for a clone that was alone); while it waits it
-only reads the remote's tip, once a round; with rivals about, a round reads the tip again before
-pushing and leaves out a push that would lose; nothing waits more than ``CAP`` rounds after its
-win.
+been quiet for at least ``QUIET_MIN`` of its rounds: ``QUIET_MIN`` once its cycle (the landings it
+saw between its last two wins) has come round, half a round more for each landing it still waits
+for; without a cycle ``QUIET``, half a round less for each landing seen (``QUIET_MIN`` alone);
+while it waits it only reads the remote's tip, twice a round (five times when it is next in
+line); with rivals about, a round reads the tip again before pushing and leaves out a push that
+would lose; nothing waits more than ``CAP`` rounds (or two cycles) after its win.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def test_a_lost_race_is_tried_again_after_a_jitter_not_a_backoff(
     pace = pace_of(a)
     assert (pace.owed, pace.lost, pace.won_tip, pace.won_at) == (False, 0, done.tip, clock.now)
     assert pace.landings == 0 and not pace.alone  # it lost before this win: not alone
-    assert pace.quiet() == QUIET
+    assert pace.cycle == 1 and pace.quiet() == QUIET_MIN + QUIET_STEP  # it waits for that clone
     assert [op.op_id for op in remote_ops(git_server)][-1] == mine.op
     assert_clean(a.root)
 
@@ -258,7 +259,7 @@ def test_a_winner_waits_for_quiet_looking_at_the_tip_once_a_round(tmp_path: Path
     assert_clean(a.root)
 
 
-def test_a_winner_goes_at_once_when_the_clones_it_waits_for_have_gone_again(
+def test_a_winner_whose_cycle_came_round_goes_after_the_shortest_quiet(
         tmp_path: Path, git_server: GitServer) -> None:
     a = seed(tmp_path, git_server)
     b = machine(tmp_path, git_server, 1)
@@ -278,8 +279,9 @@ def test_a_winner_goes_at_once_when_the_clones_it_waits_for_have_gone_again(
     call_ok(b, "append", {"path": "shared/log.md", "text": "b2\n"})
     land(b)
     pauses = list(clock.pauses)
-    done = timed_sync(a, clock)  # b went again: a's turn at once, no quiet, no pause
-    assert clock.pauses == pauses
+    done = timed_sync(a, clock)  # b went again: a goes after a round of quiet, the least
+    assert sum(clock.pauses[len(pauses):]) == pytest.approx(QUIET_MIN * r, abs=sync_pace.SOON)
+    assert all(p <= PEEK_NEXT * r + 1e-9 for p in clock.pauses[len(pauses):])
     assert (done.pushed, done.pulled, done.rebased, done.attempts, done.pushes) == (1, 1, 1, 1, 1)
     assert git_server.refs("fleet")["refs/heads/main"] == a.tip()
     assert pace_of(a).cycle == 1  # one landing again between its wins
@@ -301,18 +303,20 @@ def test_a_clone_alone_yields_the_shortest_quiet(tmp_path: Path, git_server: Git
     assert waiting.waiting == pytest.approx(min(PEEK, QUIET_MIN) * r)
     clock.now += QUIET_MIN * r
     assert timed_sync(a, clock, wait=False).pushed == 1
-    # Once another clone lands between two of its wins, it waits the full quiet after the next.
+    # Once another clone lands between two of its wins, it waits for that clone's next landing,
+    # or (that clone having nothing to push) for the quiet of the next in line.
     call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"})
     land(b)
     call_ok(a, "append", {"path": "shared/log.md", "text": "a3\n"})
     clock.now += CAP * r
     assert timed_sync(a, clock).pushed == 1
     pace = pace_of(a)
-    assert not pace.alone and pace.quiet() == QUIET
+    assert not pace.alone and pace.cycle == 1 and pace.quiet() == QUIET_MIN + QUIET_STEP
     call_ok(a, "append", {"path": "shared/log.md", "text": "a4\n"})
     pauses = len(clock.pauses)
     assert timed_sync(a, clock).pushed == 1
-    assert sum(clock.pauses[pauses:]) == pytest.approx(QUIET * pace.round(), abs=sync_pace.SOON)
+    assert sum(clock.pauses[pauses:]) == pytest.approx((QUIET_MIN + QUIET_STEP) * pace.round(),
+                                                       abs=sync_pace.SOON)
     assert all(p <= PEEK * pace.round() + 1e-9 for p in clock.pauses[pauses:])
 
 
@@ -402,8 +406,10 @@ def test_pace_rules_at_their_edges() -> None:
     # Each landing seen takes QUIET_STEP off the quiet, down to QUIET_MIN; alone only when no
     # one landed between two wins, and not after a lost race.
     pace.won("t4", T0 + 3, 0.0, full=False)
-    assert not pace.alone and pace.landings == 0 and pace.quiet() == QUIET and pace.cycle == 1
-    pace.cycle = 0  # (the quiet rule: no cycle, as for a clone alone or a fleet changing)
+    assert not pace.alone and pace.landings == 0 and pace.cycle == 1
+    assert pace.quiet() == QUIET_MIN + QUIET_STEP  # one landing to wait for: next in line
+    pace.cycle = 0  # (the quiet rule without a cycle, as for a fleet changing)
+    assert pace.quiet() == QUIET
     for n in range(1, 6):
         pace.observe(f"t4-{n}", T0 + 3 + n * 0.001)
         assert pace.landings == n
@@ -443,17 +449,25 @@ def test_the_cycle_rule_at_its_edges() -> None:
     pace.won("w2", T0 + 1, 0.2, full=True)
     assert pace.cycle == 3 and pace.landings == 0 and pace.cap() == CAP
     r = pace.round()
-    assert pace.turn(T0 + 1) == pytest.approx(QUIET * r)  # the quiet rule still ends a wait
+    # The quiet still ends a wait (a clone waited for may have nothing to push): half a round
+    # more than QUIET_MIN for each landing its cycle still waits for, the next in line first.
+    assert pace.quiet() == QUIET_MIN + 3 * QUIET_STEP
+    assert pace.turn(T0 + 1) == pytest.approx((QUIET_MIN + 3 * QUIET_STEP) * r)
     assert not pace.next_up() and pace.next_look(T0 + 1) == pytest.approx(PEEK * r)
     pace.observe("y1", T0 + 1.01)
     assert not pace.next_up() and pace.next_look(T0 + 1.01) == pytest.approx(PEEK * r)
     pace.observe("y2", T0 + 1.02)
     assert pace.next_up() and pace.next_look(T0 + 1.02) == pytest.approx(PEEK_NEXT * r)
-    assert pace.turn(T0 + 1.02) > 0
+    assert pace.quiet() == QUIET_MIN + QUIET_STEP and pace.turn(T0 + 1.02) == pytest.approx(
+        (QUIET_MIN + QUIET_STEP) * r)
+    assert pace.rivals()  # others land here: the tip is read again before a push
     pace.observe("y3", T0 + 1.03)  # the third: every clone before it went again
-    assert pace.turn(T0 + 1.03) == 0 and pace.next_look(T0 + 1.03) == 0
+    assert pace.quiet() == QUIET_MIN and pace.next_up()  # a round of quiet, for owed clones
+    assert pace.turn(T0 + 1.03) == pytest.approx(QUIET_MIN * r)
+    assert pace.next_look(T0 + 1.03) == pytest.approx(PEEK_NEXT * r)
+    assert pace.turn(T0 + 1.03 + QUIET_MIN * r) == 0
     pace.observe("y4", T0 + 1.04)
-    assert pace.turn(T0 + 1.04) == 0  # more than its cycle: still its turn
+    assert pace.quiet() == QUIET_MIN  # more than its cycle: still first in line
     # A cycle grows at once and shrinks by one a turn: a miscount errs on the side of waiting.
     pace.won("w3", T0 + 2, 0.2, full=True)
     assert pace.cycle == 4
@@ -472,7 +486,21 @@ def test_the_cycle_rule_at_its_edges() -> None:
     assert pace.turn(T0 + 5 + 13.9 * r) > 0 and pace.turn(T0 + 5 + 14 * r) == 0
     # An owed clone goes at once whatever its cycle.
     pace.lost_round(T0 + 6, 0.2)
-    assert pace.turn(T0 + 6) == 0
+    pace.observe("u7", T0 + 6.01)  # its cycle has come round too, but it lost: a race is on
+    assert pace.landings >= pace.cycle and pace.turn(T0 + 6.01) == 0 and pace.rivals()
+    # Landings it loses to after its turn's first loss are owed clones of that race, not more
+    # of the cycle: counted once, with the landing that beat it.
+    fresh = Pace()
+    fresh.won("s1", T0, 0.2, full=True)
+    fresh.observe("s2", T0 + 0.1)
+    fresh.observe("s3", T0 + 0.2)
+    fresh.lost_round(T0 + 0.3, 0.2)
+    for n in range(4, 8):
+        fresh.observe(f"s{n}", T0 + n * 0.1)
+        fresh.lost_round(T0 + n * 0.1 + 0.05, 0.2)
+    assert fresh.landings == 6 and fresh.counted == 3
+    fresh.won("s8", T0 + 1, 0.2, full=True)
+    assert fresh.cycle == 3 and fresh.counted is None
     # A cycle read back from a file is held to what a fleet on one branch can be.
     assert Pace.from_json({**pace.as_json(), "cycle": -3}).cycle == 0
     assert Pace.from_json({**pace.as_json(), "cycle": 10**9}).cycle == sync_pace.CYCLE_MAX
