@@ -61,7 +61,7 @@ ROUND = 0.25  # seconds: the first guess at a round, before one is measured
 ROUND_MIN, ROUND_MAX = 0.01, 10.0
 CYCLE_MAX = 64  # landings: a cycle read back from a file is held to this (a bigger fleet splits)
 WEIGHT = 0.25  # of a new round in the moving average
-PEEK_NEXT = 0.2  # rounds between looks of the clone whose turn the next landing makes
+PEEK_NEXT = 0.2  # rounds between looks of the clone next in line (``next_up``)
 QUIET = 2.5  # rounds of quiet a clone waits after its own landing before its turn round
 QUIET_STEP = 0.5  # rounds less for each other clone's landing it has seen since
 QUIET_MIN = 1.0  # rounds of quiet it waits at least (or when it was alone last time)
@@ -147,8 +147,8 @@ class Pace:
 
     def next_look(self, now: float) -> float:
         """Seconds until this clone should read the remote's tip again while it waits for its
-        turn (0: its turn is now): the turn, or sooner, so that it sees each landing (and the
-        landing that makes its turn soon after it lands)."""
+        turn (0: its turn is now): the turn, or sooner, so that it sees each landing (next in
+        line, soon after it lands)."""
         return min(self.turn(now), (PEEK_NEXT if self.next_up() else PEEK) * self.round())
 
     def round(self) -> float:
@@ -168,7 +168,7 @@ class Pace:
         # the owed clones of that race, which it would otherwise count again and again (the cycle
         # grows at once, shrinks a turn at a time).
         seen = self.landings if self.counted is None else self.counted
-        self.cycle, self.counted = min(CYCLE_MAX, max(seen, self.cycle - 1)), None
+        self.cycle, self.counted = min(CYCLE_MAX, max(0, seen, self.cycle - 1)), None
         self.landings = 0
         self.owed, self.lost = False, 0
         self.won_at, self.won_tip = now, tip
@@ -208,6 +208,8 @@ class Pace:
         pace.round_s = min(ROUND_MAX, max(ROUND_MIN, float(pace.round_s)))
         pace.fast_s = min(ROUND_MAX, max(ROUND_MIN, float(pace.fast_s)))
         pace.cycle = min(CYCLE_MAX, max(0, pace.cycle))
+        if pace.counted is not None:
+            pace.counted = min(CYCLE_MAX, max(0, pace.counted))
         return pace
 
 

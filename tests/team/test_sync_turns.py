@@ -505,6 +505,9 @@ def test_the_cycle_rule_at_its_edges() -> None:
     assert Pace.from_json({**pace.as_json(), "cycle": -3}).cycle == 0
     assert Pace.from_json({**pace.as_json(), "cycle": 10**9}).cycle == sync_pace.CYCLE_MAX
     assert Pace.from_json({**pace.as_json(), "cycle": "3"}) == Pace()
+    assert Pace.from_json({**pace.as_json(), "counted": -7}).counted == 0
+    assert Pace.from_json({**pace.as_json(), "counted": 10**9}).counted == sync_pace.CYCLE_MAX
+    assert Pace.from_json({**pace.as_json(), "counted": 1.5}) == Pace()
     assert Pace.from_json(pace.as_json()) == pace
 
 
