@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,11 @@ def test_git_running_in_sees_a_live_git_process(tmp_path: Path) -> None:
     proc = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=tmp_path,
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
     try:
+        # Popen returns (vfork) a moment before the kernel names the child git: wait for that.
+        comm = Path(f"/proc/{proc.pid}/comm")
+        deadline = time.monotonic() + 10
+        while comm.read_text().strip() != "git" and time.monotonic() < deadline:
+            time.sleep(0.001)
         assert lockfile.git_running_in([tmp_path]) is True
         assert lockfile.git_running_in([tmp_path / "elsewhere"]) is False
     finally:
