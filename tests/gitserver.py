@@ -23,6 +23,8 @@ Invariants (both):
   started (``upload-pack``, ``receive-pack``, CGI processes), and waits until none is left, so a
   stopped server leaves no process behind and a test can check that.
 - ``restart`` listens on the same port again: clones keep their remote URL.
+- ``git daemon`` logs every request (``--verbose``) to ``log``, with the protocol version a
+  client asked for, so a test can check what a client spoke.
 - Server-side git reads no system config and, as global config, only ``global_config`` (empty
   unless a test writes server-side settings there, such as a hostile
   ``uploadpack.packObjectsHook``). ``receive.fsckObjects`` is on, as on public hosts.
@@ -164,7 +166,7 @@ class GitServer:
         return ["git", "daemon", "--listen=127.0.0.1", f"--port={port}", "--reuseaddr",
                 f"--base-path={self.repos}", "--export-all", "--enable=receive-pack",
                 "--informative-errors", "--init-timeout=10", "--timeout=60",
-                "--max-connections=64", str(self.repos)]
+                "--max-connections=64", "--verbose", str(self.repos)]
 
     def _launch(self, port: int) -> bool:
         with open(self.log, "ab") as log:

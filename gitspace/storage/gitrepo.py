@@ -317,10 +317,15 @@ class GitRepo(Objects, Refs, LinkedWorktrees):
             line.endswith("\tHEAD") and not line.startswith("ref: ")
             for line in proc.stdout.decode(errors="replace").splitlines())
 
+    def remote_url(self, remote: str) -> str:
+        """``remote``'s URL as git resolves it (``insteadOf`` included); ``remote`` itself when it
+        is no configured remote (a path or URL given directly)."""
+        return self.git("remote", "get-url", "--", remote, check=False).decode(
+            errors="surrogateescape").strip() or remote
+
     def local_bare_remote(self, remote: str) -> Path | None:
         """The folder of ``remote`` when it is a bare repository on this machine, else None."""
-        url = self.git("remote", "get-url", remote, check=False).decode(
-            errors="surrogateescape").strip() or remote
+        url = self.remote_url(remote)
         if url.startswith("file://"):
             url = url[len("file://"):]
         elif "://" in url or ":" in url.split("/", 1)[0]:

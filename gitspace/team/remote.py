@@ -111,8 +111,7 @@ def _reading(repo: GitRepo, remote: str) -> tuple[str, ...]:
     known = _READING.get((repo.commondir, remote))
     if known is not None and known[0] == stamp:
         return known[1]
-    url = repo.run_git("remote", "get-url", remote).stdout.decode(errors="replace").strip()
-    options = ("-c", "protocol.version=0") if (url or remote).startswith("git://") else ()
+    options = ("-c", "protocol.version=0") if repo.remote_url(remote).startswith("git://") else ()
     _READING[(repo.commondir, remote)] = (stamp, options)
     return options
 

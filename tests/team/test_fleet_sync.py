@@ -211,3 +211,23 @@ def test_sync_needs_a_named_remote_and_a_gitspace_checkout(tmp_path: Path,
         sync(a, "nowhere")
     assert nowhere.value.hint is not None and "git remote add origin URL" in nowhere.value.hint
     a.close()
+
+
+def test_a_sync_reads_a_git_daemon_with_protocol_v0(tmp_path: Path, git_server: GitServer) -> None:
+    """git's v2 client waits on TCP's delayed acknowledgement over git:// (about 40 ms a read):
+    every read a sync makes there, the look and the fetch, asks for no protocol version, as the
+    daemon's own log of each request shows. (The clones' ``git clone`` asked for v2.)"""
+    a = seed(tmp_path, git_server)
+    b = machine(tmp_path, git_server, 1)
+    assert 'Extended attribute "protocol": version=2' in git_server.log.read_text()
+    call_ok(a, "append", {"path": "shared/log.md", "text": "a1\n"})
+    sync(a)
+    call_ok(b, "append", {"path": "shared/log.md", "text": "b1\n"})
+    mark = git_server.log.stat().st_size
+    done = sync(b)  # a read of the refs, a fetch of a's op, a re-run, a push
+    assert (done.pulled, done.rebased, done.pushed) == (1, 1, 1)
+    requests = git_server.log.read_bytes()[mark:].decode(errors="replace")
+    assert requests.count("Request upload-pack") >= 2, requests
+    assert "protocol" not in requests, requests
+    assert_never_forced(git_server)
+    assert_clean(b.root)
