@@ -68,15 +68,41 @@ def _audit(event: str, args: tuple[object, ...]) -> None:
 sys.addaudithook(_audit)
 
 
-def _home_fingerprint() -> dict[str, tuple[int, int]]:
-    """mtime and size of the real home folder and its direct children (git config lives there)."""
+def gitspace_places(home: Path = REAL_HOME) -> list[Path]:
+    """What gitspace (or a harness it drives) could write under the real home: each harness's
+    user-wide settings file and folder (from the one harness list), Claude Code's transcripts
+    (a fork writes one), gitspace's own settings, the git config, and what ``make install`` puts
+    under ~/.local. Not the home folder itself: anything else on the machine may write there
+    (pip, npm and editors touch ``~/.cache``), and that is no test's doing."""
+    from gitspace.harness.adapters import specs
+
+    places = {home / ".gitconfig", home / ".config" / "git", home / ".config" / "gitspace",
+              home / ".claude" / "projects", home / ".local" / "share" / "gitspace",
+              home / ".local" / "bin" / "gitspace"}
+    for spec in specs().values():
+        for _, where in spec.files:
+            if where.startswith("~/"):
+                settings = home / where[2:]
+                places |= {settings, settings.parent}
+    return sorted(places)
+
+
+def home_fingerprint(home: Path = REAL_HOME) -> dict[str, tuple[int, int]]:
+    """mtime and size of every place gitspace could write under the real home, and of what each
+    folder among them holds (two levels down)."""
     out = {}
-    for p in [REAL_HOME, *REAL_HOME.iterdir(), REAL_HOME / ".config" / "git"]:
-        try:
-            st = p.lstat()
-        except OSError:
-            continue
-        out[str(p)] = (st.st_mtime_ns, st.st_size)
+    for place in gitspace_places(home):
+        found = [place]
+        if place.is_dir() and not place.is_symlink():
+            found += list(place.iterdir())
+            found += [q for p in found[1:] if p.is_dir() and not p.is_symlink()
+                      for q in p.iterdir()]
+        for p in found:
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            out[str(p)] = (st.st_mtime_ns, st.st_size)
     return out
 
 
@@ -94,13 +120,15 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES", "GITSPACE_AGENT"):
         monkeypatch.delenv(name, raising=False)
-    before = _home_fingerprint()
+    before = home_fingerprint()
     _guard["on"] = True
     try:
         yield home
     finally:
         _guard["on"] = False
-    assert _home_fingerprint() == before, "something wrote into the real home folder"
+    after = home_fingerprint()
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"something wrote where gitspace keeps things under the real home: {changed}"
 
 
 # -- helpers ---------------------------------------------------------------------------------
