@@ -224,11 +224,11 @@ def _with_remote(ws: gitspace.Workspace) -> None:
 
 def _record(ws: gitspace.Workspace) -> _Done:
     """A harness's Write of a.txt (made by ``_outside_edit``), recorded by the hook's own code."""
-    from gitspace.harness import record
+    from gitspace.harness import route
     from gitspace.harness.events import Call, Event, Options
 
     path = str(ws.root / "a.txt")
-    done = record.handle(Event("after", "claude-code", cwd=str(ws.root), session="s1",
+    done = route.handle(Event("after", "claude-code", cwd=str(ws.root), session="s1",
                                call=Call("Write", {"file_path": path}, (path,), "toolu_1")),
                          ws.root, Options())
     return _Done(bool(done.ops), " ".join(done.notes))
@@ -277,14 +277,14 @@ def _pull(ws: gitspace.Workspace) -> _Done:
 
 
 def _in_place(ws: gitspace.Workspace, kind: str = "scan", **fields: Any) -> Any:
-    """One hook event recorded in place (``harness/inplace.py``: the recorder of a person's own
-    checkout, here run on the workspace itself), by Claude Code."""
-    from gitspace.harness import inplace
+    """One hook event recorded in place (``harness/inplace/place.py``: the place of a person's
+    own checkout, here the workspace itself), by Claude Code."""
+    from gitspace.harness import route
     from gitspace.harness.events import Event, Options
     from gitspace.storage.gitrepo import GitRepo
 
-    return inplace.handle(Event(kind, "claude-code", cwd=str(ws.root), session="s1", **fields),
-                          GitRepo.open(ws.root), Options())
+    return route.record_in(route.IN_PLACE, GitRepo.open(ws.root), Event(
+        kind, "claude-code", cwd=str(ws.root), session="s1", **fields), Options())
 
 
 def _write_call(ws: gitspace.Workspace, use_id: str) -> Any:
@@ -311,12 +311,12 @@ def _agent_wrote_in_place(ws: gitspace.Workspace) -> None:
 
 def _undo_in_place(ws: gitspace.Workspace) -> _Done:
     """``gitspace undo --op`` in a person's checkout: the line's move and a.txt, one change."""
-    from gitspace.harness import inplace, inplace_undo
     from gitspace.harness.events import Options
+    from gitspace.harness.inplace import commands, takeback
     from gitspace.storage.gitrepo import GitRepo
 
     repo = GitRepo.open(ws.root)
-    taken = inplace.undo_op(repo, inplace_undo.latest_agent_op(repo), Options())
+    taken = commands.undo_op(repo, takeback.latest_agent_op(repo), Options())
     return _Done(taken.files == ["a.txt"])
 
 
@@ -324,8 +324,8 @@ def _gc(ws: gitspace.Workspace) -> _Done:
     """``gitspace gc`` of every line (none is younger than a minute from now): one change."""
     import time
 
-    from gitspace.core import linegc
     from gitspace.core.writer import Writer
+    from gitspace.harness.inplace import gc as linegc
 
     writer = Writer(ws.repo)
     with writer.locked():

@@ -2,7 +2,7 @@
 record (tool ops: tests/core/test_crash.py; sync: tests/team/test_fleet_crash.py).
 
 A child process loops over outside edits committed by ``snapshot``, a harness's Write calls
-recorded through ``harness.record`` (the hook's own code, in process), and switches between two
+recorded through ``harness.route`` (the hook's own code, in process), and switches between two
 branches whose files differ, printing each op id once it is acknowledged; it is killed (SIGKILL)
 after a random moment. Then the workspace opens (finishing whatever change the kill cut short)
 with ``git fsck --strict`` clean, HEAD on a branch, the index exactly HEAD's tree, no journal, lock
@@ -29,7 +29,7 @@ LOOP = textwrap.dedent("""
     import random, sys
     from pathlib import Path
     import gitspace
-    from gitspace.harness import record
+    from gitspace.harness import route
     from gitspace.harness.events import Call, Event, Options
     root, seed = Path(sys.argv[1]), int(sys.argv[2])
     rng = random.Random(seed)
@@ -48,7 +48,7 @@ LOOP = textwrap.dedent("""
             path.write_text(f"written by the harness {seed}-{n}\\n")
             call = Call("Write", {"file_path": str(path), "content": "..."}, (str(path),),
                         f"toolu_{seed}_{n}")
-            done = record.handle(Event("after", "claude-code", cwd=str(root), session="s1",
+            done = route.handle(Event("after", "claude-code", cwd=str(root), session="s1",
                                        call=call), root, Options())
             acked = done.ops
         else:

@@ -20,10 +20,13 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"errors", "config", "faults", "extras", "progress"}),
     ("storage", {"storage"}),  # git itself: objects, refs, index, the ledger format
     ("core", {"core"}),  # the op: workspace, transaction, undo, checkpoints, branches, lookup
-    ("tools", {"tools"}),  # what a tool is, every built-in tool, constraint scripts
+    # what a tool is, every built-in tool, constraint scripts; and recording the calls of another
+    # harness (its hooks), in a workspace or in a person's own checkout: the two run beside each
+    # other, on the core, and neither imports the other
+    ("tools and recording", {"tools", "harness"}),
     ("api", {"api", "__init__"}),  # gitspace.open/init: a workspace wired with the tools
     ("runtimes", {"agent", "replay", "team"}),  # what runs tools: agents, replay, many actors
-    ("front ends", {"cli", "mcp_server", "http_guard", "ui", "harness", "__main__"}),
+    ("front ends", {"cli", "mcp_server", "http_guard", "ui", "__main__"}),
 ]
 
 # (importer, imported) -> why this upward import is allowed. Keep it empty if you can.
@@ -219,7 +222,7 @@ ALLOWED_MOVERS: dict[str, str] = {
                                       "'update-index' and 'checkout-index', the saved index)",
     "gitspace/core/unrecorded.py": "'gitspace diff' alone fills a throwaway copy of the index in a "
                                    "temporary folder, never the repository's own",
-    "gitspace/harness/inplace_record.py": "the private index (storage/privateindex.py) is a "
+    "gitspace/harness/inplace/place.py": "the private index (storage/privateindex.py) is a "
                                           "cache of stat data, never a record: made afresh from "
                                           "the person's index whenever it is missing or stale",
     "gitspace/team/attach.py": "an agent's worktree is another checkout: 'git worktree add' "

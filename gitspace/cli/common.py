@@ -116,11 +116,12 @@ def person_of(root: Path, explicit: str | None) -> str:
 
 
 def in_place(ws: Any) -> Any:
-    """In a checkout of the person's own where calls are recorded in place (core/line.py):
-    where its line is (``line.Where``); None anywhere else."""
-    from ..core import line
+    """In a checkout of the person's own where calls are recorded in place
+    (harness/inplace/line.py): where its line is (``line.Where``); None anywhere else."""
+    from ..core import linerefs
+    from ..harness.inplace import line
 
-    if not line.in_place(ws.repo) or ws.owned:
+    if not linerefs.in_place(ws.repo) or ws.owned:
         return None
     try:
         return line.where(ws.repo)

@@ -148,7 +148,7 @@ def gc(
 ) -> None:
     """Prune the lines recorded in your own checkout that your commits absorbed, or that are
     older than --keep-days, and pack what recording wrote (see 'gitspace hooks install')."""
-    from ..core import linegc
+    from ..harness.inplace import gc as linegc
     from ..storage.gitrepo import GitRepo
 
     repo = GitRepo.open(Path(state.directory))
@@ -171,20 +171,20 @@ def gc(
 
 
 def _rewind_in_place(ws: Any, which: str | None, every_file: bool, as_json: bool) -> None:
-    from ..core import line
-    from ..harness import inplace
+    from ..core import linerefs
     from ..harness.events import Options
+    from ..harness.inplace import commands
 
     if which is None:
-        marks = [(ref[len(line.TURNS):], tip) for ref, tip, _ in ws.repo.refs(line.TURNS.rstrip("/"))]
-        data = [{"turn": int(name.rsplit("-turn-", 1)[1].split(".")[0]),
+        marks = list(linerefs.turn_marks(ws.repo).items())
+        data: list[dict[str, Any]] = [{"turn": int(name.rsplit("-turn-", 1)[1].split(".")[0]),
                  "session": name.rsplit("-turn-", 1)[0], "checkpoint": name, "commit": tip,
                  "time": int(ws.repo.commit(tip).committer.rsplit(" ", 2)[1]), "message": ""}
                 for name, tip in marks if "-turn-" in name]
         data.sort(key=lambda d: d["time"])
         emit_json(data, "turns") if as_json else render().turns(data)
         return
-    taken = inplace.rewind(ws.repo, which, every_file, Options(max_file_bytes=ws.max_file_bytes))
+    taken = commands.rewind(ws.repo, which, every_file, Options(max_file_bytes=ws.max_file_bytes))
     if taken.op is None:
         echo(f"unchanged: your files already are as {which} left them.")
     else:

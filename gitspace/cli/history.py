@@ -183,10 +183,10 @@ def _unrecorded(ws: Any, stat: bool) -> None:
 
     here = in_place(ws)
     if here is not None:
-        from ..harness import inplace_record
         from ..harness.events import Options
+        from ..harness.inplace.place import pending
 
-        found = inplace_record.pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
+        found = pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
         base, (paths, skipped) = here.tip or here.head, found or ([], [])
     else:
         from ..core.snapshot import pending_changes
@@ -278,14 +278,14 @@ def _undo_in_place(ws: Any, op: str | None, count: int | None) -> None:
     """In a checkout of your own: take back one op in the work tree only (the agent's latest
     when no --op is given)."""
     from ..core import lookup
-    from ..harness import inplace, inplace_undo
     from ..harness.events import Options
+    from ..harness.inplace import commands, takeback
 
     if count is not None:
         usage("In a checkout of your own, undo takes back one op at a time (--op ID), or the "
               "agent's turns with 'gitspace rewind TURN'.")
-    op_id = lookup.op_id(ws.repo, op) if op else inplace_undo.latest_agent_op(ws.repo)
-    taken = inplace.undo_op(ws.repo, op_id, Options(max_file_bytes=ws.max_file_bytes))
+    op_id = lookup.op_id(ws.repo, op) if op else takeback.latest_agent_op(ws.repo)
+    taken = commands.undo_op(ws.repo, op_id, Options(max_file_bytes=ws.max_file_bytes))
     _said_taken(taken, f"op {op_id}")
 
 

@@ -69,13 +69,14 @@ def _not_owned(ws: Any) -> bool:
 
 
 def _status_in_place(ws: Any, here: Any) -> dict[str, Any]:
-    from ..harness import inplace, inplace_record
     from ..harness.events import Options
+    from ..harness.inplace.place import pending
+    from ..harness.route import recording
 
-    found = inplace_record.pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
+    found = pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
     return {"root": str(ws.root), "branch": here.branch, "detached": here.branch is None,
             "tip": here.head, "in_place": True, "line": here.ref, "line_tip": here.tip,
-            "recording": inplace.recording(ws.repo.gitdir),
+            "recording": recording(ws.repo.gitdir),
             "pending": found[0] if found else [], "too_large": found[1] if found else []}
 
 
@@ -167,10 +168,10 @@ def snapshot(
             if message is not None:
                 usage("-m names a snapshot in a workspace; in your own checkout your edits are "
                       "recorded as they are, and 'git commit -m' is how you name them.")
-            from ..harness import inplace
             from ..harness.events import Options
+            from ..harness.inplace import commands
 
-            done = inplace.begin(ws.repo, "gitspace", Options(max_file_bytes=ws.max_file_bytes,
+            done = commands.begin(ws.repo, "gitspace", Options(max_file_bytes=ws.max_file_bytes,
                                                               author=author))
             echo(f"Recorded your changes as op {done.ops[-1]}." if done.ops else
                  "unchanged: no outside changes to record.")

@@ -38,6 +38,13 @@ def check_name(name: str) -> str:
 
 def create(ws: Workspace, who: Identity, name: str, message: str = "") -> Checkpoint:
     """Tag the tip as checkpoint ``name``, by ``who`` (its agent; its op id, when fixed)."""
+    with ws.writer.locked():
+        return write(ws, who, name, message)
+
+
+def write(ws: Workspace, who: Identity, name: str, message: str = "") -> Checkpoint:
+    """``create``, with the checkout's lock held by the caller (a harness's turn ends at one
+    under the lock its ops were recorded under, so no other call can take the name first)."""
     refnames.check_new(ws, "checkpoint", name, PREFIX)
     if len(message) > MESSAGE_CAP:
         raise BadArguments(f"The checkpoint message has {len(message):,} characters; the cap is "
@@ -54,8 +61,7 @@ def create(ws: Workspace, who: Identity, name: str, message: str = "") -> Checkp
     tagger = who.author
     with refused_writes():  # an orphan tag object is all a failure here can leave
         tag = ws.repo.write_tag(f"gitspace/{name}", tip, body, tagger)
-    with ws.writer.locked():
-        ws.writer.apply(Change(f"checkpoint {name}", tagger, [RefMove(PREFIX + name, None, tag)]))
+    ws.writer.apply(Change(f"checkpoint {name}", tagger, [RefMove(PREFIX + name, None, tag)]))
     ws.repo.drop_tag_reflogs(PREFIX)
     return Checkpoint(name, tip, branch, agent, ws.repo.commit(tip).time, text)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger, opindex
 from ..storage.gitrepo import GitRepo
-from . import branches, checkpoints, line
+from . import branches, checkpoints, linerefs
 
 MIN_PART = 4  # the fewest characters of an op id a person may type
 _PART = re.compile(rf"[0-9A-HJKMNP-TV-Z]{{{MIN_PART},25}}")  # Crockford base32, as op ids are
@@ -162,10 +162,10 @@ def _committed(repo: GitRepo, heads: list[tuple[str, str, str]], part: tuple[str
     no index to be had, from git's walk of HEAD and every branch."""
     current = repo.head_branch()
     tips = {ref[len("refs/heads/"):]: sha for ref, sha, _ in heads}
-    # Lines recorded in place (core/line.py), named by their full ref: the current branch's
+    # Lines recorded in place (core/linerefs.py), named by their full ref: the current branch's
     # line first, then the current branch, then the other lines and branches.
-    lines = dict(line.lines(repo))
-    mine = line.ref_for(current) if current is not None else None  # (detached: walked below)
+    lines = dict(linerefs.lines(repo))
+    mine = linerefs.ref_for(current) if current is not None else None  # (detached: walked below)
     if current is not None and current in tips:
         here = {mine: lines.pop(mine)} if mine in lines else {}
         ordered = {**here, current: tips.pop(current), **lines, **tips}
@@ -175,7 +175,7 @@ def _committed(repo: GitRepo, heads: list[tuple[str, str, str]], part: tuple[str
                                      for h in hits if accept(h.op.op_id))
     found: list[Found] = []
     seen: set[str] = set()
-    for rev in ("HEAD", "--branches", f"--glob={line.ROOT}*"):
+    for rev in ("HEAD", "--branches", f"--glob={linerefs.ROOT}*"):
         for commit in repo.log(rev, first_parent=False, grep=f"^Gitspace-Op: {pattern}$"):
             if commit.sha in seen:
                 continue

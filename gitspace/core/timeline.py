@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
-from . import checkpoints, depth, line, lookup
+from . import checkpoints, depth, linerefs, lookup
 from .workspace import Workspace
 
 
@@ -362,10 +362,10 @@ def interleaved(repo: GitRepo, line_ref: str, head: str) -> list[str]:
         return ours
     where = {sha: n for n, sha in enumerate(ours)}
     followed: dict[str, int] = {}  # the person's commit -> the oldest follow op naming it
-    for brief in briefs(repo, ["--topo-order", "-E", f"--grep=^Gitspace-Tool: {line.FOLLOW}$",
+    for brief in briefs(repo, ["--topo-order", "-E", f"--grep=^Gitspace-Tool: {linerefs.FOLLOW}$",
                                line_ref, f"^{head}", "--"]):
         named = brief.op.args.get("commit") if brief.op is not None else None
-        if brief.op is not None and brief.op.tool == line.FOLLOW and isinstance(named, str):
+        if brief.op is not None and brief.op.tool == linerefs.FOLLOW and isinstance(named, str):
             followed[named] = max(followed.get(named, -1), where.get(brief.commit, -1))
     below: dict[int, list[str]] = {}  # a position in ``ours`` (-1: above all) -> theirs there
     slot = -1
@@ -422,7 +422,7 @@ def checkpoint_marks(repo: GitRepo) -> dict[str, list[str]]:
 
 def every_line() -> list[str]:
     """What "every branch" means to git log: the branches, and the lines recorded in place."""
-    return ["--branches", f"--glob={line.LINES}*", f"--glob={line.DETACHED}/*"]
+    return ["--branches", f"--glob={linerefs.LINES}*", f"--glob={linerefs.DETACHED}/*"]
 
 
 def _revs(rev: str | None) -> list[str]:
@@ -439,7 +439,7 @@ def _walk(revs: list[str], first_parent: bool) -> list[str]:
 
 def _has_commits(repo: GitRepo, revs: list[str]) -> bool:
     if revs[:1] == ["--branches"]:
-        return bool(repo.refs("refs/heads/")) or bool(line.lines(repo))
+        return bool(repo.refs("refs/heads/")) or bool(linerefs.lines(repo))
     return repo.rev_parse(revs[0]) is not None
 
 

@@ -120,7 +120,7 @@ class Recorded:
     ops: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     checkpoint: str | None = None
-    taken: Any = None  # in place: what an undo or rewind did (inplace_undo.Taken)
+    taken: Any = None  # in place: what an undo or rewind did (inplace/takeback.py Taken)
 
 
 class RecordingOnly:

@@ -78,23 +78,9 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO,
         options = Options(quiet_outside="--quiet-outside" in flags,
                           commit_transcript="--commit-transcript" in flags,
                           max_file_bytes=config.max_file_bytes(), author=config.default_author())
-        outcome = None
-        if event.kind == "before":  # the fast path, when the checkout is plainly a workspace
-            from .prepare import handle as prepare
+        from .route import handle
 
-            outcome = prepare(event, start, options)
-            if outcome is None:  # a person's own checkout, recorded in place?
-                from .inplace import announce_if_recording
-
-                outcome = announce_if_recording(event, start, options)
-        if outcome is None:  # a person's own checkout: recorded in place
-            from .inplace import route
-
-            outcome = route(event, start, options, asked=not hook)
-        if outcome is None:
-            from . import record
-
-            outcome = record.handle(event, start, options)
+        outcome = handle(event, start, options, asked=not hook)
         for note in outcome.notes:
             err.write(f"gitspace: {note}\n")
         if out is not None:
@@ -161,7 +147,7 @@ def _first_time(start: Path, session: str) -> bool:
 def _note_failure(start: Path, reason: str) -> None:
     """Mark the worktree for the next call to catch up, if that can be done at all (the note's
     own folder may be what failed)."""
-    from .record import note_failure
+    from .route import note_failure
 
     try:
         note_failure(start, reason)

@@ -5,7 +5,7 @@ Invariants:
   default scope is ``project``; the settings file written there is committed as an outside edit
   at once, so the hook's own first call does not find it pending. A ``local`` one never is: it
   is kept out of git through ``.git/info/exclude``, as in a person's own checkout.
-- In a person's own checkout the calls are recorded in place (``harness/inplace.py``), and
+- In a person's own checkout the calls are recorded in place (``harness/inplace/``), and
   nothing of gitspace's enters their history: Claude Code's hooks go into
   ``.claude/settings.local.json``, kept out of git through ``.git/info/exclude`` when nothing
   ignores it yet (a tracked one is refused); Codex, Gemini CLI and Cursor have no per-checkout
@@ -91,13 +91,14 @@ def uninstall(name: str, scope: str | None, start: Path, home: Path) -> Wired:
     repo = GitRepo.open(start)
     try:
         if not owner.owns(repo):
-            from . import inplace
+            from .inplace import commands
+            from .route import recording
 
             scope = scope or in_place_scope(spec)
             path = settings_file(spec, scope, repo.root, home)
             changed = settings.uninstall(path, spec, repo.root) > 0 if scope != "user" else False
-            was_on = spec.name in inplace.recording(repo.gitdir)
-            inplace.set_recording(repo.gitdir, spec.name, False)
+            was_on = spec.name in recording(repo.gitdir)
+            commands.set_recording(repo, spec.name, False)
             return Wired(spec, scope, path, changed or was_on, in_place=True)
         scope = scope or "project"
         path = settings_file(spec, scope, repo.root, home)
@@ -116,8 +117,8 @@ def in_place_scope(spec: HookSpec) -> str:
 
 def _install_in_place(spec: HookSpec, scope: str | None, repo: GitRepo, home: Path,
                       program: str, commit_transcript: bool) -> Wired:
-    from . import inplace
     from .events import Options
+    from .inplace import commands, line
 
     place = in_place_scope(spec)
     if scope not in (None, place):
@@ -131,15 +132,13 @@ def _install_in_place(spec: HookSpec, scope: str | None, repo: GitRepo, home: Pa
         raise BadArguments(
             "In a checkout of your own, session transcripts are never committed: the web view "
             "reads them from where the harness keeps them.", hint="Leave out --commit-transcript.")
-    from ..core import line
-
     line.own_folder(repo.gitdir)  # (refused before anything is written when a link stands there)
     path = settings_file(spec, place, repo.root, home)
     excluded = _keep_out_of_git(repo, path) if place != "user" else False
     command = settings.hook_command(program, spec.name, quiet_outside=place == "user")
     changed = settings.install(path, spec, command, None if place == "user" else repo.root)
-    inplace.set_recording(repo.gitdir, spec.name, True)
-    started = inplace.begin(repo, spec.name, Options())
+    commands.set_recording(repo, spec.name, True)
+    started = commands.begin(repo, spec.name, Options())
     return Wired(spec, place, path, changed, started.ops[-1] if started.ops else None,
                  in_place=True, excluded=excluded)
 

@@ -2,7 +2,7 @@
 
 Invariant: rewinding is a restore, hence a new op (the tool ``restore``): nothing is lost, the
 abandoned turns stay in the log, and ``undo`` brings them back. Turns are the checkpoints the
-Stop hook makes (``<agent>-<session prefix>-turn-<n>``, see ``record.turn_name``).
+Stop hook makes (``<agent>-<session prefix>-turn-<n>``, see ``naming.turn_name``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ..core import checkpoints
 from ..core.workspace import Result, Workspace
 from ..errors import NotFound
 from ..storage import ledger
-from .calls import TURN
+from .naming import TURN
 
 
 @dataclass(frozen=True)

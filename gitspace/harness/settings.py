@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.hookentries import runs_gitspace_hook
 from ..errors import GitspaceError
 from ..storage import bounded
 from ..storage.files import FILE_MODE, Files
+from .hookentries import runs_gitspace_hook
 from .spec import HookSpec
 
 TIMEOUT = 30  # seconds the harness waits for the hook; it gives up on the lock well before

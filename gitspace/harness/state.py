@@ -14,6 +14,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -43,6 +44,9 @@ class Running:
     shell: bool
     before: dict[str, list[Any]]  # rel path -> [blob sha or None (absent), git mode]
     started: float
+    # The call's input, long strings elided (``naming.announced_args``): what its op records
+    # when the harness never sends its after hook.
+    args: dict[str, Any] | None = None
 
 
 FOLDER = "gitspace/harness"  # below the worktree's git dir
@@ -77,6 +81,15 @@ def _read(gitdir: Path, rel: str) -> Any:
 
 def announce(gitdir: Path, call: Running) -> None:
     _write(gitdir, f"inflight/{call.key}.json", call.__dict__)
+
+
+def started_ns(gitdir: Path, key: str) -> int | None:
+    """When the before hook announced call ``key``, on the file system's own clock (the clock a
+    file's ctime is on)."""
+    try:
+        return os.lstat(gitdir / FOLDER / "inflight" / f"{key}.json").st_mtime_ns
+    except OSError:
+        return None
 
 
 def retire(gitdir: Path, key: str) -> Running | None:
@@ -209,3 +222,65 @@ def sessions(gitdir: Path) -> list[Known]:
         found.append(Known(data["agent"], data["session"], data["turn"],
                            transcript if isinstance(transcript, str) else None, when))
     return sorted(found, key=lambda k: k.when, reverse=True)
+
+
+# -- events delivered twice ------------------------------------------------------------------
+
+DONE_KEPT = 256  # calls remembered as recorded (a harness delivers a duplicate at once)
+PROMPT_TWICE = 2.0  # seconds within which a prompt with no id of its own is the same prompt
+
+
+def seen_before(gitdir: Path, event: Event) -> bool:
+    """Was this very event recorded already? (Both of two installs of a harness's hooks deliver
+    it: the person's own settings and a project's.) A call's after hook is known by its tool-use
+    id (calls without one cannot be told from a new call with the same input: their second
+    delivery finds nothing left to record anyway); a turn's start by its prompt id, or for a
+    harness that gives none by coming again at once; a turn's end by its turn being marked."""
+    call = event.call
+    if event.kind in ("after", "failed") and call is not None and call.use_id:
+        done = _read(gitdir, "done")
+        return isinstance(done, list) and _done_key(event) in done
+    if event.kind not in ("prompt", "stop") or not event.session:
+        return False
+    data = _read(gitdir, _session_file(event.agent, event.session))
+    if not isinstance(data, dict):
+        return False
+    if event.kind == "stop":
+        return data.get("marked") == data.get("turn") and data.get("turn") is not None
+    last = data.get("prompted")
+    if not isinstance(last, dict):
+        return False
+    if event.prompt_id:
+        return last.get("id") == event.prompt_id
+    when = last.get("at")
+    return last.get("id") is None and isinstance(when, (int, float)) \
+        and 0 <= time.time() - when < PROMPT_TWICE
+
+
+def saw(gitdir: Path, event: Event) -> None:
+    """Remember ``event`` as recorded (``seen_before`` then knows it)."""
+    call = event.call
+    if event.kind in ("after", "failed") and call is not None and call.use_id:
+        done = _read(gitdir, "done")
+        kept = [k for k in done if isinstance(k, str)][-DONE_KEPT + 1:] \
+            if isinstance(done, list) else []
+        _write(gitdir, "done", [*kept, _done_key(event)])
+        return
+    if event.kind not in ("prompt", "stop") or not event.session:
+        return
+    name = _session_file(event.agent, event.session)
+    data = _read(gitdir, name)
+    if not isinstance(data, dict):
+        return
+    if event.kind == "stop":
+        data["marked"] = data.get("turn")
+    else:
+        data["prompted"] = {"id": event.prompt_id, "at": time.time()}
+    _write(gitdir, name, data)
+
+
+def _done_key(event: Event) -> str:
+    call = event.call
+    assert call is not None
+    return sha1_hex(f"{event.agent}\0{event.session or ''}\0{call.use_id}".encode(
+        "utf-8", "replace"))

@@ -516,6 +516,9 @@ def parse_branch_note(message: str) -> str | None:
     return found.group(2) if found else None
 
 
+ARG_LIMIT = 4096  # a harness op's argument strings longer than this are elided (format 2)
+
+
 def omit(value: str) -> dict[str, Any]:
     """What a harness op's arguments hold in place of a long string that is no file's content."""
     data = value.encode("utf-8", "surrogatepass")

@@ -298,7 +298,7 @@ class Refs:
             return
         if ref.startswith("refs/gitspace/"):
             # Nor for refs outside heads and remotes; one here would also keep every commit a
-            # pruned line held alive for git gc's 90 days (see core/line.py).
+            # pruned line held alive for git gc's 90 days (see harness/inplace/line.py).
             return
         base = self.gitdir if ref == "HEAD" else self.commondir
         log = base / "logs" / ref

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import branches
-from ..core.hookentries import without_gitspace_hooks
 from ..core.writer import COMMITTER, Change, RefMove, Writer
 from ..errors import Conflict, GitCommandError, GitspaceError, NotFound
+from ..harness.hookentries import without_gitspace_hooks
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry, Signature
 from . import merge_journal

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import checkpoints, line, timeline
+from ..core import checkpoints, linerefs, timeline
 from ..errors import NotFound
 from ..storage.gitrepo import GitRepo
 
@@ -31,18 +31,18 @@ class Context:
 
     def in_place(self) -> bool:
         """Is this a person's own checkout whose agent calls are recorded in place (lines under
-        ``refs/gitspace/``, core/line.py)? Their ops are read from the lines then."""
+        ``refs/gitspace/``, core/linerefs.py)? Their ops are read from the lines then."""
         if self._in_place is None:
             from ..core import owner
 
-            self._in_place = line.in_place(self.repo) and not owner.owns(self.repo)
+            self._in_place = linerefs.in_place(self.repo) and not owner.owns(self.repo)
         return self._in_place
 
     def line_ref(self, branch: str | None) -> str | None:
         """The line recorded in place for ``branch`` (None: the current one), if there is one."""
         if not self.in_place():
             return None
-        ref = line.ref_for(branch or self.branch(), self.repo.gitdir)
+        ref = linerefs.ref_for(branch or self.branch(), self.repo.gitdir)
         return ref if self.repo.read_ref(ref) is not None else None
 
     def also(self, branch: str | None) -> tuple[str, ...]:
@@ -83,8 +83,8 @@ class Context:
         found: dict[str, list[str]] = {}
         for ref, _, commit in self.repo.refs("refs/heads/"):
             found.setdefault(commit, []).append(ref[len("refs/heads/"):])
-        for ref, commit in line.lines(self.repo):  # kept work: never drawn as abandoned
-            name = line.branch_of(ref)
+        for ref, commit in linerefs.lines(self.repo):  # kept work: never drawn as abandoned
+            name = linerefs.branch_of(ref)
             found.setdefault(commit, []).append(f"{name} (recorded)" if name else "detached "
                                                 "(recorded)")
         return found
@@ -92,7 +92,7 @@ class Context:
     def state(self) -> str:
         """A short token that changes whenever a branch, a tag or HEAD moves (live updates)."""
         out = self.repo.read_git("for-each-ref", "--format=%(refname) %(objectname)",
-                                 "refs/heads/", "refs/tags/", line.ROOT, check=False)
+                                 "refs/heads/", "refs/tags/", linerefs.ROOT, check=False)
         return hashlib.sha1(f"{self.branch()}\n".encode() + out).hexdigest()[:16]
 
     def shell(self, active: str = "", live: str | None = None) -> dict[str, object]:

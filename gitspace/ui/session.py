@@ -28,7 +28,7 @@ from ..core.timeline import Entry, Filters
 from ..errors import GitspaceError
 from ..harness import state as harness_state
 from ..harness import transcripts
-from ..harness.calls import title
+from ..harness.naming import title
 from ..tools.builtins import BUILTINS
 from .context import Context
 from .html import Html, join, link, tag

@@ -13,56 +13,12 @@ from typing import Any
 
 import pytest
 from conftest import assert_clean, changed_files, files, git, ops, state
+from hookcalls import SID, call, payload, run_hook, users_repo, write
 
 import gitspace
 from gitspace.harness import hook
 from gitspace.harness import payload as harness_payload
 from gitspace.harness import state as hook_state
-
-SID = "5c0e4b1a-2f3d-4e5f-8a9b-0c1d2e3f4a5b"
-
-
-def payload(root: Path, event: str, tool: str | None = None, tool_input: dict[str, Any] | None = None,
-            use_id: str | None = None, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "session_id": SID, "transcript_path": f"/nonexistent/{SID}.jsonl", "cwd": str(root),
-        "prompt_id": "p-1", "permission_mode": "acceptEdits", "hook_event_name": event}
-    if tool is not None:
-        body.update(tool_name=tool, tool_input=tool_input or {}, tool_use_id=use_id)
-    if event == "PostToolUse":
-        body["tool_response"] = {"stdout": "", "stderr": ""}
-    body.update(extra)
-    return body
-
-
-def run_hook(data: Any, *flags: str, raw: bytes | None = None) -> tuple[int, str]:
-    err = io.StringIO()
-    stdin = io.BytesIO(raw if raw is not None else json.dumps(data).encode())
-    code = hook.main(["hook", "claude-code", *flags], stdin=stdin, stdout=io.StringIO(), stderr=err)
-    return code, err.getvalue()
-
-
-def call(root: Path, tool: str, tool_input: dict[str, Any], use_id: str, effect: Any = None,
-         failed: str | None = None) -> str:
-    """One whole tool call as Claude Code makes it: PreToolUse, the effect, PostToolUse."""
-    code, err = run_hook(payload(root, "PreToolUse", tool, tool_input, use_id))
-    assert code == 0, err
-    if effect is not None:
-        effect()
-    if failed:
-        code, err2 = run_hook(payload(root, "PostToolUseFailure", tool, tool_input, use_id,
-                                      error=failed))
-    else:
-        code, err2 = run_hook(payload(root, "PostToolUse", tool, tool_input, use_id))
-    assert code == 0
-    return err + err2
-
-
-def write(root: Path, rel: str, content: str) -> Any:
-    def effect() -> None:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(content)
-    return effect
 
 
 @pytest.fixture
@@ -290,27 +246,23 @@ def test_the_transcript_is_committed_only_on_request(root: Path, tmp_path: Path)
     transcript = tmp_path / "claude-home" / f"{SID}.jsonl"
     transcript.parent.mkdir()
     transcript.write_text('{"type": "user", "text": "hello"}\n{"type": "assistant"}\n')
-    run_hook(payload(root, "Stop", transcript_path=str(transcript)))
+
+    def turn(number: int, transcript_path: str, *flags: str) -> None:  # each Stop ends a turn
+        run_hook(payload(root, "UserPromptSubmit", prompt_id=f"p-{number}"))
+        run_hook(payload(root, "Stop", transcript_path=transcript_path, prompt_id=f"p-{number}"),
+                 *flags)
+
+    turn(1, str(transcript))
     assert "transcripts" not in {p.split("/")[0] for p in files(root)}
-    run_hook(payload(root, "Stop", transcript_path=str(transcript)), "--commit-transcript")
+    turn(2, str(transcript), "--commit-transcript")
     rel = f"transcripts/claude-code-{SID}.json"
     assert json.loads(files(root)[rel])["entries"][0]["text"] == "hello"
     assert ops(root)[-1].source == "transcript"
     # A payload naming some other file as the transcript gets nothing committed.
-    run_hook(payload(root, "Stop", transcript_path="/etc/passwd"), "--commit-transcript")
+    turn(3, "/etc/passwd", "--commit-transcript")
     assert ops(root)[-1].source == "transcript" and len([o for o in ops(root)
                                                          if o.source == "transcript"]) == 1
     assert_clean(root)
-
-
-def users_repo(path: Path) -> Path:
-    """A plain git repository of a user's, with one commit of its own."""
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "README").write_text("mine\n")
-    git(path, "add", "README")
-    git(path, "commit", "-qm", "my own commit")
-    return path
 
 
 def test_outside_a_workspace_the_hook_records_nothing(tmp_path: Path) -> None:
@@ -398,13 +350,13 @@ def test_a_file_tools_hooks_import_only_what_they_need(root: Path) -> None:
     edit = {"file_path": str(root / "a.txt"), "old_string": "a", "new_string": "b"}
     before = loaded_by_hook(root, payload(root, "PreToolUse", "Edit", edit, "toolu_b"),
                             {"dataclasses", "typing", "subprocess", "secrets", "git",
-                             "gitspace.harness.record"})
+                             "gitspace.harness.recorder"})
     assert before == set()
     assert [r.use_id for r in hook_state.running(root / ".git")] == ["toolu_b"]
     (root / "a.txt").write_text("b")
     after = loaded_by_hook(root, payload(root, "PostToolUse", "Edit", edit, "toolu_b"),
-                           {"subprocess", "git", "gitspace.harness.record"})
-    assert after == {"gitspace.harness.record"}
+                           {"subprocess", "git", "gitspace.harness.recorder"})
+    assert after == {"gitspace.harness.recorder"}
     assert [(op.tool, op.tool_use_id) for op in harness(root)][-1] == ("Edit", "toolu_b")
 
 

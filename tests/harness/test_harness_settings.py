@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_clean, ops
+from hookcalls import users_repo
 from test_harness_claude_code import gs
-from test_harness_hook import users_repo
 
 import gitspace
 from gitspace.errors import BadArguments, GitspaceError

@@ -22,22 +22,10 @@ from typing import Any
 
 import pytest
 from conftest import changed_files, git, git_run, ops
-from test_harness_hook import SID, call, payload, run_hook, write
-from user_repo import add_stash, fsck, make_user_repo, users_own
+from hookcalls import EMAIL, LINE, NAME, PROGRAM, SID, call, line_ops, own_repo, payload, run_hook, write
+from user_repo import fsck, users_own
 
 from gitspace.harness import install
-
-PROGRAM = f"{sys.executable} -m gitspace"
-LINE = "refs/gitspace/lines/main"
-NAME, EMAIL = "Zoë Tester", "zoe@example.com"
-
-
-def own_repo(path: Path) -> Path:
-    root = make_user_repo(path)
-    git(root, "config", "user.name", NAME)
-    git(root, "config", "user.email", EMAIL)
-    add_stash(root)
-    return root
 
 
 @pytest.fixture
@@ -61,11 +49,6 @@ def add_all_tree(root: Path) -> str:
 
 def tree(root: Path, rev: str) -> str:
     return git(root, "rev-parse", f"{rev}^{{tree}}").strip()
-
-
-def line_ops(root: Path, ref: str = LINE) -> list[Any]:
-    """The ops on a line, newest first."""
-    return list(reversed(ops(root, ref)))
 
 
 def test_installing_in_your_own_checkout_changes_nothing_of_yours(tmp_path: Path) -> None:
@@ -261,13 +244,13 @@ def test_in_place_hooks_import_only_what_they_need(user: Path) -> None:
     git(user, "gc", "-q")
     target = str(user / "notes.txt")
     edit = {"file_path": target, "old_string": "one", "new_string": "ONE"}
-    watch = {"dataclasses", "typing", "subprocess", "git", "gitspace.harness.record",
-             "gitspace.harness.inplace_record", "gitspace.storage.gitrepo"}
+    watch = {"dataclasses", "typing", "subprocess", "git", "gitspace.harness.recorder",
+             "gitspace.harness.inplace.place", "gitspace.storage.gitrepo"}
     assert loaded_by_hook(user, payload(user, "PreToolUse", "Edit", edit, "toolu_i"),
                           watch) == set()
     (user / "notes.txt").write_text((user / "notes.txt").read_text().replace("one", "ONE"))
     after = loaded_by_hook(user, payload(user, "PostToolUse", "Edit", edit, "toolu_i"),
-                           {"git", "subprocess", "gitspace.harness.record", "dataclasses",
+                           {"git", "subprocess", "gitspace.harness.owned", "dataclasses",
                             "typing", "gitspace.storage.gitindex", "gitspace.storage.racyindex",
                             "hashlib", "struct"})
     assert after == set(), "no GitPython, no git process (the before hook asked git already), " \
@@ -429,17 +412,17 @@ def test_a_link_where_gitspace_keeps_its_state_is_refused(tmp_path: Path) -> Non
                                                 ("cursor", ".cursor/hooks.json")])
 def test_gemini_and_cursor_hooks_go_into_your_user_settings(tmp_path: Path, name: str,
                                                             settings: str) -> None:
-    from gitspace.harness import inplace
+    from gitspace.harness.route import recording
 
     root = own_repo(tmp_path / "repo")
     before = users_own(root)
     wired = install.install(name, None, root, tmp_path / "home", PROGRAM)
     assert (wired.in_place, wired.scope, wired.path) == (True, "user", tmp_path / "home" / settings)
     assert f"hook {name} --quiet-outside" in wired.path.read_text()
-    assert inplace.recording(root / ".git") == [name]
+    assert recording(root / ".git") == [name]
     assert users_own(root, ignore=()) == before  # not even a settings file in the work tree
     install.uninstall(name, None, root, tmp_path / "home")
-    assert inplace.recording(root / ".git") == []
+    assert recording(root / ".git") == []
 
 
 def test_log_lists_your_commits_where_you_made_them_whatever_their_dates(user: Path) -> None:

@@ -14,11 +14,10 @@ import dulwich.repo
 import pygit2
 import pytest
 from conftest import git, git_run
-from test_harness_hook import call, payload, run_hook, write
-from test_inplace import own_repo
+from hookcalls import call, own_repo, payload, run_hook, write
 
-from gitspace.core import linegc
 from gitspace.harness import install
+from gitspace.harness.inplace import gc as linegc
 
 PROGRAM = f"{sys.executable} -m gitspace"
 

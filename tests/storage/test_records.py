@@ -74,8 +74,8 @@ def test_records_on_the_hook_path_import_no_dataclasses_or_typing() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, gitspace.harness.hook, gitspace.harness.inplace, "
-            "gitspace.harness.inplace_record; "
+    code = ("import sys, gitspace.harness.hook, gitspace.harness.route, "
+            "gitspace.harness.recorder, gitspace.harness.inplace.place; "
             "print(sorted({'dataclasses', 'typing', 'inspect'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,5 +1,6 @@
 """``gitspace undo --op`` and ``gitspace rewind`` in a person's own checkout: work-tree files only
-(run through ``inplace.undo_op`` and ``inplace.rewind``, which hand ``take_back`` to the recorder).
+(run through ``commands.undo_op`` and ``commands.rewind``, which hand ``take_back`` to the
+recorder).
 
 Invariants:
 - Only work-tree files change: never ``.git/index``, HEAD or a branch. Each is itself an op on
@@ -22,17 +23,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import line, lookup, userfiles
-from ..core.identity import Identity
-from ..errors import Conflict, FileRefused, NotFound, PathRefused
-from ..storage import ledger, privateindex
-from ..storage.files import State
-from ..storage.objects import Entry
+from ...core import lookup, userfiles
+from ...core.identity import Identity
+from ...core.linerefs import FOLLOW, turn_marks
+from ...errors import Conflict, FileRefused, NotFound, PathRefused
+from ...storage import ledger, privateindex
+from ...storage.files import State
+from ...storage.objects import Entry
+from ..naming import plain_name
+from . import line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..storage.gitrepo import GitRepo
-    from .inplace_record import Recorder
+    from ...storage.gitrepo import GitRepo
+    from ..recorder import Recorder
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,7 @@ def _op_commit(repo: GitRepo, op_id: str) -> tuple[ledger.Op, str]:
     if found is None or found.op is None:
         raise NotFound(f"There is no op {op_id} here.",
                        hint="'gitspace log' lists the ops of this checkout's line.")
-    if found.op.tool == line.FOLLOW:
+    if found.op.tool == FOLLOW:
         raise Conflict(f"Op {op_id} only records that your checkout moved (a commit, a switch); "
                        "there is nothing of an agent's to take back.",
                        hint="Undo one of the agent's ops ('gitspace log' lists them).")
@@ -136,9 +140,17 @@ def _merge(repo: GitRepo, rel: str, ours: State, base: Entry | None,
 
 def _target(rec: Recorder, text: str) -> str:
     """The commit on this checkout's line that ``text`` names: a turn (a number: of the latest
-    session), a turn mark's name, or an op id (or part of one)."""
+    session, or of the one ``--session`` names), a turn mark's name, or an op id (or part of
+    one)."""
     repo = rec.repo
-    marks = {ref[len(line.TURNS):]: tip for ref, tip, _ in repo.refs(line.TURNS.rstrip("/"))}
+    marks = turn_marks(repo)
+    session = rec.event.extra.get("session")
+    if isinstance(session, str) and session:
+        middle = f"-{plain_name(session)[:8]}-turn-"
+        marks = {name: tip for name, tip in marks.items() if middle in name}
+        if not marks:
+            raise NotFound(f"No turn of session {session} is recorded in this checkout.",
+                           hint="'gitspace rewind' lists the turns there are, by session.")
     commit = marks.get(text)
     if commit is None and text.isdigit() and marks:
         latest = max(marks, key=lambda name: repo.commit(marks[name]).committer.rsplit(" ", 2)[1])
@@ -155,7 +167,7 @@ def _target(rec: Recorder, text: str) -> str:
                        hint="'gitspace rewind' lists the turns; 'gitspace log' the ops.")
     tip = rec.parent
     if commit != tip and not repo.is_ancestor(commit, tip):
-        raise Conflict(f"{text} is not on the line your checkout is on ({rec.here.ref}).",
+        raise Conflict(f"{text} is not on the line your checkout is on ({_here(rec).ref}).",
                        hint="Switch back to the branch it was recorded on, or name a point of "
                             "this line.")
     return commit
@@ -218,3 +230,11 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
     rec.write_files(writes, pending)
     return Taken(op.op_id, sorted(writes), list(undone))
 
+
+
+def _here(rec: Recorder) -> line.Where:
+    """Where the person's checkout is: undo and rewind run only in place."""
+    from .place import InPlace
+
+    assert isinstance(rec.place, InPlace)
+    return rec.place.here

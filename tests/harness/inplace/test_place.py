@@ -1,4 +1,4 @@
-"""harness/inplace_record.py: a call recorded in a person's own checkout is one change of the
+"""harness/inplace/place.py: a call recorded in a person's own checkout is one change of the
 writer, which moves the line's ref alone: the person's edit found before it (an ``external`` op
 by their git identity) and the call's op (source ``harness``: its agent, session and tool-use
 id, from its Identity) move the line once. A failure of that move changes nothing, of theirs or
@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from test_harness_hook import SID, call, write
-from test_inplace import LINE, PROGRAM, line_ops, own_repo
+from hookcalls import LINE, PROGRAM, SID, call, line_ops, own_repo, write
 from user_repo import users_own
 
 from gitspace import faults

@@ -1,8 +1,8 @@
 """What a recorded harness call is called: subjects, recorded arguments, titles, turn names.
 
-Shared by recording in a workspace (``record``) and in a person's own checkout (``inplace``), so
-both write the same op for the same call (replay re-executes these: tool name as given, input as
-args, paths relative to the checkout). Light: the standard library and the ledger only.
+The one recorder (``recorder.py``) writes the same op for the same call wherever it records it
+(replay re-executes these: tool name as given, input as args, paths relative to the checkout).
+Light: the standard library and the ledger only.
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from . import adapters
+from .announce import relative
 from .events import Call
-from .prepare import relative
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-ARG_LIMIT = 4096  # longer strings are elided (ledger format 2)
 ARGS_CAP = 64 * 1024  # a whole input beyond this is recorded as its hash and size only
 PATH_KEYS = ("file_path", "notebook_path", "path")
 
@@ -81,7 +80,7 @@ def recorded_args(repo: GitRepo, cwd: str | None, call: Call,
             if key in PATH_KEYS and os.path.isabs(value):
                 rel = relative(repo.root, cwd, value)
                 return rel if rel is not None else value
-            if len(value) <= ARG_LIMIT:
+            if len(value) <= ledger.ARG_LIMIT:
                 return value
             data = value.encode("utf-8", "surrogatepass")
             sha = repo.hash_object("blob", data)

@@ -1,21 +1,7 @@
 """The recorded line: the ops of an agent that works in a person's own checkout, kept where
-nothing of theirs moves. This docstring is the contract; docs/design.md says why.
+nothing of theirs moves. This docstring is the contract; docs/architecture.md says why these refs.
 
-Where it lives
---------------
-- ``refs/gitspace/lines/<branch>``: one line for each branch of the person's, the branch their
-  checkout had checked out when the call ran; ``refs/gitspace/detached/<worktree>`` while HEAD
-  is detached (a rebase stopped half-way, a checked-out tag): ``main`` for the main checkout, the
-  linked worktree's own name otherwise.
-- ``refs/gitspace/turns/<agent>-<session>-turn-<n>``: the op a harness's turn ended at.
-
-Every one of these refs names a commit: never a tree or a tag object, the kind of ref that made
-libgit2 clients fail on Codex's ``refs/codex/turn-diffs/*``. Outside ``refs/heads/`` they stay out
-of ``git branch``, of branch pickers and of every ``git push`` (``--all`` included) unless named;
-outside ``refs/tags/`` out of ``git push --tags``; a clone and a fetch never take them. They
-keep no reflog (git keeps none for such refs either), so a line ``gitspace gc`` prunes leaves
-nothing behind that keeps its objects. ``git log --all``, ``git gc``, ``git fsck`` see them as the
-commits they are.
+Where it lives: ``core/linerefs.py`` (the names every reader finds it by).
 
 How a line starts and continues
 -------------------------------
@@ -49,40 +35,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import GitspaceError
-from ..storage import ledger, statefiles
-from ..storage.files import State
-from ..storage.gitrepo import GitRepo
-from ..storage.objects import EMPTY_TREE, Entry, Signature
-from .identity import Identity
-from .writer import COMMITTER, Change, RefMove, Writer
+from ...core.identity import Identity
+from ...core.linerefs import FOLLOW, MODEL, ROOT, branch_of, ref_for
+from ...core.writer import COMMITTER, Change, RefMove, Writer
+from ...errors import GitspaceError
+from ...storage import ledger, statefiles
+from ...storage.files import State
+from ...storage.gitrepo import GitRepo
+from ...storage.objects import EMPTY_TREE, Entry, Signature
+from ...storage.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-ROOT = "refs/gitspace/"
-LINES = ROOT + "lines/"
-DETACHED = ROOT + "detached"
-TURNS = ROOT + "turns/"
-FOLLOW = "follow"  # the tool name of a follow op
 _WALK = 4096  # first parents looked at for a base before giving up (then: a follow op)
-
-
-def ref_for(branch: str | None, gitdir: Path | None = None) -> str:
-    """The line of ``branch``; None: HEAD is detached in the checkout whose git dir is
-    ``gitdir`` (a linked worktree's is ``<common dir>/worktrees/<name>``)."""
-    if branch is not None:
-        return LINES + branch
-    linked = gitdir is not None and gitdir.parent.name == "worktrees"
-    return f"{DETACHED}/{gitdir.name if linked and gitdir else 'main'}"
-
-
-def branch_of(ref: str) -> str | None:
-    return ref[len(LINES):] if ref.startswith(LINES) else None
-
-
-MODEL = "gitspace/inplace/model.json"  # below the checkout's git dir
 
 
 def folder(gitdir: Path) -> Path:
@@ -101,80 +68,54 @@ def write_state(gitdir: Path, name: str, data: bytes) -> None:
     statefiles.write(gitdir, f"gitspace/inplace/{name}", data)
 
 
-class _Value:
-    """A small immutable record, compared by its fields (a plain class: a harness's hook
-    imports this module on every call, and ``dataclasses`` costs more than the rest of it)."""
-
-    __slots__: tuple[str, ...] = ()
-
-    def __init__(self, *values: object, **named: object) -> None:
-        fields = self.__slots__
-        given = dict(zip(fields, values, strict=False), **named)
-        for name in fields:
-            object.__setattr__(self, name, given.get(name, getattr(type(self), "_" + name,
-                                                                   None)))
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and all(
-            getattr(self, n) == getattr(other, n) for n in self.__slots__)
-
-    def __hash__(self) -> int:
-        return hash(tuple(getattr(self, n) for n in self.__slots__))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(" + ", ".join(
-            f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
-
-
-class Model(_Value):
+@record(frozen=True)
+class Model:
     """What the work tree is believed to hold: the tree of ``tip`` (a commit on ``ref``, or the
     commit it follows when the line has none yet), on the person's commit ``base``.
     ``index_at``: the commit whose tree the private index holds (``storage.privateindex``);
     ``stash``: refs/stash then (a stash since changed the work tree)."""
 
-    __slots__ = ("ref", "tip", "base", "index_at", "stash")
     ref: str
     tip: str
     base: str
-    index_at: str | None
-    stash: str | None
-
-    if TYPE_CHECKING:
-        def __init__(self, ref: str, tip: str, base: str, index_at: str | None = None,
-                     stash: str | None = None) -> None: ...
+    index_at: str | None = None
+    stash: str | None = None
 
     def as_json(self) -> dict[str, str | None]:
-        return {n: getattr(self, n) for n in self.__slots__}
+        return {"ref": self.ref, "tip": self.tip, "base": self.base, "index_at": self.index_at,
+                "stash": self.stash}
 
 
 def load(gitdir: Path) -> Model | None:
+    """The model this checkout's recorder saved; None when there is none, or when the file is
+    not one it writes (a cache: a bad one costs a scan, never an op)."""
     try:
         data = json.loads(statefiles.read(gitdir, MODEL) or b"null")
-        return Model(**{k: data[k] for k in ("ref", "tip", "base", "index_at")},
-                     stash=data.get("stash"))
-    except (OSError, ValueError, TypeError, KeyError, statefiles.StateRefused):
+        model = Model(**{k: data[k] for k in ("ref", "tip", "base", "index_at")},
+                      stash=data.get("stash"))
+    except (OSError, ValueError, TypeError, KeyError, RecursionError, statefiles.StateRefused):
         return None
+    ids = (model.tip, model.base, model.index_at, model.stash)
+    if not (isinstance(model.ref, str) and model.ref.startswith(ROOT)
+            and all(v is None or isinstance(v, str) and ledger.SHA.fullmatch(v) for v in ids)
+            and model.tip and model.base):
+        return None
+    return model
 
 
 def save(gitdir: Path, model: Model) -> None:
     write_state(gitdir, "model.json", json.dumps(model.as_json()).encode())  # (never via a link)
 
 
-class Where(_Value):
+@record(frozen=True)
+class Where:
     """The checkout right now: its branch (None: detached), the commit it is on (``head``), its
     line, and the line's tip (None: this branch has no line yet)."""
 
-    __slots__ = ("branch", "head", "ref", "tip")
     branch: str | None
     head: str
     ref: str
     tip: str | None
-
-    if TYPE_CHECKING:
-        def __init__(self, branch: str | None, head: str, ref: str, tip: str | None) -> None: ...
 
 
 class NothingToFollow(GitspaceError):
@@ -290,14 +231,3 @@ def move_with_files(writer: Writer, ref: str, old: str | None, new: str,
     writer.apply(Change(why="gitspace: undo in place", who=COMMITTER,
                         refs=[RefMove(ref, old, new)], at=new, files=files, before=before,
                         index=False))
-
-
-def lines(repo: GitRepo) -> list[tuple[str, str]]:
-    """Every line of this repository: (ref, tip), lines first, then the detached one."""
-    return [(ref, tip) for ref, tip, _ in repo.refs(ROOT.rstrip("/"))
-            if ref.startswith((LINES, DETACHED + "/"))]
-
-
-def in_place(repo: GitRepo) -> bool:
-    """Has anything been recorded in place in this checkout (a line, or a model)?"""
-    return load(repo.gitdir) is not None or bool(lines(repo))

@@ -1,4 +1,4 @@
-"""harness/inplace_undo.py: undo and rewind in a person's own checkout, through the one writer.
+"""harness/inplace/takeback.py: undo and rewind in a person's own checkout, through the one writer.
 
 The line's move and the files it writes are one change of the checkout's writer: a process
 killed (kill -9) after the line moved and one file was written leaves the writer's journal, and
@@ -18,25 +18,25 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from test_harness_hook import call, payload, run_hook, write
-from test_inplace import LINE, PROGRAM, line_ops, own_repo
+from hookcalls import LINE, PROGRAM, call, line_ops, own_repo, payload, run_hook, write
 from user_repo import fsck, users_own
 
 from gitspace import faults
 from gitspace.errors import WriteFailed
-from gitspace.harness import inplace, install
+from gitspace.harness import install
 from gitspace.harness.events import Options
+from gitspace.harness.inplace import commands
 from gitspace.storage.gitrepo import GitRepo
 
 KILLED_REWIND = textwrap.dedent("""
     import os, sys
     from pathlib import Path
     from gitspace import faults
-    from gitspace.harness import inplace
     from gitspace.harness.events import Options
+    from gitspace.harness.inplace import commands
     from gitspace.storage.gitrepo import GitRepo
     with faults.inject("file.replace", lambda: os._exit(9), after=1):
-        inplace.rewind(GitRepo.open(Path(sys.argv[1])), "1", False, Options())
+        commands.rewind(GitRepo.open(Path(sys.argv[1])), "1", False, Options())
 """)
 
 
@@ -85,12 +85,12 @@ def test_a_rewind_whose_second_file_fails_changes_nothing(user: Path) -> None:
     before = users_own(user)
     tip = git(user, "rev-parse", LINE).strip()
     with faults.inject("file.write", errno.ENOSPC, after=1), pytest.raises(WriteFailed):
-        inplace.rewind(GitRepo.open(user), "1", False, Options())
+        commands.rewind(GitRepo.open(user), "1", False, Options())
     assert _texts(user) == ("turn 2\n", "turn 2\n")
     assert git(user, "rev-parse", LINE).strip() == tip
     assert not (user / ".git" / "gitspace" / "journal.json").exists()
     after = users_own(user)
     for key in ("HEAD", "refs", "index", "index stat", "stash", "tags"):
         assert after[key] == before[key], key
-    taken = inplace.rewind(GitRepo.open(user), "1", False, Options())  # and then it works
+    taken = commands.rewind(GitRepo.open(user), "1", False, Options())  # and then it works
     assert sorted(taken.files) == ["a.txt", "b.txt"] and _texts(user) == ("turn 1\n", "turn 1\n")

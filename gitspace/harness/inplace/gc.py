@@ -27,11 +27,12 @@ import os
 import time
 from dataclasses import dataclass
 
-from ..errors import GitspaceError, LockTimeout
-from ..storage import ledger
-from ..storage.gitrepo import GitRepo
+from ...core import linerefs
+from ...core.writer import Writer
+from ...errors import GitspaceError, LockTimeout
+from ...storage import ledger
+from ...storage.gitrepo import GitRepo
 from . import line
-from .writer import Writer
 
 KEEP_DAYS = 30.0
 AUTO_EVERY = 24 * 3600.0
@@ -55,12 +56,12 @@ class Report:
 def plan(repo: GitRepo, keep_days: float = KEEP_DAYS, now: float | None = None) -> list[Pruned]:
     now = time.time() if now is None else now
     out = []
-    for ref, tip in line.lines(repo):
+    for ref, tip in linerefs.lines(repo):
         age = now - _time(repo, tip)
         if age > keep_days * 86400:
             out.append(Pruned(ref, tip, f"nothing recorded on it for {age / 86400:.0f} days"))
             continue
-        branch = line.branch_of(ref)
+        branch = linerefs.branch_of(ref)
         target = repo.read_ref(f"refs/heads/{branch}") if branch else None
         if target is not None and absorbed(repo, tip, target):
             out.append(Pruned(ref, tip, f"absorbed by {branch} at {target[:10]}"))
@@ -113,20 +114,20 @@ def prune(writer: Writer, pruned: list[Pruned], pack: bool = True) -> Report:
     if pack:  # one pack, so each tree recording wrote is a delta of the person's (nothing
         # unreachable is dropped: --keep-unreachable; git's own gc decides about those)
         packed = repo.run_git("repack", "-a", "-d", "--keep-unreachable", "-q").returncode == 0
-    return Report(pruned, [ref[len(line.TURNS):] for ref, _ in turns], packed)
+    return Report(pruned, [ref[len(linerefs.TURNS):] for ref, _ in turns], packed)
 
 
 def _orphan_turns(repo: GitRepo, pruned: set[str]) -> list[tuple[str, str]]:
     """The turn marks no line but the ``pruned`` ones reaches."""
-    marks = {ref: tip for ref, tip, _ in repo.refs(line.TURNS.rstrip("/"))}
+    marks = {ref: tip for ref, tip, _ in repo.refs(linerefs.TURNS.rstrip("/"))}
     if not marks:
         return []
     reached: set[str] = set()
-    for ref, tip in line.lines(repo):
+    for ref, tip in linerefs.lines(repo):
         if ref in pruned:
             continue
         out = repo.git("for-each-ref", "--format=%(refname)", f"--merged={tip}",
-                       line.TURNS.rstrip("/"))
+                       linerefs.TURNS.rstrip("/"))
         reached |= set(out.decode().split())
     return [(ref, tip) for ref, tip in marks.items() if ref not in reached]
 

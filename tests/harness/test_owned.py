@@ -1,4 +1,4 @@
-"""harness/record.py: a harness's call, recorded in a workspace gitspace owns, is one change of
+"""harness/owned.py: a harness's call, recorded in a workspace gitspace owns, is one change of
 the writer: the person's pending edit (its own ``external`` op, by the person) and the call's op
 (source ``harness``, by the harness, with its session and tool-use id) reach the branch in one
 move, and its files and index with it. A failure of that move leaves the branch, the index and
@@ -16,13 +16,13 @@ from conftest import git, ops
 
 import gitspace
 from gitspace import faults
-from gitspace.harness import record
+from gitspace.harness import route
 from gitspace.harness.events import Call, Event, Options
 
 
 def _write_call(root: Path, use_id: str, kind: str = "after", rel: str = "a.txt") -> Any:
     path = str(root / rel)
-    return record.handle(Event(kind, "claude-code", cwd=str(root), session="s1",
+    return route.handle(Event(kind, "claude-code", cwd=str(root), session="s1",
                                call=Call("Write", {"file_path": path}, (path,), use_id)),
                          root, Options())
 
