@@ -73,4 +73,5 @@ def test_a_follow_op_is_the_persons_record_of_where_they_went(ws: gitspace.Works
     assert list(ws.repo.commit(commit).parents) == [tip]
     assert line.base_of(ws.repo, commit) == tip
     assert linerefs.ref_for(None, ws.repo.gitdir) == linerefs.DETACHED + "/main"
-    assert linerefs.branch_of(linerefs.LINES + "a/b") == "a/b" and linerefs.branch_of(linerefs.DETACHED) is None
+    assert linerefs.branch_of(linerefs.LINES + "a/b") == "a/b"
+    assert linerefs.branch_of(linerefs.DETACHED) is None
