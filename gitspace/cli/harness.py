@@ -185,6 +185,8 @@ def _rewind_in_place(ws: Any, which: str | None, every_file: bool, as_json: bool
         emit_json(data, "turns") if as_json else render().turns(data)
         return
     taken = commands.rewind(ws.repo, which, every_file, Options(max_file_bytes=ws.max_file_bytes))
+    for note in taken.notes:
+        echo(note)
     if taken.op is None:
         echo(f"unchanged: your files already are as {which} left them.")
     else:

@@ -290,6 +290,8 @@ def _undo_in_place(ws: Any, op: str | None, count: int | None) -> None:
 
 
 def _said_taken(taken: Any, what: str) -> None:
+    for note in taken.notes:
+        echo(note)
     if taken.op is None:
         echo(f"unchanged: your files already are as {what} leaves them.")
         return

@@ -8,7 +8,10 @@ is only the map, so that the readers below the recorder (``timeline``, ``lookup`
   their checkout had checked out when each call ran;
 - ``refs/gitspace/detached/<worktree>``: the same while HEAD is detached (``main`` for the main
   checkout, a linked worktree's own name otherwise);
-- ``refs/gitspace/turns/<agent>-<session>-turn-<n>``: the op a harness's turn ended at.
+- ``refs/gitspace/turns/<agent>-<session>-turn-<n>``: the op a harness's turn ended at;
+- ``refs/gitspace/gone/<tip>``: a line whose branch is gone, moved out of a new branch's way
+  (``harness/inplace/line.py`` says when), and ``refs/gitspace/moving/<tip>``, a line half-way
+  through a rename.
 
 Every one of these refs names a commit, keeps no reflog, and stays out of ``git branch``, of
 every default push and of clones (docs/architecture.md says why this namespace).
@@ -25,6 +28,8 @@ ROOT = "refs/gitspace/"
 LINES = ROOT + "lines/"
 DETACHED = ROOT + "detached"
 TURNS = ROOT + "turns/"
+GONE = ROOT + "gone/"  # lines of branches that are gone, moved out of a new one's way
+MOVING = ROOT + "moving/"  # a line half-way through a rename git cannot make in one step
 FOLLOW = "follow"  # the tool name of a follow op: where a line caught up with the person
 MODEL = "gitspace/inplace/model.json"  # below the checkout's git dir: what the work tree holds
 
@@ -43,9 +48,10 @@ def branch_of(ref: str) -> str | None:
 
 
 def lines(repo: GitRepo) -> list[tuple[str, str]]:
-    """Every line of this repository: (ref, tip), lines first, then the detached ones."""
+    """Every line of this repository: (ref, tip), lines first, then the detached ones, then
+    those of branches that are gone."""
     return [(ref, tip) for ref, tip, _ in repo.refs(ROOT.rstrip("/"))
-            if ref.startswith((LINES, DETACHED + "/"))]
+            if ref.startswith((LINES, DETACHED + "/", GONE, MOVING))]
 
 
 def turn_marks(repo: GitRepo) -> dict[str, str]:

@@ -422,7 +422,8 @@ def checkpoint_marks(repo: GitRepo) -> dict[str, list[str]]:
 
 def every_line() -> list[str]:
     """What "every branch" means to git log: the branches, and the lines recorded in place."""
-    return ["--branches", f"--glob={linerefs.LINES}*", f"--glob={linerefs.DETACHED}/*"]
+    return ["--branches", f"--glob={linerefs.LINES}*", f"--glob={linerefs.DETACHED}/*",
+            f"--glob={linerefs.GONE}*", f"--glob={linerefs.MOVING}*"]
 
 
 def _revs(rev: str | None) -> list[str]:

@@ -36,7 +36,11 @@ def token(value: str | None) -> str | None:
 
 
 def plain_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "-", text)[:40].strip(".-") or "x"
+    """``text`` (a harness's or session's name: anyone's) as a part of a file or ref name: letters,
+    digits, ``._-`` only, never two dots in a row (git refuses ``..`` in a ref), never starting or
+    ending with a dot or dash, at most 40 characters."""
+    plain = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]", "-", text))
+    return plain[:40].strip(".-") or "x"
 
 
 def turn_name(agent: str, session: str | None, number: int) -> str:

@@ -115,6 +115,18 @@ def skip_worktree(repo: GitRepo, index: Path, rels: Iterable[str]) -> None:
                          input="\0".join(names).encode("utf-8", "surrogateescape") + b"\0")
 
 
+def sparse(repo: GitRepo, rels: Iterable[str]) -> set[str]:
+    """Which of ``rels`` the person's own index marks skip-worktree (a sparse checkout's files
+    outside its cone, or ones set by hand): absent from the work tree on purpose, so never a
+    deletion to record and never a file to write. Read from their index, which is only read."""
+    names = sorted(rels)
+    if not names:
+        return set()
+    out = repo.git("--no-optional-locks", "ls-files", "-t", "-z", "--", *(
+        f":(literal){rel}" for rel in names), check=False)
+    return {os.fsdecode(record[2:]) for record in out.split(b"\0") if record[:2] == b"S "}
+
+
 def filtered(repo: GitRepo, rels: Iterable[str]) -> set[str]:
     """Which of ``rels`` a git filter owns (Git LFS, or any other ``filter`` attribute): their
     content in the work tree is not what git stores, and gitspace never reads it. The

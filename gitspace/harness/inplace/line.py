@@ -28,6 +28,17 @@ held after the last recorded call, the person's commit (``base``) it was on, and
   person's history as if it were ops.
 - What a checkout did not do (``git stash`` and ``reset --hard`` drop uncommitted changes) shows
   at the next scan (a shell command, a turn's start or end) as an outside change of its own.
+
+How it follows a branch's rename or deletion
+--------------------------------------------
+When the branch a line belongs to is gone (``git branch -m``, or deleted after a switch) and the
+branch now checked out has no line yet, the line goes with the checkout: its ref is renamed to
+the new branch's, so its ops stay the ones the next call continues. git cannot rename ``a`` to
+``a/b`` in one ref transaction, so such a rename goes through ``refs/gitspace/moving/<tip>``;
+a crash between the two leaves the tip there, and the next call finishes the rename. A line of
+a branch that is gone and that stands in the way of a new one (``lines/a`` when ``a/b`` is
+made) is moved aside to ``refs/gitspace/gone/<tip>``: its ops are kept, and ``gitspace gc``
+prunes it as it prunes any line nothing was recorded on for a while.
 """
 
 from __future__ import annotations
@@ -36,7 +47,7 @@ import json
 from pathlib import Path
 
 from ...core.identity import Identity
-from ...core.linerefs import FOLLOW, MODEL, ROOT, branch_of, ref_for
+from ...core.linerefs import FOLLOW, GONE, LINES, MODEL, MOVING, ROOT, branch_of, ref_for
 from ...core.writer import COMMITTER, Change, RefMove, Writer
 from ...errors import GitspaceError
 from ...storage import ledger, statefiles
@@ -47,7 +58,7 @@ from ...storage.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
 _WALK = 4096  # first parents looked at for a base before giving up (then: a follow op)
 
@@ -158,6 +169,26 @@ def base_of(repo: GitRepo, tip: str) -> str | None:
     return None
 
 
+def walk(repo: GitRepo, tip: str | None) -> Iterator[tuple[str, ledger.Op]]:
+    """The line's own commits from ``tip`` back along first parents, newest first, with their
+    ops: it ends at the line's start (the follow op whose parent is the person's commit it
+    follows), so nothing of the person's history, whatever its messages say, is read as the
+    line's (an undo, a rewind walk this)."""
+    sha = tip
+    for _ in range(1 << 20):
+        if sha is None:
+            return
+        commit = repo.commit(sha)
+        op = _op(commit.message)
+        if op is None:
+            return
+        yield sha, op
+        parent = commit.parents[0] if commit.parents else None
+        if op.tool == FOLLOW and op.source == "external" and op.args.get("commit") == parent:
+            return  # the line's first commit
+        sha = parent
+
+
 def _op(message: str) -> ledger.Op | None:
     try:
         return ledger.parse_message(message)
@@ -231,3 +262,47 @@ def move_with_files(writer: Writer, ref: str, old: str | None, new: str,
     writer.apply(Change(why="gitspace: undo in place", who=COMMITTER,
                         refs=[RefMove(ref, old, new)], at=new, files=files, before=before,
                         index=False))
+
+
+def carry(writer: Writer, model: Model | None, here: Where) -> Where:
+    """Follow a rename or deletion of the model's branch (see the module docstring): where the
+    checkout is once its line went with it (``here`` itself when nothing moved). The caller holds
+    the writer's lock."""
+    repo = writer.repo
+    old = branch_of(model.ref) if model is not None else None
+    if model is None or old is None or model.ref == here.ref or here.tip is not None \
+            or repo.read_ref(f"refs/heads/{old}") is not None:
+        return clear_the_way(writer, here)
+    tip = repo.read_ref(model.ref)
+    moving = MOVING + model.tip
+    if tip is None and repo.read_ref(moving) == model.tip:
+        tip = model.tip  # a rename a crash cut in two: finished now
+    elif tip is None:
+        return clear_the_way(writer, here)
+    elif _in_the_way(model.ref, here.ref):
+        move(writer, [(model.ref, tip, None), (moving, None, tip)])
+    else:
+        move(writer, [(model.ref, tip, None), (here.ref, None, tip)])
+        return Where(here.branch, here.head, here.ref, tip)
+    move(writer, [(moving, tip, None), (here.ref, None, tip)])
+    return Where(here.branch, here.head, here.ref, tip)
+
+
+def clear_the_way(writer: Writer, here: Where) -> Where:
+    """Move aside the lines of gone branches that stand in the way of ``here``'s line (a line
+    ``a`` and a new branch ``a/b``, or the other way round), so that it can be made."""
+    if here.tip is not None or not here.ref.startswith(LINES):
+        return here
+    repo = writer.repo
+    blocking = [(ref, tip) for ref, tip, _ in repo.refs(LINES.rstrip("/"))
+                if _in_the_way(ref, here.ref)
+                and repo.read_ref(f"refs/heads/{branch_of(ref)}") is None]
+    for ref, tip in blocking:
+        move(writer, [(ref, tip, None), (GONE + tip, None, tip)] if repo.read_ref(GONE + tip)
+             is None else [(ref, tip, None)])
+    return here
+
+
+def _in_the_way(a: str, b: str) -> bool:
+    """Can git not hold refs ``a`` and ``b`` at once (one is a folder of the other)?"""
+    return a != b and (a.startswith(b + "/") or b.startswith(a + "/"))

@@ -90,8 +90,11 @@ class InPlace(Place):
 
     def start(self, rec: Recorder) -> None:
         repo = self.repo
-        self.here = here = line.where(repo)
-        self.model = model = self._model(line.load(repo.gitdir), here)
+        loaded = line.load(repo.gitdir)
+        self.here = here = line.carry(self.writer, loaded, line.where(repo))
+        if loaded is not None and here.ref != loaded.ref and here.tip == loaded.tip:
+            loaded = line.Model(here.ref, loaded.tip, loaded.base, loaded.index_at, loaded.stash)
+        self.model = model = self._model(loaded, here)
         self.stash = repo.read_ref("refs/stash")
         if model is not None and model.stash != self.stash:
             rec.moved = True
@@ -155,6 +158,8 @@ class InPlace(Place):
         candidates |= {c.path for c in repo.diff_trees(known_at, rec.tree)}
         rec.scanned |= candidates
         ours = {p for p in candidates if p not in exclude}
+        # (a file absent on purpose, outside a sparse checkout's cone, is no deletion)
+        ours -= privateindex.sparse(repo, [p for p in ours if rec.files.stat(p) is None])
         filtered = privateindex.filtered(repo, ours)
         skipped: list[str] = []
         found: Found = {}
@@ -225,9 +230,12 @@ class InPlace(Place):
                         or len(rec.scanned | rec.touched) > SYNC_AT):
             entries = {p: repo.entry_at(rec.tree, p) for p in rec.scanned | rec.touched}
             privateindex.set_entries(repo, self.index, entries)
-            # (set_entries clears the flag: git must still never filter a Git LFS file for us)
-            lfs = privateindex.filtered(repo, [p for p, e in entries.items() if e is not None])
-            privateindex.skip_worktree(repo, self.index, lfs)
+            # (set_entries clears the flag: git must still never filter a Git LFS file for us,
+            # nor look for a file a sparse checkout leaves out)
+            held = [p for p, e in entries.items() if e is not None]
+            skipped = privateindex.filtered(repo, held) | privateindex.sparse(
+                repo, [p for p in held if rec.files.stat(p) is None])
+            privateindex.skip_worktree(repo, self.index, skipped)
             index_at = new
         line.save(repo.gitdir, line.Model(here.ref, new, here.head, index_at, self.stash))
         repo.maybe_pack()

@@ -46,22 +46,16 @@ class Taken:
     op: str | None  # None: nothing to change
     files: list[str]
     took_back: list[str]
+    notes: tuple[str, ...] = ()  # what it left alone, and why
 
 
 def latest_agent_op(repo: GitRepo) -> str:
     """The newest of the agent's ops on this checkout's line that nothing took back yet."""
-    here = line.where(repo)
     undone: set[str] = set()
-    sha = here.tip
-    while sha is not None:
-        commit = repo.commit(sha)
-        op = ledger.parse_message(commit.message)
-        if op is None:
-            break
+    for _, op in line.walk(repo, line.where(repo).tip):
         undone |= set(op.undo_of)
         if op.source == "harness" and op.op_id not in undone:
             return op.op_id
-        sha = commit.parents[0] if commit.parents else None
     raise NotFound("The agent has no op on this checkout's line to take back.",
                    hint="'gitspace log' lists what is recorded here.")
 
@@ -71,6 +65,11 @@ def take_back(rec: Recorder) -> Taken:
     repo, event = rec.repo, rec.event
     if event.kind == "undo":
         found = _op_commit(repo, str(event.extra["op"]))
+        if not _on_the_line(rec, found[1]):
+            raise Conflict(f"Op {found[0].op_id} is not on this checkout's line "
+                           f"({_here(rec).ref}): it was not recorded here, so there is nothing "
+                           "of the agent's to take back. Nothing was changed.",
+                           hint="'gitspace log' lists the ops of this checkout's line.")
         return _commit(rec, _reverse(rec, [found]), "undo", {"op": found[0].op_id},
                        f"undo {found[0].tool} {found[0].op_id[-8:]}", [found[0].op_id])
     target = _target(rec, str(event.extra["target"]))
@@ -165,8 +164,7 @@ def _target(rec: Recorder, text: str) -> str:
     if commit is None:
         raise NotFound(f"{text!r} is no turn, turn mark or op of this checkout.",
                        hint="'gitspace rewind' lists the turns; 'gitspace log' the ops.")
-    tip = rec.parent
-    if commit != tip and not repo.is_ancestor(commit, tip):
+    if not _on_the_line(rec, commit):
         raise Conflict(f"{text} is not on the line your checkout is on ({_here(rec).ref}).",
                        hint="Switch back to the branch it was recorded on, or name a point of "
                             "this line.")
@@ -176,18 +174,17 @@ def _target(rec: Recorder, text: str) -> str:
 def _agent_ops_since(rec: Recorder, target: str) -> list[tuple[ledger.Op, str]]:
     """The agent's ops after ``target`` on the line, newest first (already taken back: skipped)."""
     found, undone = [], set()
-    sha = rec.parent
-    repo = rec.repo
-    while sha != target:
-        commit = repo.commit(sha)
-        op = ledger.parse_message(commit.message)
-        if op is None or not commit.parents:
+    for sha, op in line.walk(rec.repo, rec.parent):
+        if sha == target:
             break
         undone |= set(op.undo_of)
         if op.source == "harness" and op.op_id not in undone:
             found.append((op, sha))
-        sha = commit.parents[0]
     return found
+
+
+def _on_the_line(rec: Recorder, commit: str) -> bool:
+    return any(sha == commit for sha, _ in line.walk(rec.repo, rec.parent))
 
 
 def _rewind_all(rec: Recorder, target: str) -> Taken:
@@ -206,6 +203,13 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
             subject_line: str, took_back: list[str]) -> Taken:
     """Record the op ``tool`` that writes ``writes`` and takes back the ops ``took_back``."""
     repo = rec.repo
+    # A file a sparse checkout leaves out of the work tree stays out (git's skip-worktree).
+    outside_cone = privateindex.sparse(repo, [r for r in writes if rec.files.stat(r) is None])
+    notes: tuple[str, ...] = ()
+    if outside_cone:
+        writes = {rel: s for rel, s in writes.items() if rel not in outside_cone}
+        notes = (f"Not written: {len(outside_cone)} file(s) your sparse checkout leaves out "
+                 f"({', '.join(sorted(outside_cone)[:5])}).",)
     pending = {rel: _disk(rec, rel) for rel in writes}
     # A file the line does not hold (ignored, excluded: never recorded) is the person's alone:
     # neither recorded as their change nor overwritten (core/userfiles.py).
@@ -218,7 +222,7 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
         rec.record_external(outside, f"Your changes found before {tool}.")
     writes = {rel: s for rel, s in writes.items() if s != pending[rel]}
     if not writes:
-        return Taken(None, [], [])
+        return Taken(None, [], [], notes)
     entries = {rel: None if s is None else Entry(s[1], repo.write_blob(s[0]))
                for rel, s in writes.items()}
     undone = tuple(took_back)
@@ -228,7 +232,7 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
             "the index or HEAD.")
     rec.record(op, entries, subject_line, body, person)
     rec.write_files(writes, pending)
-    return Taken(op.op_id, sorted(writes), list(undone))
+    return Taken(op.op_id, sorted(writes), list(undone), notes)
 
 
 
