@@ -35,7 +35,9 @@ from pathlib import Path
 from .. import extras, http_guard
 from ..errors import GitspaceError
 from . import transport
-from .server import agent_name, build_server, client_name, server_for, tool_annotations, workspace_root
+from .handlers import tool_annotations
+from .served import agent_name, client_name
+from .server import build_server, server_for, workspace_root
 
 __all__ = ["agent_name", "build_server", "client_name", "serve", "tool_annotations",
            "workspace_root"]
