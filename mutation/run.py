@@ -55,6 +55,14 @@ INDEX_LIMITS = [f"{LIMITS}::test_{name}" for name in (
 REPLAY = ["tests/replay/test_replay.py", "tests/replay/test_replay_forged.py",
           "tests/harness/test_harness_ledger.py"]
 
+# A harness's calls recorded in this process, in a workspace and in a person's own checkout
+# (the hook's entry point: hook.main), and the fault matrix's recording ops.
+RECORDING = ["tests/harness/test_recorder.py", "tests/harness/test_harness_hook.py",
+             "tests/harness/test_owned.py", "tests/harness/inplace/test_place.py",
+             "tests/harness/test_inplace.py", "tests/harness/inplace/test_takeback.py",
+             "tests/test_hostile_in_place_rules.py", "tests/test_hostile_parallel_hooks.py",
+             "tests/test_faults.py", "-k", "not (ENOSPC or EACCES or EINTR)"]
+
 # A fleet's syncs in this process (the four-clone runs are child processes, and slow).
 FLEET = ["tests/team/test_sync_turns.py", "tests/team/test_fleet_sync.py",
          "tests/team/test_fleet_hostile.py", "tests/team/test_fleet_http.py"]
@@ -88,6 +96,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tests/storage/test_racyindex.py", *INDEX_LIMITS, *FAULTS]),
     "engine": ("gitspace/replay/engine.py", REPLAY),
     "judge": ("gitspace/replay/judge.py", REPLAY),
+    "recorder": ("gitspace/harness/recorder.py", RECORDING),
+    "owned": ("gitspace/harness/owned.py", RECORDING),
+    "inplace": ("gitspace/harness/inplace/place.py", RECORDING),
     "sync": ("gitspace/team/sync.py", FLEET),
     "pace": ("gitspace/team/sync_pace.py", FLEET),
 }
