@@ -33,6 +33,7 @@ SPEC = HookSpec(
     files=(("project", ".gemini/settings.json"), ("user", "~/.gemini/settings.json")),
     stdout="{}",
     project_dir="GEMINI_PROJECT_DIR",
+    timeout_unit=1000,  # Gemini CLI reads a hook's timeout in milliseconds
 )
 
 

@@ -15,6 +15,11 @@ Invariants:
   Installing starts the recorded line at once.
 - User-scope hooks run for every project; their command carries ``--quiet-outside`` so that in a
   folder where gitspace records nothing the hook does nothing and says nothing.
+- A settings file that is committed (``project`` scope, in a workspace) names the program as
+  plain ``gitspace`` (``settings.PORTABLE``), found on the PATH the harness runs its hooks with,
+  so that the hooks work in every clone on every machine. Files that stay on this machine
+  (``local``, ``user``) name this very installation by absolute path: a harness started from a
+  desktop launcher may run its hooks with a PATH that does not hold a pipx or venv folder.
 - Merging is ``settings``' job: other hooks and keys are never touched.
 """
 
@@ -71,7 +76,8 @@ def install(name: str, scope: str | None, start: Path, home: Path, program: str,
         if not owner.owns(repo):
             return _install_in_place(spec, scope, repo, home, program, commit_transcript)
         scope = scope or "project"
-        command = settings.hook_command(program, spec.name, commit_transcript=commit_transcript)
+        command = settings.hook_command(program if scope != "project" else settings.PORTABLE,
+                                        spec.name, commit_transcript=commit_transcript)
         path = settings_file(spec, scope, repo.root, home)
         if scope == "local":  # a local settings file is never committed, here either
             excluded = _keep_out_of_git(repo, path)
