@@ -21,12 +21,17 @@ Invariants:
   (``local``, ``user``) name this very installation by absolute path: a harness started from a
   desktop launcher may run its hooks with a PATH that does not hold a pipx or venv folder.
 - Merging is ``settings``' job: other hooks and keys are never touched.
+- Codex runs only hooks someone trusted (``codex_trust.py``): installing Codex's hooks always
+  asks Codex which of them it will run and says so (``Wired.review``), and with ``trust`` has
+  Codex trust exactly the hooks just written. ``status`` asks the same. No other harness has
+  such a step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..core import owner
 from ..core.snapshot import record_paths
@@ -48,6 +53,7 @@ class Wired:
     op: str | None = None  # the op that recorded the settings file, or started the line
     in_place: bool = False  # a person's own checkout: their calls are recorded in place
     excluded: bool = False  # the settings file was added to .git/info/exclude
+    review: Any = None  # Codex: what it says of the hooks (codex_trust.Review)
 
 
 def spec_for(name: str) -> HookSpec:
@@ -63,9 +69,28 @@ def settings_file(spec: HookSpec, scope: str, root: Path, home: Path) -> Path:
 
 
 def install(name: str, scope: str | None, start: Path, home: Path, program: str,
-            commit_transcript: bool = False) -> Wired:
-    """Wire ``name``'s hooks (``scope`` None: the default for where ``start`` is)."""
+            commit_transcript: bool = False, trust: bool = False) -> Wired:
+    """Wire ``name``'s hooks (``scope`` None: the default for where ``start`` is); with
+    ``trust``, have Codex trust them."""
     spec = spec_for(name)
+    if trust and spec.name != "codex":
+        raise BadArguments(f"{spec.title} runs its hooks without a trust step of its own, so "
+                           "there is nothing to trust.", hint="Leave out --trust.")
+    wired = _wire(spec, scope, start, home, program, commit_transcript)
+    return replace(wired, review=_codex_review(wired, start, trust)) if spec.name == "codex" \
+        else wired
+
+
+def _codex_review(wired: Wired, start: Path, trusting: bool) -> Any:
+    from . import codex_trust
+
+    command = settings.status(wired.path, wired.spec).command
+    cwd = wired.path.parent.parent if wired.scope == "project" else start
+    return codex_trust.review(cwd, wired.path, command or "", trusting=trusting)
+
+
+def _wire(spec: HookSpec, scope: str | None, start: Path, home: Path, program: str,
+          commit_transcript: bool) -> Wired:
     if scope == "user":
         command = settings.hook_command(program, spec.name, quiet_outside=True,
                                         commit_transcript=commit_transcript)
@@ -172,8 +197,9 @@ def _keep_out_of_git(repo: GitRepo, path: Path) -> bool:
     return True
 
 
-def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Installed]]:
-    """Every harness and scope, installed or not (project scopes read from ``start``'s checkout)."""
+def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Installed, Any]]:
+    """Every harness and scope, installed or not (project scopes read from ``start``'s
+    checkout), with what Codex says of its hooks where they are (``codex_trust.Review``)."""
     try:
         repo = GitRepo.open(start)
         root: Path | None = repo.root
@@ -186,8 +212,13 @@ def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Instal
             if scope != "user" and root is None:
                 continue
             path = settings_file(spec, scope, root or start, home)
-            rows.append((spec, scope, settings.status(path, spec, None if scope == "user"
-                                                      else root)))
+            found = settings.status(path, spec, None if scope == "user" else root)
+            review = None
+            if spec.name == "codex" and found.command:
+                from . import codex_trust
+
+                review = codex_trust.review(root or start, path, found.command)
+            rows.append((spec, scope, found, review))
     return rows
 
 

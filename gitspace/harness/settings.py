@@ -34,9 +34,10 @@ PORTABLE = "gitspace"  # the program a committed settings file names: whatever P
 TIMEOUT = 30  # seconds the harness waits for the hook; it gives up on the lock well before
 
 
-def timeout(spec: HookSpec) -> int:
-    """``TIMEOUT`` in the unit ``spec``'s harness reads (Gemini CLI: milliseconds)."""
-    return TIMEOUT * spec.timeout_unit
+def timeout(spec: HookSpec, event: str) -> int:
+    """How long ``spec``'s harness should wait for the hook of ``event``, in the unit it reads
+    (Gemini CLI: milliseconds): ``TIMEOUT``, or less where the harness allows no more."""
+    return dict(spec.timeouts).get(event, TIMEOUT) * spec.timeout_unit
 
 
 @dataclass(frozen=True)
@@ -120,15 +121,16 @@ def status(path: Path, spec: HookSpec, root: Path | None = None) -> Installed:
                 if is_ours(h.get("command"), spec.name)]
         events[event] = bool(ours)
         found = found or (ours[0]["command"] if ours else None)
-        if spec.style == "matchers" and any(_too_short(h.get("timeout"), spec) for h in ours):
+        if spec.style == "matchers" and any(_too_short(h.get("timeout"), spec, event)
+                                            for h in ours):
             short.append(event)
     return Installed(path, events, found, tuple(short))
 
 
-def _too_short(value: object, spec: HookSpec) -> bool:
+def _too_short(value: object, spec: HookSpec, event: str) -> bool:
     """Would the harness kill a hook given ``value`` as its timeout before it could record?
     (An earlier gitspace wrote Gemini CLI 30, which it reads as 30 ms.)"""
-    return isinstance(value, (int, float)) and value < timeout(spec)
+    return isinstance(value, (int, float)) and value < timeout(spec, event)
 
 
 def install(path: Path, spec: HookSpec, command: str, root: Path | None = None) -> bool:
@@ -142,11 +144,11 @@ def install(path: Path, spec: HookSpec, command: str, root: Path | None = None) 
         for entry in mine:
             entry["command"] = command
             if spec.style == "matchers":
-                entry["timeout"] = timeout(spec)
+                entry["timeout"] = timeout(spec, event)
         if mine:
             continue
         entry = {"command": command} if spec.style == "flat" else {
-            "type": "command", "command": command, "timeout": timeout(spec)}
+            "type": "command", "command": command, "timeout": timeout(spec, event)}
         if spec.style == "flat":
             groups.append(entry)
         else:
