@@ -19,6 +19,8 @@ Each run is ``codex exec --json PROMPT`` (or ``codex exec resume ID PROMPT``) wi
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 
 import pytest
 from fake_responses import FakeResponses
-from fake_server import ROOT, hermetic_env, installed
+from fake_server import ROOT, hermetic_env, installed, run_gitspace
 
 CODEX = ROOT / ".cache" / "codex" / "node_modules" / ".bin" / "codex"
 MODEL = "gpt-5.5"  # in `codex debug models --bundled`: Codex offers it apply_patch and exec_command
@@ -80,6 +82,25 @@ class Outcome:
                 and e.get("item", {}).get("type") == kind]
 
 
+def events(stdout: str) -> list[dict[str, Any]]:
+    found = []
+    for line in stdout.splitlines():
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            continue
+    return found
+
+
+def interrupt(launcher: subprocess.Popen[str]) -> None:
+    """Ctrl-C for Codex: SIGINT to the native binary the npm launcher runs (only to it, so that
+    the command it runs is stopped by Codex, as in a terminal)."""
+    children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children").read_text().split()
+    assert children, "the launcher has not started Codex yet"
+    for pid in children:
+        os.kill(int(pid), signal.SIGINT)
+
+
 @dataclass
 class Codex:
     fake: FakeResponses
@@ -90,26 +111,34 @@ class Codex:
         (self.home / ".codex" / "config.toml").write_text(config(self.fake.base_url))
 
     def env(self, extra: dict[str, str | None] | None = None) -> dict[str, str]:
+        # TMPDIR inside HOME: Codex refuses to put its helper binaries in a CODEX_HOME under
+        # the temporary folder, and then touches ~/.codex of the real home instead.
+        (self.home / "tmp").mkdir(exist_ok=True)
         return hermetic_env(self.home, self.fake, {KEY_VARIABLE: "sk-test-not-secret",
+                                                   "TMPDIR": str(self.home / "tmp"),
                                                    **(extra or {})})
+
+    def command(self, prompt: str, *, resume: str | None = None, trusted: bool = True,
+                args: tuple[str, ...] = ()) -> list[str]:
+        flags = ["--json", "--dangerously-bypass-approvals-and-sandbox", *args]
+        if trusted:
+            flags.append("--dangerously-bypass-hook-trust")
+        return [str(codex_binary()), "exec", *(["resume", resume] if resume else []), *flags,
+                prompt]
 
     def run(self, cwd: Path, prompt: str, *, resume: str | None = None, trusted: bool = True,
             args: tuple[str, ...] = (), timeout: float = 120) -> Outcome:
         """One turn of ``codex exec`` in ``cwd``: a new session, or ``resume`` (a thread id)."""
-        flags = ["--json", "--dangerously-bypass-approvals-and-sandbox", *args]
-        if trusted:
-            flags.append("--dangerously-bypass-hook-trust")
-        command = [str(codex_binary()), "exec", *(["resume", resume] if resume else []), *flags,
-                   prompt]
-        proc = subprocess.run(command, cwd=cwd, env=self.env(), capture_output=True, text=True,
+        proc = subprocess.run(self.command(prompt, resume=resume, trusted=trusted, args=args),
+                              cwd=cwd, env=self.env(), capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL)
-        events = []
-        for line in proc.stdout.splitlines():
-            try:
-                events.append(json.loads(line))
-            except ValueError:
-                continue
-        return Outcome(proc, events)
+        return Outcome(proc, events(proc.stdout))
+
+    def start(self, cwd: Path, prompt: str, **options: Any) -> subprocess.Popen[str]:
+        """``codex exec`` started, not waited for (``interrupt`` stops its turn)."""
+        return subprocess.Popen(self.command(prompt, **options), cwd=cwd, env=self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
 
     def run_ok(self, cwd: Path, prompt: str, **options: Any) -> Outcome:
         out = self.run(cwd, prompt, **options)
@@ -120,6 +149,11 @@ class Codex:
 
     def transcripts(self) -> list[Path]:
         return sorted((self.home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
+
+    def gitspace(self, root: Path, *args: str, check: bool = True
+                 ) -> subprocess.CompletedProcess[str]:
+        """gitspace beside this Codex: its HOME, and this ``codex`` first on PATH."""
+        return run_gitspace(self.env(), root, *args, check=check, path=CODEX.parent)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 from collections import deque
@@ -210,3 +211,16 @@ def hermetic_env(home: Path, fake: Script, extra: dict[str, str | None] | None =
         else:
             env[name] = value
     return env
+
+
+def run_gitspace(env: dict[str, str], root: Path, *args: str, check: bool = True,
+                 path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``gitspace -C ROOT ARGS`` as the person runs it beside their harness: in the harness's
+    own environment (its HOME holds the harness's user settings), with ``path`` (the harness's
+    bin folder) first on PATH when given."""
+    if path is not None:
+        env = {**env, "PATH": os.pathsep.join([str(path), env["PATH"]])}
+    proc = subprocess.run([sys.executable, "-m", "gitspace", "-C", str(root), *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert not check or proc.returncode == 0, f"gitspace {args}:\n{proc.stdout}{proc.stderr}"
+    return proc
