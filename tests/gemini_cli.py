@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from fake_gemini import FakeGemini
-from fake_server import ROOT, hermetic_env, installed
+from fake_server import ROOT, hermetic_env, installed, run_gitspace
 
 GEMINI = ROOT / ".cache" / "gemini-cli" / "node_modules" / ".bin" / "gemini"
 SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}},
@@ -92,6 +92,11 @@ class Gemini:
 
     def transcripts(self) -> list[Path]:
         return sorted((self.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
+
+    def gitspace(self, root: Path, *args: str, check: bool = True
+                 ) -> subprocess.CompletedProcess[str]:
+        """gitspace beside this Gemini CLI: its HOME (where its user settings are)."""
+        return run_gitspace(self.env(), root, *args, check=check)
 
 
 @pytest.fixture
