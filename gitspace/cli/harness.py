@@ -79,6 +79,14 @@ def hooks_install(
              "ops.")
     if wired.review is not None:
         echo(wired.review.note)
+    for other in install.elsewhere(wired.spec, wired.scope, _start(), config.home()):
+        echo(_twice(wired.spec, other))
+
+
+def _twice(spec: Any, other: Any) -> str:
+    return (f"gitspace's {spec.title} hooks are also in {other}, and {spec.title} runs both: every "
+            "event would arrive twice (each turn counted twice). Keep one: 'gitspace hooks "
+            f"uninstall {spec.name} --scope SCOPE' removes the other.")
 
 
 @hooks_app.command("uninstall")
@@ -97,16 +105,24 @@ def hooks_status(as_json: JsonOpt = False) -> None:
     from ..harness import install
 
     rows = install.status(_start(), config.home())
+    where: dict[str, list[Path]] = {}  # harness -> the settings files holding its hooks
+    for spec, _, found, _ in rows:
+        if any(found.events.values()):
+            where.setdefault(spec.name, []).append(found.path)
     data = [{"harness": spec.name, "scope": scope, "path": str(found.path),
              "installed": found.complete, "partial": not found.complete and any(found.events.values()),
              "command": found.command, "too_short": list(found.short),
-             "trust": review.state if review else None, "note": _note(spec, found, review)}
+             "trust": review.state if review else None,
+             "note": _note(spec, found, review, [p for p in where.get(spec.name, [])
+                                                 if p != found.path])}
             for spec, scope, found, review in rows]
     emit_json(data, "hooks") if as_json else render().hooks(data)
 
 
-def _note(spec: Any, found: Any, review: Any) -> str | None:
+def _note(spec: Any, found: Any, review: Any, others: list[Any]) -> str | None:
     """What keeps installed hooks from recording, in a sentence; None when nothing does."""
+    if others and any(found.events.values()):
+        return _twice(spec, others[0])
     if found.short:
         return (f"{spec.title} kills these hooks before they can record: their timeout is too "
                 f"short for {', '.join(found.short)} (Gemini CLI reads milliseconds). Run "

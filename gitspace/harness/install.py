@@ -139,6 +139,16 @@ def uninstall(name: str, scope: str | None, start: Path, home: Path) -> Wired:
         repo.close()
 
 
+def elsewhere(spec: HookSpec, scope: str, start: Path, home: Path) -> list[Path]:
+    """The other settings files holding gitspace's hooks for ``spec``'s harness that it reads in
+    this checkout too: it runs them all, so each event would arrive as often."""
+    found = []
+    for row, other, installed, _ in status(start, home, spec, ask_codex=False):
+        if row.name == spec.name and other != scope and any(installed.events.values()):
+            found.append(installed.path)
+    return found
+
+
 def in_place_scope(spec: HookSpec) -> str:
     """Where a harness's hooks go in a person's own checkout: a settings file of the checkout
     that git need not see (``local``), else the person's own (``user``)."""
@@ -197,9 +207,11 @@ def _keep_out_of_git(repo: GitRepo, path: Path) -> bool:
     return True
 
 
-def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Installed, Any]]:
-    """Every harness and scope, installed or not (project scopes read from ``start``'s
-    checkout), with what Codex says of its hooks where they are (``codex_trust.Review``)."""
+def status(start: Path, home: Path, only: HookSpec | None = None, ask_codex: bool = True,
+           ) -> list[tuple[HookSpec, str, settings.Installed, Any]]:
+    """Every harness (or ``only`` one) and scope, installed or not (project scopes read from
+    ``start``'s checkout), with what Codex says of its hooks where they are
+    (``codex_trust.Review``, when ``ask_codex``)."""
     try:
         repo = GitRepo.open(start)
         root: Path | None = repo.root
@@ -207,14 +219,14 @@ def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Instal
     except Exception:  # noqa: BLE001  (outside a repository only user scopes apply)
         root = None
     rows = []
-    for spec in adapters.specs().values():  # every harness gitspace can wire
+    for spec in [only] if only else adapters.specs().values():  # every harness gitspace wires
         for scope in spec.scopes:
             if scope != "user" and root is None:
                 continue
             path = settings_file(spec, scope, root or start, home)
             found = settings.status(path, spec, None if scope == "user" else root)
             review = None
-            if spec.name == "codex" and found.command:
+            if ask_codex and spec.name == "codex" and found.command:
                 from . import codex_trust
 
                 review = codex_trust.review(root or start, path, found.command)

@@ -216,3 +216,23 @@ def test_an_interrupted_turn_is_marked_and_what_it_changed_is_recorded(
     # What the stopped command wrote is recorded at the turn's end, nothing left pending.
     assert git(root, "ls-tree", "--name-only", tags[0], "b.txt").strip() == "b.txt"
     assert_clean(root)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "recorder: with both installs (user hooks and a workspace's project hooks) Codex runs both, "
+    "at the same time, so every event arrives twice; the recorder must count a turn once (the "
+    "second UserPromptSubmit of one turn_id is the same turn) and make its mark under the lock"))
+def test_both_installs_at_once_count_each_event_once(
+        codex: Codex, fake_responses: FakeResponses, tmp_path: Path) -> None:
+    root = workspace(codex, tmp_path / "ws")
+    codex.gitspace(root, "hooks", "install", "codex", "--scope", "user")
+    fake_responses.reply(patch("call_p1", ADD))
+    fake_responses.reply(message("done"))
+    thread = codex.run_ok(root, "make a file", args=("--trust",)).thread
+    fake_responses.reply(message("done again"))
+    codex.run_ok(root, "again", resume=thread)
+    fake_responses.done()
+    assert [(op.tool_use_id, op.paths) for op in harness_ops(root)] == [("call_p1", ("a.txt",))]
+    prefix = f"gitspace/codex-{thread[:8]}"
+    assert git(root, "tag", "--list", "gitspace/*").split() == [f"{prefix}-turn-1",
+                                                                f"{prefix}-turn-2"]

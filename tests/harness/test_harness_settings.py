@@ -185,3 +185,20 @@ def test_the_cli_commands(root: Path) -> None:
     assert out.returncode == 1 and "no 'x' settings scope" in out.stderr
     assert "Removed" in gs(root, "hooks", "uninstall", "claude-code").stdout
     assert_clean(root)
+
+
+def test_both_installs_at_once_are_named(root: Path) -> None:
+    # A person who follows both README sections: the harness would run both, every event twice.
+    gs(root, "hooks", "install", "codex")
+    out = gs(root, "hooks", "install", "codex", "--scope", "user")
+    assert f"also in {root / '.codex' / 'hooks.json'}" in out.stdout
+    assert "every event would arrive twice" in out.stdout
+    rows = {(r["harness"], r["scope"]): r
+            for r in json.loads(gs(root, "hooks", "status", "--json").stdout)}
+    assert "arrive twice" in rows[("codex", "project")]["note"]
+    assert "arrive twice" in rows[("codex", "user")]["note"]
+    assert rows[("gemini-cli", "project")]["note"] is None
+    gs(root, "hooks", "uninstall", "codex", "--scope", "user")
+    rows = {(r["harness"], r["scope"]): r
+            for r in json.loads(gs(root, "hooks", "status", "--json").stdout)}
+    assert "twice" not in (rows[("codex", "project")]["note"] or "")
