@@ -10,15 +10,17 @@ call id); PostToolUse adds ``tool_response``, a plain string. The tools recorded
   (the patch in ``tool_input.command``): neither names its files in a fixed field, so both
   count as commands whose effect is whatever changed while they ran;
 - MCP tools (``mcp__<server>__<tool>``): a server may write files, so they count the same way,
-  each with Codex's call id.
+  each with Codex's call id. Codex 0.171 offers a model MCP tools only through its
+  ``tool_search``, in a namespace ``mcp__<server>``; the hook names them
+  ``mcp__<server>__<tool>``, and its result is an object.
 
 What Codex does not say, and how it is told:
 - a command that failed gets ``"tool_response": ""``, as one that succeeded does; Codex's
   transcript already holds its exit code when PostToolUse runs, so it is read from there
   (``tail.codex_exit_code``), and a non-zero code makes the call ``failed``. An
   ``apply_patch`` result starts with ``Exit code: N``.
-- a failed ``apply_patch`` (a patch that does not apply), and a command still running when
-  Codex hands back, get a PreToolUse and no PostToolUse.
+- a failed ``apply_patch`` (a patch that does not apply), an MCP call whose result is an error,
+  and a command still running when Codex hands back, get a PreToolUse and no PostToolUse.
 - ``Interrupt`` (a person stopping a turn) ends the turn as ``Stop`` does: calls of the session
   still announced then never finish, and what they changed is recorded at once.
 

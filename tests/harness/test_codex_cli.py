@@ -236,3 +236,31 @@ def test_both_installs_at_once_count_each_event_once(
     prefix = f"gitspace/codex-{thread[:8]}"
     assert git(root, "tag", "--list", "gitspace/*").split() == [f"{prefix}-turn-1",
                                                                 f"{prefix}-turn-2"]
+
+
+def test_an_mcp_tool_that_writes_a_file_is_one_op_with_its_call_id(
+        codex: Codex, fake_responses: FakeResponses, tmp_path: Path) -> None:
+    import sys
+
+    server = Path(__file__).resolve().parents[1] / "mcp_notes.py"
+    with (codex.home / ".codex" / "config.toml").open("a") as config:
+        config.write(f'\n[mcp_servers.notes]\ncommand = "{sys.executable}"\nargs = ["{server}"]\n')
+    root = workspace(codex, tmp_path / "ws")
+    # Codex offers MCP tools only once the model searched for them, in a namespace.
+    fake_responses.reply({"type": "tool_search_call", "call_id": "call_ts", "execution": "client",
+                          "arguments": {"query": "write a note"}, "status": "completed"})
+    for call_id, text in (("call_m1", "note\n"), ("call_m2", "fail")):
+        fake_responses.reply({"type": "function_call", "call_id": call_id,
+                              "namespace": "mcp__notes", "name": "write_note",
+                              "arguments": json.dumps({"name": f"{call_id}.md", "text": text})})
+    fake_responses.reply(message("done"))
+    out = codex.run_ok(root, "write notes", args=("--trust",))
+    fake_responses.done()
+    assert [item["status"] for item in out.items("mcp_tool_call")] == ["completed", "failed"]
+    assert [(op.tool, op.tool_use_id, op.paths) for op in harness_ops(root)] == [
+        ("mcp__notes__write_note", "call_m1", ("call_m1.md",))]
+    assert harness_ops(root)[0].args == {"name": "call_m1.md", "text": "note\n"}
+    # The failed call got no PostToolUse: what it wrote is recorded when the turn ends (as an
+    # outside change until the recorder catches such a call up under its own id).
+    assert ops(root)[-1].source == "external" and ops(root)[-1].args["paths"] == ["call_m2.md"]
+    assert_clean(root)
