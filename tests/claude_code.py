@@ -18,9 +18,7 @@ Each run is ``claude -p PROMPT`` with:
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,18 +26,15 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic
+from fake_server import ROOT, hermetic_env, installed
 
-ROOT = Path(__file__).resolve().parents[1]
 CLAUDE = ROOT / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"
 TOOLS = ("Write", "Edit", "Bash")
 
 
 def claude_binary() -> Path:
     """The installed ``claude``; fails the test (with the fix) when it is missing."""
-    if not os.access(CLAUDE, os.X_OK):
-        pytest.fail(f"Claude Code is not installed at {CLAUDE}. Run 'make claude-code' (make test "
-                    "does it) to install it from npm.", pytrace=False)
-    return CLAUDE
+    return installed(CLAUDE, "Claude Code", "claude-code")
 
 
 def new_session() -> str:
@@ -65,30 +60,15 @@ class ClaudeCode:
 
     def env(self, extra: dict[str, str | None] | None = None) -> dict[str, str]:
         """Claude Code's environment; ``extra`` adds variables (None removes one)."""
-        proxy = self.fake.base_url
-        env = {
-            # The venv's bin first: hooks written as plain commands find this checkout's gitspace.
-            "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin",
-                                     "/usr/bin", "/bin"]),
-            "HOME": str(self.home),
-            "LANG": "C.UTF-8",
+        return hermetic_env(self.home, self.fake, {
             "ANTHROPIC_BASE_URL": self.fake.base_url,
             "ANTHROPIC_API_KEY": "sk-test-not-secret",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_TELEMETRY": "1",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_ERROR_REPORTING": "1",
-            "HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "https_proxy": proxy, "http_proxy": proxy,
-            "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-            "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-            "GITSPACE_PACK_THRESHOLD": "0",
-        }
-        for name, value in (extra or {}).items():
-            if value is None:
-                env.pop(name, None)
-            else:
-                env[name] = value
-        return env
+            **(extra or {}),
+        })
 
     def run(self, cwd: Path, prompt: str, *, session: str, resume: bool = False,
             tools: tuple[str, ...] = TOOLS, env: dict[str, str | None] | None = None,

@@ -329,7 +329,11 @@ def write_script(folder: Path, name: str, mutates: bool, body: str) -> None:
 
 from browser import browser, page, screenshot  # noqa: E402,F401  (one Chromium per session)
 from claude_code import claude_code  # noqa: E402,F401  (the real Claude Code CLI fixture)
+from codex_cli import codex  # noqa: E402,F401  (the real Codex CLI fixture)
 from fake_anthropic import fake_api  # noqa: E402,F401  (the fake Messages API fixture)
+from fake_gemini import fake_gemini  # noqa: E402,F401  (the fake Gemini API fixture)
+from fake_responses import fake_responses  # noqa: E402,F401  (the fake Responses API fixture)
+from gemini_cli import gemini  # noqa: E402,F401  (the real Gemini CLI fixture)
 from gitserver import any_server, git_server, http_server  # noqa: E402,F401  (real git servers on 127.0.0.1)
 from hostile import neighbour, outside  # noqa: E402,F401  (the folders the hostile corpus guards)
 

@@ -55,21 +55,38 @@ def hooks_install(
     commit_transcript: Annotated[bool, typer.Option(
         help="At each turn's end, also commit the session transcript (it may hold sensitive "
              "text).")] = False,
+    trust: Annotated[bool, typer.Option(
+        help="Codex only: have Codex trust exactly the hooks just written (as its /hooks "
+             "screen does), so that it runs them.")] = False,
 ) -> None:
     """Make every tool call of the harness an op here (merged into its settings file)."""
     from ..harness import install
 
-    wired = install.install(name, scope, _start(), config.home(), _program(), commit_transcript)
+    wired = install.install(name, scope, _start(), config.home(), _program(), commit_transcript,
+                            trust)
     verb = "Installed" if wired.changed else "Already installed:"
     if not wired.in_place:
         echo(f"{verb} gitspace's {wired.spec.title} hooks in {wired.path}"
              + (f" (recorded as op {wired.op})." if wired.op else "."))
-        return
-    echo(f"{verb} gitspace's {wired.spec.title} hooks in {wired.path}"
-         + (" (kept out of git through .git/info/exclude)." if wired.excluded else "."))
-    echo(f"Recording {wired.spec.title} in place: every tool call that changes files becomes an "
-         "op on a line of gitspace's own (refs/gitspace/lines/), and nothing of yours moves: "
-         "not your index, HEAD, branches, stash or files. 'gitspace log' shows the ops.")
+        if wired.scope == "project":
+            echo("They run 'gitspace' from the PATH the harness has, in every clone.")
+    else:
+        echo(f"{verb} gitspace's {wired.spec.title} hooks in {wired.path}"
+             + (" (kept out of git through .git/info/exclude)." if wired.excluded else "."))
+        echo(f"Recording {wired.spec.title} in place: every tool call that changes files becomes "
+             "an op on a line of gitspace's own (refs/gitspace/lines/), and nothing of yours "
+             "moves: not your index, HEAD, branches, stash or files. 'gitspace log' shows the "
+             "ops.")
+    if wired.review is not None:
+        echo(wired.review.note)
+    for other in install.elsewhere(wired.spec, wired.scope, _start(), config.home()):
+        echo(_twice(wired.spec, other))
+
+
+def _twice(spec: Any, other: Any) -> str:
+    return (f"gitspace's {spec.title} hooks are also in {other}, and {spec.title} runs both: every "
+            "event would arrive twice (each turn counted twice). Keep one: 'gitspace hooks "
+            f"uninstall {spec.name} --scope SCOPE' removes the other.")
 
 
 @hooks_app.command("uninstall")
@@ -88,10 +105,29 @@ def hooks_status(as_json: JsonOpt = False) -> None:
     from ..harness import install
 
     rows = install.status(_start(), config.home())
+    where: dict[str, list[Path]] = {}  # harness -> the settings files holding its hooks
+    for spec, _, found, _ in rows:
+        if any(found.events.values()):
+            where.setdefault(spec.name, []).append(found.path)
     data = [{"harness": spec.name, "scope": scope, "path": str(found.path),
              "installed": found.complete, "partial": not found.complete and any(found.events.values()),
-             "command": found.command} for spec, scope, found in rows]
+             "command": found.command, "too_short": list(found.short),
+             "trust": review.state if review else None,
+             "note": _note(spec, found, review, [p for p in where.get(spec.name, [])
+                                                 if p != found.path])}
+            for spec, scope, found, review in rows]
     emit_json(data, "hooks") if as_json else render().hooks(data)
+
+
+def _note(spec: Any, found: Any, review: Any, others: list[Any]) -> str | None:
+    """What keeps installed hooks from recording, in a sentence; None when nothing does."""
+    if others and any(found.events.values()):
+        return _twice(spec, others[0])
+    if found.short:
+        return (f"{spec.title} kills these hooks before they can record: their timeout is too "
+                f"short for {', '.join(found.short)} (Gemini CLI reads milliseconds). Run "
+                f"'gitspace hooks install {spec.name}' again to fix it.")
+    return review.note if review is not None and review.state != "trusted" else None
 
 
 def hook(

@@ -171,8 +171,15 @@ def hooks(rows: list[dict[str, Any]]) -> None:
         table.add_column(col)
     for r in rows:
         state = "installed" if r["installed"] else "partly" if r["partial"] else "-"
+        if r.get("too_short"):
+            state = "killed (timeout)"
+        elif r.get("trust") == "untrusted":
+            state += ", not trusted"
         table.add_row(escape(r["harness"]), r["scope"], state, escape(r["path"]))
     out.print(table)
+    for r in rows:
+        if r.get("note"):
+            out.print(escape(f"{r['harness']} ({r['scope']}): {r['note']}"))
 
 
 def turns(rows: list[dict[str, Any]]) -> None:

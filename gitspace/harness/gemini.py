@@ -1,16 +1,29 @@
-"""Gemini CLI's hooks (``.gemini/settings.json``, the same layout as Claude Code's settings).
+"""Gemini CLI's hooks (``.gemini/settings.json``, the same layout as Claude Code's settings), as
+the real binary sends them (``tests/harness/test_gemini_wire.py``, Gemini CLI 0.61).
 
-Its hooks reference documents, for every event, ``session_id``, ``transcript_path``, ``cwd``,
-``hook_event_name`` and ``timestamp``; BeforeTool adds ``tool_name`` and ``tool_input``; AfterTool
-adds ``tool_response`` (``llmContent``, ``returnDisplay``, and ``error`` when the tool failed);
-BeforeAgent adds ``prompt``; AfterAgent ends the turn. Gemini CLI gives no tool-use id, so its
-ops carry none. Tools recorded: ``write_file`` and ``replace`` (the file is ``file_path``) and
-``run_shell_command`` (its effect is whatever changed while it ran). Used here: event name,
-session, cwd, transcript path, tool name, tool input, and whether ``tool_response.error`` is set.
-Hooks must print only JSON on stdout, so the hook prints ``{}``.
+Every payload carries ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and
+``timestamp``; BeforeTool adds ``tool_name`` and ``tool_input``; AfterTool adds
+``tool_response`` (``llmContent``, ``returnDisplay``, and ``error`` when the tool failed);
+BeforeAgent adds ``prompt``; AfterAgent ends the turn. Tools recorded: ``write_file`` and
+``replace`` (the file is ``file_path``) and ``run_shell_command`` (its effect is whatever changed
+while it ran). Used here: event name, session, cwd, transcript path, tool name, tool input, and
+whether the call failed.
+
+What Gemini CLI does not say, and how it is told:
+- a failed call's ``error`` is an object ``{message, type}``: its message is what is recorded;
+- a shell command that exited non-zero carries no ``error`` at all, only ``Exit Code: N`` in its
+  ``llmContent`` (and ``Signal: N`` when a signal ended it): that makes it ``failed`` too;
+- no payload carries the call's id (``<tool>__<id>``): Gemini CLI writes the call, with its id,
+  into the session transcript only after the AfterTool hooks have returned, so at no hook of the
+  call can the id be read, and its ops carry none (docs/harnesses.md).
+
+Hook timeouts are read in milliseconds (``SPEC.timeout_unit``). Hooks must print only JSON on
+stdout, so the hook prints ``{}``.
 """
 
 from __future__ import annotations
+
+import re
 
 from ..storage.records import replace
 from .events import Event, ignored, mapping, text, tool_call
@@ -25,6 +38,7 @@ AGENT = "gemini-cli"
 PATH_TOOLS = {"write_file": "file_path", "replace": "file_path"}
 SHELL_TOOLS = ("run_shell_command",)
 MATCHER = "^(" + "|".join([*PATH_TOOLS, *SHELL_TOOLS]) + ")$"
+_ENDED = re.compile(r"^(Exit Code|Signal): (-?\d+)\s*$", re.MULTILINE)
 
 SPEC = HookSpec(
     name=AGENT, title="Gemini CLI", style="matchers",
@@ -33,6 +47,7 @@ SPEC = HookSpec(
     files=(("project", ".gemini/settings.json"), ("user", "~/.gemini/settings.json")),
     stdout="{}",
     project_dir="GEMINI_PROJECT_DIR",
+    timeout_unit=1000,  # Gemini CLI reads a hook's timeout in milliseconds
 )
 
 
@@ -48,8 +63,8 @@ def event(payload: Mapping[str, Any]) -> Event:
             return call
         kind = "before"
         if name == "AfterTool":
-            failure = (mapping(payload, "tool_response") or {}).get("error")
-            call = replace(call, error=str(failure) if failure else None)
+            failure = _failure(mapping(payload, "tool_response") or {}, call.paths is None)
+            call = replace(call, error=failure)
             kind = "failed" if failure else "after"
         return Event(kind, call=call, **common)
     if name == "BeforeAgent":
@@ -57,3 +72,18 @@ def event(payload: Mapping[str, Any]) -> Event:
     if name == "AfterAgent":
         return Event("stop", **common)
     return ignored(AGENT, f"gitspace does not use the {name} event.", payload)
+
+
+def _failure(response: Mapping[str, Any], shell: bool) -> str | None:
+    """Why the call failed, as Gemini CLI says it; None when it did not."""
+    error = response.get("error")
+    if isinstance(error, dict):
+        message = error.get("message")
+        return message if isinstance(message, str) and message else "no reason given"
+    if error:
+        return str(error)
+    content = response.get("llmContent")
+    if not shell or not isinstance(content, str):
+        return None
+    ended = [m for m in _ENDED.finditer(content) if m.group(2) != "0"]
+    return f"{ended[-1].group(1).lower()} {ended[-1].group(2)}" if ended else None

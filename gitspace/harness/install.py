@@ -15,13 +15,23 @@ Invariants:
   Installing starts the recorded line at once.
 - User-scope hooks run for every project; their command carries ``--quiet-outside`` so that in a
   folder where gitspace records nothing the hook does nothing and says nothing.
+- A settings file that is committed (``project`` scope, in a workspace) names the program as
+  plain ``gitspace`` (``settings.PORTABLE``), found on the PATH the harness runs its hooks with,
+  so that the hooks work in every clone on every machine. Files that stay on this machine
+  (``local``, ``user``) name this very installation by absolute path: a harness started from a
+  desktop launcher may run its hooks with a PATH that does not hold a pipx or venv folder.
 - Merging is ``settings``' job: other hooks and keys are never touched.
+- Codex runs only hooks someone trusted (``codex_trust.py``): installing Codex's hooks always
+  asks Codex which of them it will run and says so (``Wired.review``), and with ``trust`` has
+  Codex trust exactly the hooks just written. ``status`` asks the same. No other harness has
+  such a step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..core import owner
 from ..core.snapshot import record_paths
@@ -43,6 +53,7 @@ class Wired:
     op: str | None = None  # the op that recorded the settings file, or started the line
     in_place: bool = False  # a person's own checkout: their calls are recorded in place
     excluded: bool = False  # the settings file was added to .git/info/exclude
+    review: Any = None  # Codex: what it says of the hooks (codex_trust.Review)
 
 
 def spec_for(name: str) -> HookSpec:
@@ -58,9 +69,28 @@ def settings_file(spec: HookSpec, scope: str, root: Path, home: Path) -> Path:
 
 
 def install(name: str, scope: str | None, start: Path, home: Path, program: str,
-            commit_transcript: bool = False) -> Wired:
-    """Wire ``name``'s hooks (``scope`` None: the default for where ``start`` is)."""
+            commit_transcript: bool = False, trust: bool = False) -> Wired:
+    """Wire ``name``'s hooks (``scope`` None: the default for where ``start`` is); with
+    ``trust``, have Codex trust them."""
     spec = spec_for(name)
+    if trust and spec.name != "codex":
+        raise BadArguments(f"{spec.title} runs its hooks without a trust step of its own, so "
+                           "there is nothing to trust.", hint="Leave out --trust.")
+    wired = _wire(spec, scope, start, home, program, commit_transcript)
+    return replace(wired, review=_codex_review(wired, start, trust)) if spec.name == "codex" \
+        else wired
+
+
+def _codex_review(wired: Wired, start: Path, trusting: bool) -> Any:
+    from . import codex_trust
+
+    command = settings.status(wired.path, wired.spec).command
+    cwd = wired.path.parent.parent if wired.scope == "project" else start
+    return codex_trust.review(cwd, wired.path, command or "", trusting=trusting)
+
+
+def _wire(spec: HookSpec, scope: str | None, start: Path, home: Path, program: str,
+          commit_transcript: bool) -> Wired:
     if scope == "user":
         command = settings.hook_command(program, spec.name, quiet_outside=True,
                                         commit_transcript=commit_transcript)
@@ -71,7 +101,8 @@ def install(name: str, scope: str | None, start: Path, home: Path, program: str,
         if not owner.owns(repo):
             return _install_in_place(spec, scope, repo, home, program, commit_transcript)
         scope = scope or "project"
-        command = settings.hook_command(program, spec.name, commit_transcript=commit_transcript)
+        command = settings.hook_command(program if scope != "project" else settings.PORTABLE,
+                                        spec.name, commit_transcript=commit_transcript)
         path = settings_file(spec, scope, repo.root, home)
         if scope == "local":  # a local settings file is never committed, here either
             excluded = _keep_out_of_git(repo, path)
@@ -107,6 +138,16 @@ def uninstall(name: str, scope: str | None, start: Path, home: Path) -> Wired:
         return Wired(spec, scope, path, changed, recorded)
     finally:
         repo.close()
+
+
+def elsewhere(spec: HookSpec, scope: str, start: Path, home: Path) -> list[Path]:
+    """The other settings files holding gitspace's hooks for ``spec``'s harness that it reads in
+    this checkout too: it runs them all, so each event would arrive as often."""
+    found = []
+    for row, other, installed, _ in status(start, home, spec, ask_codex=False):
+        if row.name == spec.name and other != scope and any(installed.events.values()):
+            found.append(installed.path)
+    return found
 
 
 def in_place_scope(spec: HookSpec) -> str:
@@ -165,8 +206,11 @@ def _keep_out_of_git(repo: GitRepo, path: Path) -> bool:
     return True
 
 
-def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Installed]]:
-    """Every harness and scope, installed or not (project scopes read from ``start``'s checkout)."""
+def status(start: Path, home: Path, only: HookSpec | None = None, ask_codex: bool = True,
+           ) -> list[tuple[HookSpec, str, settings.Installed, Any]]:
+    """Every harness (or ``only`` one) and scope, installed or not (project scopes read from
+    ``start``'s checkout), with what Codex says of its hooks where they are
+    (``codex_trust.Review``, when ``ask_codex``)."""
     try:
         repo = GitRepo.open(start)
         root: Path | None = repo.root
@@ -174,13 +218,18 @@ def status(start: Path, home: Path) -> list[tuple[HookSpec, str, settings.Instal
     except Exception:  # noqa: BLE001  (outside a repository only user scopes apply)
         root = None
     rows = []
-    for spec in adapters.specs().values():  # every harness gitspace can wire
+    for spec in [only] if only else adapters.specs().values():  # every harness gitspace wires
         for scope in spec.scopes:
             if scope != "user" and root is None:
                 continue
             path = settings_file(spec, scope, root or start, home)
-            rows.append((spec, scope, settings.status(path, spec, None if scope == "user"
-                                                      else root)))
+            found = settings.status(path, spec, None if scope == "user" else root)
+            review = None
+            if ask_codex and spec.name == "codex" and found.command:
+                from . import codex_trust
+
+                review = codex_trust.review(root or start, path, found.command)
+            rows.append((spec, scope, found, review))
     return rows
 
 

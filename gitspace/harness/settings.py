@@ -30,7 +30,14 @@ from ..storage.files import FILE_MODE, Files
 from .hookentries import runs_gitspace_hook
 from .spec import HookSpec
 
+PORTABLE = "gitspace"  # the program a committed settings file names: whatever PATH finds there
 TIMEOUT = 30  # seconds the harness waits for the hook; it gives up on the lock well before
+
+
+def timeout(spec: HookSpec, event: str) -> int:
+    """How long ``spec``'s harness should wait for the hook of ``event``, in the unit it reads
+    (Gemini CLI: milliseconds): ``TIMEOUT``, or less where the harness allows no more."""
+    return dict(spec.timeouts).get(event, TIMEOUT) * spec.timeout_unit
 
 
 @dataclass(frozen=True)
@@ -38,10 +45,11 @@ class Installed:
     path: Path
     events: dict[str, bool]  # each event gitspace wants: is its hook there?
     command: str | None  # the command found (None: not installed)
+    short: tuple[str, ...] = ()  # events whose hook the harness kills before it can record
 
     @property
     def complete(self) -> bool:
-        return all(self.events.values())
+        return all(self.events.values()) and not self.short
 
 
 def hook_command(program: str, name: str, *, quiet_outside: bool = False,
@@ -107,13 +115,22 @@ def _entries(groups: list[Any], spec: HookSpec) -> list[dict[str, Any]]:
 def status(path: Path, spec: HookSpec, root: Path | None = None) -> Installed:
     hooks = _hooks(load(path, root), path, spec)
     found: str | None = None
-    events = {}
+    events, short = {}, []
     for event, _ in spec.events:
-        ours = [h["command"] for h in _entries(hooks.get(event, []), spec)
+        ours = [h for h in _entries(hooks.get(event, []), spec)
                 if is_ours(h.get("command"), spec.name)]
         events[event] = bool(ours)
-        found = found or (ours[0] if ours else None)
-    return Installed(path, events, found)
+        found = found or (ours[0]["command"] if ours else None)
+        if spec.style == "matchers" and any(_too_short(h.get("timeout"), spec, event)
+                                            for h in ours):
+            short.append(event)
+    return Installed(path, events, found, tuple(short))
+
+
+def _too_short(value: object, spec: HookSpec, event: str) -> bool:
+    """Would the harness kill a hook given ``value`` as its timeout before it could record?
+    (An earlier gitspace wrote Gemini CLI 30, which it reads as 30 ms.)"""
+    return isinstance(value, (int, float)) and value < timeout(spec, event)
 
 
 def install(path: Path, spec: HookSpec, command: str, root: Path | None = None) -> bool:
@@ -126,10 +143,12 @@ def install(path: Path, spec: HookSpec, command: str, root: Path | None = None) 
         mine = [h for h in _entries(groups, spec) if is_ours(h.get("command"), spec.name)]
         for entry in mine:
             entry["command"] = command
+            if spec.style == "matchers":
+                entry["timeout"] = timeout(spec, event)
         if mine:
             continue
         entry = {"command": command} if spec.style == "flat" else {
-            "type": "command", "command": command, "timeout": TIMEOUT}
+            "type": "command", "command": command, "timeout": timeout(spec, event)}
         if spec.style == "flat":
             groups.append(entry)
         else:

@@ -20,6 +20,8 @@ class HookSpec:
     files: tuple[tuple[str, str], ...]  # (scope, settings path: relative to the project, or ~/...)
     stdout: str = ""  # what the hook prints on success (some harnesses parse stdout as JSON)
     project_dir: str | None = None  # the variable it sets to its project folder for its hooks
+    timeout_unit: int = 1  # how many of the harness's ``timeout`` units make a second (ms: 1000)
+    timeouts: tuple[tuple[str, int], ...] = ()  # (event, seconds): where the harness allows less
 
     def path_for(self, scope: str) -> str:
         for known, path in self.files:

@@ -11,6 +11,8 @@ Invariants:
   read, and one that grows while it is read is cut at ``limit + 1`` bytes and refused too.
 - An absent path (or one beneath a missing folder) reads as None; the caller says whether that
   is an error. Every refusal is a ``FileRefused`` with a sentence naming the file and a hint.
+- ``read_tail`` reads the last ``limit`` bytes of a file that only grows (a harness's transcript,
+  where what just happened is at the end), with the same checks; its size is no refusal.
 - ``follow=True`` exists for one case: a file gitspace itself names in the user's own home (a
   harness's user-wide settings), which dotfile managers routinely make a link. The target must
   still be a regular file under the cap.
@@ -44,6 +46,33 @@ def read_named(path: Path, limit: int, *, what: str, follow: bool = False,
     except OSError as e:
         raise _unopenable(e, what, str(path), lambda: os.lstat(path)) from None
     return _read_fd(fd, limit, what, str(path), cut)
+
+
+def read_tail(path: Path, limit: int, *, what: str) -> tuple[bytes, bool] | None:
+    """The last ``limit`` bytes (or fewer) of the regular file at ``path``, never through a link,
+    and whether they are the whole file; None if it is absent."""
+    try:
+        fd = os.open(path, _READ | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise _unopenable(e, what, str(path), lambda: os.lstat(path)) from None
+    try:
+        st = os.fstat(fd)
+        if not statmod.S_ISREG(st.st_mode):
+            raise refused_kind(what, str(path), st.st_mode)
+        start = max(0, st.st_size - limit)
+        os.lseek(fd, start, os.SEEK_SET)
+        chunks, total = [], 0
+        while total < limit:
+            chunk = os.read(fd, min(1 << 20, limit - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks), start == 0
+    finally:
+        os.close(fd)
 
 
 def read_inside(root: Path, rel: str, limit: int, *, what: str) -> bytes | None:

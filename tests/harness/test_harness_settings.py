@@ -48,7 +48,9 @@ def test_install_merges_and_is_idempotent(root: Path, tmp_path: Path) -> None:
     post = data["hooks"]["PostToolUse"]
     assert post[0] == USERS_OWN["hooks"]["PostToolUse"][0], "the user's hook stays first, as it was"
     assert post[1]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit|Bash"
-    assert post[1]["hooks"][0]["command"] == f"{PROGRAM} hook claude-code"
+    # A committed file names no path of this machine: the hooks run in every clone.
+    assert post[1]["hooks"][0] == {"type": "command", "command": "gitspace hook claude-code",
+                                   "timeout": 30}
     assert data["hooks"]["Notification"] == USERS_OWN["hooks"]["Notification"]
     assert set(data["hooks"]) == {"PreToolUse", "PostToolUse", "PostToolUseFailure",
                                   "UserPromptSubmit", "Stop", "Notification"}
@@ -58,12 +60,7 @@ def test_install_merges_and_is_idempotent(root: Path, tmp_path: Path) -> None:
     again = install.install("claude-code", "project", root, tmp_path, PROGRAM)
     assert not again.changed and again.op is None and read(path) == data
     status = settings.status(path, adapters.specs()["claude-code"])
-    assert status.complete and status.command == f"{PROGRAM} hook claude-code"
-
-    # A moved installation updates the command in place instead of adding a second entry.
-    install.install("claude-code", "project", root, tmp_path, "/new/bin/gitspace")
-    assert [h["command"] for g in read(path)["hooks"]["PostToolUse"] for h in g["hooks"]] == [
-        "prettier -w", "/new/bin/gitspace hook claude-code"]
+    assert status.complete and status.command == "gitspace hook claude-code"
 
     removed = install.uninstall("claude-code", "project", root, tmp_path)
     assert removed.changed
@@ -92,6 +89,55 @@ def test_user_scope_is_quiet_outside_a_workspace(tmp_path: Path) -> None:
     assert commands == {f"{PROGRAM} hook claude-code --quiet-outside"}
 
 
+def test_settings_that_stay_on_this_machine_name_this_installation(root: Path,
+                                                                  tmp_path: Path) -> None:
+    # (A harness started from a desktop launcher may not have a pipx or venv folder on PATH.)
+    path = root / ".claude" / "settings.local.json"
+    install.install("claude-code", "local", root, tmp_path, PROGRAM)
+    assert {h["command"] for g in read(path)["hooks"]["Stop"] for h in g["hooks"]} == {
+        f"{PROGRAM} hook claude-code"}
+    # A moved installation updates the command in place instead of adding a second entry.
+    install.install("claude-code", "local", root, tmp_path, "/new/bin/gitspace")
+    assert [h["command"] for g in read(path)["hooks"]["PostToolUse"] for h in g["hooks"]] == [
+        "/new/bin/gitspace hook claude-code"]
+    assert_clean(root)
+
+
+@pytest.mark.parametrize(("name", "unit"), [("claude-code", 30), ("codex", 30),
+                                            ("gemini-cli", 30_000)])
+def test_each_harness_gets_its_timeout_in_the_unit_it_reads(root: Path, tmp_path: Path,
+                                                            name: str, unit: int) -> None:
+    wired = install.install(name, "project", root, tmp_path, PROGRAM)
+    spec = adapters.specs()[name]
+    entries = [h for groups in read(wired.path)["hooks"].values() for g in groups
+               for h in g["hooks"]]
+    assert len(entries) == len(spec.events)
+    assert {h["timeout"] for g in read(wired.path)["hooks"].get("Interrupt", []) for h in g["hooks"]
+            } <= {3}, "Codex cuts an Interrupt hook to 3 s (and says so on every run if asked more)"
+    assert {h["timeout"] for e, groups in read(wired.path)["hooks"].items() if e != "Interrupt"
+            for g in groups for h in g["hooks"]} == {unit}
+    assert settings.status(wired.path, spec).complete
+
+
+def test_a_gemini_timeout_read_as_milliseconds_is_named_and_fixed(root: Path,
+                                                                 tmp_path: Path) -> None:
+    # What gitspace wrote before it knew: Gemini CLI kills such a hook after 30 ms.
+    path = root / ".gemini" / "settings.json"
+    spec = adapters.specs()["gemini-cli"]
+    hooks = {event: [{**({"matcher": m} if m else {}), "hooks": [
+        {"type": "command", "command": "gitspace hook gemini-cli", "timeout": 30}]}]
+        for event, m in spec.events}
+    path.parent.mkdir()
+    path.write_text(json.dumps({"hooks": hooks}))
+    found = settings.status(path, spec)
+    assert not found.complete and set(found.short) == {e for e, _ in spec.events}
+    assert all(found.events.values()), "the hooks are there, and killed"
+    install.install("gemini-cli", "project", root, tmp_path, PROGRAM)
+    assert settings.status(path, spec).complete
+    assert {h["timeout"] for g in read(path)["hooks"].values() for x in g
+            for h in x["hooks"]} == {30_000}
+
+
 def test_project_hooks_are_refused_in_your_own_checkout(tmp_path: Path) -> None:
     user = users_repo(tmp_path / "repo")
     with pytest.raises(BadArguments, match="committed with your project") as refused:
@@ -108,7 +154,7 @@ def test_cursor_hooks_use_its_flat_layout(root: Path, tmp_path: Path) -> None:
     data = read(path)
     assert data["version"] == 1
     assert data["hooks"]["afterFileEdit"] == [{"command": "fmt"},
-                                              {"command": f"{PROGRAM} hook cursor"}]
+                                              {"command": "gitspace hook cursor"}]
     assert set(data["hooks"]) == {"afterFileEdit", "beforeShellExecution", "afterShellExecution",
                                   "beforeSubmitPrompt", "stop"}
     install.uninstall("cursor", "project", root, tmp_path)
@@ -139,3 +185,20 @@ def test_the_cli_commands(root: Path) -> None:
     assert out.returncode == 1 and "no 'x' settings scope" in out.stderr
     assert "Removed" in gs(root, "hooks", "uninstall", "claude-code").stdout
     assert_clean(root)
+
+
+def test_both_installs_at_once_are_named(root: Path) -> None:
+    # A person who follows both README sections: the harness would run both, every event twice.
+    gs(root, "hooks", "install", "codex")
+    out = gs(root, "hooks", "install", "codex", "--scope", "user")
+    assert f"also in {root / '.codex' / 'hooks.json'}" in out.stdout
+    assert "every event would arrive twice" in out.stdout
+    rows = {(r["harness"], r["scope"]): r
+            for r in json.loads(gs(root, "hooks", "status", "--json").stdout)}
+    assert "arrive twice" in rows[("codex", "project")]["note"]
+    assert "arrive twice" in rows[("codex", "user")]["note"]
+    assert rows[("gemini-cli", "project")]["note"] is None
+    gs(root, "hooks", "uninstall", "codex", "--scope", "user")
+    rows = {(r["harness"], r["scope"]): r
+            for r in json.loads(gs(root, "hooks", "status", "--json").stdout)}
+    assert "twice" not in (rows[("codex", "project")]["note"] or "")
