@@ -14,8 +14,9 @@ What Gemini CLI does not say, and how it is told:
 - a shell command that exited non-zero carries no ``error`` at all, only ``Exit Code: N`` in its
   ``llmContent`` (and ``Signal: N`` when a signal ended it): that makes it ``failed`` too;
 - no payload carries the call's id (``<tool>__<id>``): Gemini CLI writes the call, with its id,
-  into the session transcript only after the AfterTool hooks have returned, so at no hook of the
-  call can the id be read, and its ops carry none (docs/harnesses.md).
+  into the session transcript only after the AfterTool hooks have returned. So its op is held
+  (``SPEC.late_ids``) and written at the session's next event, with the id ``late_id`` finds in
+  the transcript then (docs/harnesses.md).
 
 Hook timeouts are read in milliseconds (``SPEC.timeout_unit``). Hooks must print only JSON on
 stdout, so the hook prints ``{}``.
@@ -48,7 +49,16 @@ SPEC = HookSpec(
     stdout="{}",
     project_dir="GEMINI_PROJECT_DIR",
     timeout_unit=1000,  # Gemini CLI reads a hook's timeout in milliseconds
+    late_ids=True,
 )
+
+
+def late_id(transcript: str | None, session: str | None, tool: str, args: dict[str, Any],
+            taken: set[str]) -> str | None:
+    """The call's id, once Gemini CLI wrote it into the session's transcript (``tail.py``)."""
+    from .tail import gemini_call_id
+
+    return gemini_call_id(transcript, session, tool, args, taken)
 
 
 def event(payload: Mapping[str, Any]) -> Event:

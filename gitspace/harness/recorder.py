@@ -205,6 +205,7 @@ class Recorder:
         shell = call is not None and call.paths is None
         mine = self._named(call) if call is not None and call.paths is not None else []
         self.place.start(self)
+        self.busy |= self._release()  # (what is still held is no one else's change)
         scan = (event.kind in ("prompt", "stop", "scan") or shell or bool(self.missed)
                 or self.place.must_scan(self) or bool(event.kind == "rewind"
                                                        and event.extra.get("all")))
@@ -392,14 +393,20 @@ class Recorder:
         """Commit ``changes`` as the person's own op (what undo and rewind find in their way)."""
         self._external(changes, note)
 
-    def _call_op(self, call: Call | None, changes: dict[str, Entry | None], note: str) -> None:
+    def _call_op(self, call: Call | None, changes: dict[str, Entry | None], note: str,
+                 held: state.Held | None = None) -> None:
         assert call is not None
         event = self.event
-        who = Identity(call.tool, tool_use_id=token(call.use_id), agent=event.agent,
-                       session=self.session, source="harness")
+        if held is None and self._holds(call):
+            self._hold(call, changes, note)
+            return
+        agent, session = (held.agent, token(held.session)) if held else (event.agent,
+                                                                          self.session)
+        who = Identity(call.tool, tool_use_id=token(call.use_id), agent=agent, session=session,
+                       source="harness")
         op = who.op(recorded_args(self.repo, event.cwd, call, changes),
                     paths=tuple(sorted(changes)), path_count=len(changes))
-        body = [self._where()]
+        body = [self._where(held)]
         if call.error or (event.kind == "failed" and call is event.call):
             body.append(f"The call failed ({call.error or 'no reason given'}); these are the "
                         "changes it left.")
@@ -427,13 +434,65 @@ class Recorder:
     def person(self) -> tuple[Signature, str]:
         return self.place.person()
 
-    def _where(self) -> str:
-        event = self.event
-        known = state.turn(self.gitdir, event.agent, event.session)
+    def _where(self, held: state.Held | None = None) -> str:
+        agent, session = (held.agent, held.session) if held else (self.event.agent,
+                                                                  self.event.session)
+        known = state.turn(self.gitdir, agent, session)
         turn = f", turn {known.number} (prompt {known.prompt_id})" if known and known.prompt_id \
             else f", turn {known.number}" if known else ""
-        return (f"{title(event.agent)} session {event.session or '(none given)'}{turn}"
+        return (f"{title(agent)} session {session or '(none given)'}{turn}"
                 f"{self.place.where(self)}.")
+
+    # -- ops held until the harness names the call --------------------------------------------
+
+    def _holds(self, call: Call) -> bool:
+        """Does this call's op wait for its id (a harness that names it only afterwards)?"""
+        from .adapters import ADAPTERS, adapter
+
+        event = self.event
+        return (call is event.call and not call.use_id and event.kind in ("after", "failed")
+                and event.agent in ADAPTERS and adapter(event.agent).SPEC.late_ids)
+
+    def _hold(self, call: Call, changes: dict[str, Entry | None], note: str) -> None:
+        event = self.event
+        error = call.error or ("no reason given" if event.kind == "failed" else None)
+        key = state.call_key(event.agent, event.session, None, call.tool,
+                             {"args": call.args, "at": time.time_ns()})
+        state.hold(self.gitdir, state.Held(
+            key, event.agent, event.session, call.tool, call.args,
+            list(call.paths) if call.paths is not None else None,
+            {rel: [e.sha, e.mode] if e is not None else [None, 0] for rel, e in changes.items()},
+            error, note, event.transcript, time.time()))
+        self.outcome.notes.append(f"{title(event.agent)} names a call's id only after it; this "
+                                  f"{call.tool} call is recorded at the session's next event.")
+
+    def _release(self) -> set[str]:
+        """Write the held ops whose id their harness has named since (and, at any event of
+        their own session, every one of it: with its id when named, else without); the paths
+        the ops still held change."""
+        from .adapters import ADAPTERS, adapter
+
+        event, still = self.event, set()
+        for h in state.held(self.gitdir):
+            mine = h.agent == event.agent and h.session == event.session
+            taken = state.ids_taken(self.gitdir, h.agent, h.session)
+            use_id = adapter(h.agent).late_id(h.transcript, h.session, h.tool, h.args, taken) \
+                if h.agent in ADAPTERS and adapter(h.agent).SPEC.late_ids else None
+            if use_id is None and not mine and time.time() - h.when < state.HOLD_MAX:
+                still |= set(h.changes)
+                continue
+            state.release(self.gitdir, h.key)
+            if use_id is not None:
+                state.took_id(self.gitdir, h.agent, h.session, use_id)
+            changes = {rel: Entry(mode, sha) if sha else None
+                       for rel, (sha, mode) in h.changes.items()}
+            changes = {rel: e for rel, e in changes.items()
+                       if (e is None or self.repo.has_object(e.sha))
+                       and e != self.repo.entry_at(self.tree, rel)}
+            if changes:
+                paths = tuple(h.paths) if h.paths is not None else None
+                self._call_op(Call(h.tool, h.args, paths, use_id, h.error), changes, h.note, h)
+        return still
 
     def _outside_note(self) -> str:
         event = self.event

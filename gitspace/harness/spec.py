@@ -22,6 +22,9 @@ class HookSpec:
     project_dir: str | None = None  # the variable it sets to its project folder for its hooks
     timeout_unit: int = 1  # how many of the harness's ``timeout`` units make a second (ms: 1000)
     timeouts: tuple[tuple[str, int], ...] = ()  # (event, seconds): where the harness allows less
+    # The harness names a call's id only after the call's last hook (Gemini CLI, in its
+    # transcript): its op is held until the session's next event, and gets the id then.
+    late_ids: bool = False
 
     def path_for(self, scope: str) -> str:
         for known, path in self.files:

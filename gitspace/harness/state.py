@@ -171,9 +171,12 @@ def begin_turn(gitdir: Path, agent: str, session: str, prompt_id: str | None,
     """Count a new turn of ``session`` (numbered from ``first`` when none is known yet)."""
     known = turn(gitdir, agent, session)
     number = known.number + 1 if known else first
+    kept = _read(gitdir, _session_file(agent, session))
+    ids = kept.get("ids") if isinstance(kept, dict) else None
     _write(gitdir, _session_file(agent, session),
            {"turn": number, "prompt_id": prompt_id, "transcript": transcript or (
-               known.transcript if known else None), "agent": agent, "session": session})
+               known.transcript if known else None), "agent": agent, "session": session,
+            **({"ids": ids} if isinstance(ids, list) else {})})
     return Turn(number, prompt_id, transcript)
 
 
@@ -284,3 +287,86 @@ def _done_key(event: Event) -> str:
     assert call is not None
     return sha1_hex(f"{event.agent}\0{event.session or ''}\0{call.use_id}".encode(
         "utf-8", "replace"))
+
+
+# -- calls whose op waits for their id ------------------------------------------------------
+
+HOLD_MAX = 120.0  # seconds a held op waits for another session's event before it goes without
+
+
+@record(frozen=True)
+class Held:
+    """A call's op kept back until its harness names the call's id (``HookSpec.late_ids``): the
+    entries it changed (blobs written already), its input, and why it failed, if it did."""
+
+    key: str
+    agent: str
+    session: str | None
+    tool: str
+    args: dict[str, Any]
+    paths: list[str] | None  # the files a file tool names (None: a shell command)
+    changes: dict[str, list[Any]]  # rel path -> [blob sha or None (deleted), git mode]
+    error: str | None
+    note: str
+    transcript: str | None
+    when: float
+
+
+def hold(gitdir: Path, held: Held) -> None:
+    _write(gitdir, f"held/{held.key}.json", held.__dict__)
+
+
+def held(gitdir: Path) -> list[Held]:
+    """Every op held back, oldest first."""
+    try:
+        names = statefiles.names(gitdir, f"{FOLDER}/held")
+    except statefiles.StateRefused:
+        return []
+    found = []
+    for name in names:
+        data = _read(gitdir, f"held/{name}") if name.endswith(".json") else None
+        try:
+            one = Held(**data) if isinstance(data, dict) else None
+        except TypeError:
+            one = None
+        if one is not None and _well_formed(one):
+            found.append(one)
+        elif name.endswith(".json"):  # not one this module wrote: it holds nothing back
+            statefiles.remove(gitdir, f"{FOLDER}/held/{name}")
+    return sorted(found, key=lambda h: h.when)
+
+
+def _well_formed(h: Held) -> bool:
+    """Is ``h`` what ``hold`` writes? (State files are read back as untrusted input.)"""
+    from ..storage.files import is_plain
+
+    texts = (h.key, h.agent, h.tool, h.note)
+    return (all(isinstance(t, str) for t in texts) and isinstance(h.args, dict)
+            and isinstance(h.changes, dict) and isinstance(h.when, (int, float))
+            and (h.paths is None or isinstance(h.paths, list)
+                 and all(isinstance(p, str) for p in h.paths))
+            and all(isinstance(rel, str) and is_plain(rel) and isinstance(v, list) and len(v) == 2
+                    and (v[0] is None or isinstance(v[0], str) and len(v[0]) == 40)
+                    and isinstance(v[1], int) for rel, v in h.changes.items()))
+
+
+def release(gitdir: Path, key: str) -> None:
+    statefiles.remove(gitdir, f"{FOLDER}/held/{key}.json")
+
+
+def ids_taken(gitdir: Path, agent: str, session: str | None) -> set[str]:
+    """The call ids a session's held ops were given already."""
+    data = _read(gitdir, _session_file(agent, session)) if session else None
+    taken = data.get("ids") if isinstance(data, dict) else None
+    return {i for i in taken if isinstance(i, str)} if isinstance(taken, list) else set()
+
+
+def took_id(gitdir: Path, agent: str, session: str | None, use_id: str) -> None:
+    if not session:
+        return
+    name = _session_file(agent, session)
+    data = _read(gitdir, name)
+    data = data if isinstance(data, dict) else {"agent": agent, "session": session}
+    ids = [i for i in data.get("ids") or [] if isinstance(i, str)][-DONE_KEPT + 1:]
+    data["ids"] = [*ids, use_id]
+    _write(gitdir, name, data)

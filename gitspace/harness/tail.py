@@ -7,7 +7,9 @@ already holds the command's ``item_completed`` event with the exit code
 
 Invariants:
 - Only the transcript the payload names for that very session is read: its file name must end
-  in ``-<session>.jsonl``, as Codex names it (``rollout-<time>-<session>.jsonl``).
+  in ``-<session>.jsonl``, as Codex names it (``rollout-<time>-<session>.jsonl``), or as the
+  harness names it (Gemini CLI: ``session-<time>-<first 8 of the session>.jsonl``, whose lines
+  name the session again).
 - It is read by the bounded reader (``storage/bounded.py``): never through a link, never a
   fifo, at most ``TAIL`` bytes from its end, where what just happened is. Nothing is written,
   nothing is kept.
@@ -31,9 +33,13 @@ if TYPE_CHECKING:
 TAIL = 4 << 20
 
 
-def entries(transcript: str | None, session: str | None) -> Iterator[dict[str, Any]]:
-    """The transcript's JSON lines, last first (a first line cut by the tail is skipped)."""
-    if not transcript or not session or not Path(transcript).name.endswith(f"-{session}.jsonl"):
+def entries(transcript: str | None, session: str | None, *, named: str | None = None
+            ) -> Iterator[dict[str, Any]]:
+    """The transcript's JSON lines, last first (a first line cut by the tail is skipped). Its
+    file name must end in ``named`` (by default ``-<session>.jsonl``, as Codex names it)."""
+    if not transcript or not session:
+        return
+    if not Path(transcript).name.endswith(named or f"-{session}.jsonl"):
         return
     try:
         found = bounded.read_tail(Path(transcript), TAIL, what="The transcript")
@@ -68,3 +74,24 @@ def codex_exit_code(transcript: str | None, session: str | None, call_id: str | 
             code = item.get("exit_code")
             return code if isinstance(code, int) and not isinstance(code, bool) else None
     return None
+
+
+def gemini_call_id(transcript: str | None, session: str | None, tool: str, args: dict[str, Any],
+                   taken: set[str]) -> str | None:
+    """The id Gemini CLI gave the call of ``tool`` with input ``args`` (``<tool>__<id>``), once
+    its transcript holds it: the earliest such call whose id is not in ``taken`` (calls are
+    written in the order they ran). Only a transcript whose lines name ``session`` is read."""
+    if not session:
+        return None
+    found: list[str] = []
+    ours = False
+    for entry in entries(transcript, session, named=f"-{session[:8]}.jsonl"):
+        if entry.get("sessionId") not in (None, session):
+            return None  # another session's transcript under a look-alike name
+        ours = ours or entry.get("sessionId") == session
+        for done in reversed(entry.get("toolCalls") or []):
+            if isinstance(done, dict) and done.get("name") == tool and done.get("args") == args \
+                    and isinstance(done.get("id"), str) and done["id"] not in found:
+                found.append(done["id"])
+    fresh = [i for i in reversed(found) if i not in taken]
+    return fresh[0] if fresh and ours else None

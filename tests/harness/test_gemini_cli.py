@@ -4,8 +4,8 @@ fake Gemini API, in a workspace and in a person's own checkout.
 Each file-changing call (``write_file``, ``replace``, ``run_shell_command``) is one op; a command
 that exited non-zero is recorded as failed; a ``replace`` that found nothing records nothing;
 each turn is marked; ``gitspace rewind`` and ``gitspace undo`` work on them. Gemini CLI gives a
-hook no call id, and writes one to its transcript only after the call's last hook: its ops carry
-none yet (the xfail below says what the recorder must do).
+hook no call id, and writes one to its transcript only after the call's last hook: each op is
+held until the session's next event and carries the id then.
 """
 
 from __future__ import annotations
@@ -132,11 +132,6 @@ def test_recorded_in_place_in_a_persons_own_checkout(
     assert (user / "a.txt").read_text() == "one\ntwo\n"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "recorder: Gemini CLI writes a call and its id (<tool>__<id>) into its transcript only after "
-    "the call's AfterTool hooks returned, so the op written at AfterTool has no id; the recorder "
-    "must keep the call's after-snapshot at AfterTool and commit it at the session's next event "
-    "(BeforeModel, BeforeTool or AfterAgent), reading the id from the transcript's toolCalls"))
 def test_each_op_carries_gemini_clis_own_call_id(gemini: Gemini, fake_gemini: FakeGemini,
                                                  tmp_path: Path) -> None:
     root = workspace(gemini, tmp_path / "ws")

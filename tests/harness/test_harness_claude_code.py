@@ -237,10 +237,6 @@ def test_committed_hooks_record_in_a_clone_on_another_machine(
     assert_clean(clone)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "recorder: with project hooks and 'hooks install --scope user' both, Claude Code runs both "
-    "at once and every event arrives twice; the recorder must count a turn once (the same "
-    "prompt_id twice is one turn) and make its mark under the lock"))
 def test_both_installs_at_once_count_each_event_once(claude_code: ClaudeCode,
                                                       fake_api: FakeAnthropic,
                                                       tmp_path: Path) -> None:
