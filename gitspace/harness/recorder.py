@@ -189,23 +189,23 @@ class Recorder:
     def run(self) -> Recorded:
         event, call = self.event, self.event.call
         key = running(event, call).key if call is not None else None
-        if (key is None or state.started_ns(self.gitdir, key) is None) \
-                and state.seen_before(self.gitdir, event):
-            self.outcome.notes.append(f"This {event.kind} event was recorded already (the "
-                                      "harness delivered it twice); it was not counted again.")
-            return self.outcome
+        if key is not None and state.started_ns(self.gitdir, key) is None \
+                and state.seen_before(self.gitdir, event, ""):
+            return self._twice()
         self.others = [r for r in state.running(self.gitdir) if r.key != key]
         self.since = {r.key: state.started_ns(self.gitdir, r.key) for r in self.others}
         ended = self._ended() if event.kind == "stop" else []
         self.busy = {rel for r in self.others if not r.shell for rel in r.before}
         started = state.started_ns(self.gitdir, key) if key else None
         announced = state.retire(self.gitdir, key) if key else None
-        if event.kind == "prompt":  # counted first: what is found now is named after it
-            state.turn_at(self.gitdir, event, self._marks)
         shell = call is not None and call.paths is None
         mine = self._named(call) if call is not None and call.paths is not None else []
         self.place.start(self)
+        if call is None and state.seen_before(self.gitdir, event, self.parent):
+            return self._twice()
         self.busy |= self._release()  # (what is still held is no one else's change)
+        if event.kind == "prompt":  # counted first: what is found now is named after it
+            state.turn_at(self.gitdir, event, self._marks)
         scan = (event.kind in ("prompt", "stop", "scan") or shell or bool(self.missed)
                 or self.place.must_scan(self) or bool(event.kind == "rewind"
                                                        and event.extra.get("all")))
@@ -230,7 +230,12 @@ class Recorder:
         self.place.publish(self)
         if event.kind == "stop":
             self._mark_turn()
-        state.saw(self.gitdir, event)
+        state.saw(self.gitdir, event, self.parent)
+        return self.outcome
+
+    def _twice(self) -> Recorded:
+        self.outcome.notes.append(f"This {self.event.kind} event was recorded already (the "
+                                  "harness delivered it twice); it was not counted again.")
         return self.outcome
 
     def _ended(self) -> list[state.Running]:
@@ -463,8 +468,6 @@ class Recorder:
             list(call.paths) if call.paths is not None else None,
             {rel: [e.sha, e.mode] if e is not None else [None, 0] for rel, e in changes.items()},
             error, note, event.transcript, time.time()))
-        self.outcome.notes.append(f"{title(event.agent)} names a call's id only after it; this "
-                                  f"{call.tool} call is recorded at the session's next event.")
 
     def _release(self) -> set[str]:
         """Write the held ops whose id their harness has named since (and, at any event of

@@ -233,12 +233,13 @@ DONE_KEPT = 256  # calls remembered as recorded (a harness delivers a duplicate 
 PROMPT_TWICE = 2.0  # seconds within which a prompt with no id of its own is the same prompt
 
 
-def seen_before(gitdir: Path, event: Event) -> bool:
+def seen_before(gitdir: Path, event: Event, tip: str) -> bool:
     """Was this very event recorded already? (Both of two installs of a harness's hooks deliver
     it: the person's own settings and a project's.) A call's after hook is known by its tool-use
     id (calls without one cannot be told from a new call with the same input: their second
-    delivery finds nothing left to record anyway); a turn's start by its prompt id, or for a
-    harness that gives none by coming again at once; a turn's end by its turn being marked."""
+    delivery finds nothing left to record anyway). A turn's start or end comes again with
+    nothing recorded since (the place's ``tip`` as it was then): a start by its prompt id, or,
+    for a harness that gives none, by coming again at once; an end by its turn being marked."""
     call = event.call
     if event.kind in ("after", "failed") and call is not None and call.use_id:
         done = _read(gitdir, "done")
@@ -248,11 +249,11 @@ def seen_before(gitdir: Path, event: Event) -> bool:
     data = _read(gitdir, _session_file(event.agent, event.session))
     if not isinstance(data, dict):
         return False
-    if event.kind == "stop":
-        return data.get("marked") == data.get("turn") and data.get("turn") is not None
-    last = data.get("prompted")
-    if not isinstance(last, dict):
+    last = data.get("marked" if event.kind == "stop" else "prompted")
+    if not isinstance(last, dict) or last.get("tip") != tip:
         return False
+    if event.kind == "stop":
+        return last.get("turn") == data.get("turn") and data.get("turn") is not None
     if event.prompt_id:
         return last.get("id") == event.prompt_id
     when = last.get("at")
@@ -260,8 +261,8 @@ def seen_before(gitdir: Path, event: Event) -> bool:
         and 0 <= time.time() - when < PROMPT_TWICE
 
 
-def saw(gitdir: Path, event: Event) -> None:
-    """Remember ``event`` as recorded (``seen_before`` then knows it)."""
+def saw(gitdir: Path, event: Event, tip: str) -> None:
+    """Remember ``event`` as recorded, the place's ref at ``tip`` after it (``seen_before``)."""
     call = event.call
     if event.kind in ("after", "failed") and call is not None and call.use_id:
         done = _read(gitdir, "done")
@@ -276,9 +277,9 @@ def saw(gitdir: Path, event: Event) -> None:
     if not isinstance(data, dict):
         return
     if event.kind == "stop":
-        data["marked"] = data.get("turn")
+        data["marked"] = {"turn": data.get("turn"), "tip": tip}
     else:
-        data["prompted"] = {"id": event.prompt_id, "at": time.time()}
+        data["prompted"] = {"id": event.prompt_id, "at": time.time(), "tip": tip}
     _write(gitdir, name, data)
 
 

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from codex_cli import Codex
 from conftest import assert_clean, files, git, ops
 from fake_responses import FakeResponses, message, outputs, patch, shell

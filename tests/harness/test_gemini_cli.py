@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import assert_clean, files, git, ops
 from fake_gemini import FakeGemini, call, responses, text
 from gemini_cli import Gemini, new_session

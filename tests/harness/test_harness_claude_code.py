@@ -15,7 +15,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
 from claude_code import ClaudeCode, new_session
 from conftest import assert_clean, files, git, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
