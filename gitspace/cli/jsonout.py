@@ -36,6 +36,8 @@ FIELDS: dict[str, list[str]] = {
     "agents": ["agent", "branch", "path", "tip", "ops", "last_op", "last_tool", "last_time"],
     "hooks": ["harness", "scope", "path", "installed", "partial", "command"],
     "turns": ["turn", "session", "checkpoint", "commit", "time", "message"],
+    "fork": ["session", "command", "cwd", "harness", "forked_from", "branch", "line", "fork_op",
+             "files", "took_back", "transcript"],
     "sync": ["remote", "branch", "tip", "pulled", "rebased", "pushed", "dropped", "checkpoints",
              "attempts", "notes", "pushes", "waiting"],
     "replay": ["tip", "base", "total", "start", "reexecuted", "as_recorded", "recorded_why",
