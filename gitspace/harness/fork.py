@@ -19,19 +19,22 @@ through a link, written only beside the original, never committed, and nothing o
 the fork's record (``forkrecords``) but ids and paths.
 
 Order, so that a refusal anywhere changes nothing: every check first (the op, the session, its
-transcript and the call in it, no harness call running here); then the new transcript is
-written; then the files (a refusal there removes the new transcript again); the record last.
+transcript and the call in it, no harness call running here, what the files' part refuses);
+then the new transcript is written, then the files change (a failure there removes the new
+transcript again); the record last.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
 from ..core import branches, line, lookup
+from ..core.transaction import checkout_changes
 from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused
 from ..storage import foreign, ledger
@@ -84,7 +87,7 @@ def point(ws: Workspace, text: str) -> Point:
     op = found.op
     if op.source != "harness" or not op.session or not op.tool_use_id or not op.agent:
         hint = (f"It is gitspace's own agent's: 'gitspace run --fork {op.op_id} TASK' forks it."
-                if op.source == "tool" and op.session and op.tool_use_id else
+                if op.source == "tool" and op.session else
                 "Fork an op a harness's call made ('gitspace log' shows who made each).")
         raise BadArguments(f"Op {op.op_id} ({op.tool}) was not made by a call of a harness "
                            "session, so there is no harness conversation to fork.", hint=hint)
@@ -120,12 +123,18 @@ def fork(ws: Workspace, text: str, options: Options, new: str | None = None) -> 
     with foreign.Folder(at.transcript.parent, what) as folder:
         data = _read(folder, at.transcript.name, what)
         cut: Cut = at.forker.cut(data, str(at.op.session), str(at.op.tool_use_id), at.op.tool, new)
-        folder.create(cut.name, cut.data)
+        written: list[str] = []
+
+        def write() -> None:  # once the files' part has passed its checks
+            folder.create(cut.name, cut.data)
+            written.append(cut.name)
+
         try:
-            made = _files_in_place(ws, at, new, options) if in_place else None
-            branch = None if in_place else _files_in_workspace(ws, at)
+            made = _files_in_place(ws, at, new, options, write) if in_place else None
+            branch = None if in_place else _files_in_workspace(ws, at, write)
         except BaseException:
-            folder.remove(cut.name)
+            for name in written:
+                folder.remove(name)
             raise
     record = forkrecords.ForkRecord(
         harness=str(at.op.agent), session=cut.session, from_session=str(at.op.session),
@@ -160,21 +169,28 @@ def _read(folder: foreign.Folder, name: str, what: str) -> bytes:
     return data
 
 
-def _files_in_workspace(ws: Workspace, at: Point) -> str:
+def _files_in_workspace(ws: Workspace, at: Point, write: Callable[[], None]) -> str:
     from ..agent.fork import branch_name
 
     name = branch_name(ws, at.op.op_id)
+    # What the branch's checkout refuses (an outside change in the way), asked before the
+    # transcript is written, and again by the checkout itself, under the lock.
+    checkout_changes(ws, ws.repo.commit(ws.tip()).tree, ws.repo.commit(at.commit).tree,
+                     f"Forking at op {at.op.op_id}", "Run 'gitspace snapshot' to record them "
+                     "first (or move them away), then fork again.")
+    write()
     branches.create(ws, ws.identity("fork"), name, at.commit, switch=True)
     return name
 
 
-def _files_in_place(ws: Workspace, at: Point, new: str, options: Options) -> Made:
+def _files_in_place(ws: Workspace, at: Point, new: str, options: Options,
+                    write: Callable[[], None]) -> Made:
     from . import inplace
     from .inplace_fork import act
 
     args = {"op": at.op.op_id, "session": str(at.op.session), "harness": str(at.op.agent),
             "new_session": new}
     event = Event("fork", "gitspace", cwd=str(ws.root))
-    made = inplace.handle(event, ws.repo, options, act=act(at.commit, args, new)).taken
+    made = inplace.handle(event, ws.repo, options, act=act(at.commit, args, new, write)).taken
     assert isinstance(made, Made)
     return made

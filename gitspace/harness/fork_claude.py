@@ -1,25 +1,31 @@
 """Forking a Claude Code session at one call: its transcript copied up to that call's result.
 
 Claude Code keeps a session as JSON lines, ``<session id>.jsonl`` in its project folder (see
-``transcripts``); message entries (``user``, ``assistant``, ``attachment``, ``system``) are one
-chain, each naming its ``parentUuid``, and ``claude --resume ID`` continues the chain that ends
-at the file's last message entry. A fork is a new file ``<new id>.jsonl`` in the same folder
-holding the original's lines up to and including the ``user`` entry that holds the chosen call's
+``transcripts``); message entries (``user``, ``assistant``, ``attachment``, ``system``) name
+their ``parentUuid``, and ``claude --resume ID`` continues the conversation that ends at the
+file's last message entry. A fork is a new file ``<new id>.jsonl`` in the same folder holding the
+original's lines up to and including the ``user`` entry that holds the chosen call's
 ``tool_result``, every ``sessionId`` set to the new id: its conversation ends with that result.
+
+As Claude Code 2.1 writes them (measured with the real binary): each block of a reply is an
+entry of its own, chained one after the other, and each result hangs on its own call's entry,
+so the results of parallel calls are siblings rather than a chain. A compaction appends a
+``compact_boundary`` entry and the summary after it and keeps every earlier line: a fork at a
+call before it is the conversation as it was then, uncompacted.
 
 What is refused rather than guessed (the transcript is read as the person's data, which any
 editor can have changed):
 - a session id that is no UUID (Claude Code's own ids are; anything else may name a path);
-- the call absent (the session was compacted past it into another file, the transcript was
-  edited or cut short, or the call ran in a subagent, whose calls live in a file of their own),
-  or present more than once, or under another tool's name than its op records;
+- the call absent (folded away by a compaction that dropped it, the transcript edited or cut
+  short, or the call made by a subagent, whose calls live in a file of their own), present more
+  than once, or under another tool's name than its op records;
 - its result absent (the session stopped before the call finished), or present more than once;
-- a result whose chain of ``parentUuid`` does not lead back through the call to the start of
-  the conversation, every link on the copied lines: the lines were reordered or forged;
-- a copied line that is not a JSON object, or that names another session.
-A call made together with others in one reply (parallel tool calls) whose siblings' results come
-after its own is refused too: the fork would hold calls without results (fork at the reply's
-last call instead).
+- a result whose chain of ``parentUuid`` does not lead back through the call to the start of the
+  conversation (or a compaction's boundary), every link on the copied lines: the lines were
+  reordered or forged;
+- a copied line that is not a JSON object, or that names another session;
+- a call made together with others in one reply whose results come after its own: the fork
+  would hold calls without results (fork at the reply's last call instead).
 """
 
 from __future__ import annotations
@@ -55,9 +61,12 @@ def cut(data: bytes, session: str, use_id: str, tool: str, new: str) -> Cut:
     check_session(session)
     check_session(new)
     entries = parse_lines(data)
+    compacted = any(isinstance(e, dict) and e.get("subtype") == "compact_boundary"
+                    for e in entries)
     call = _only(entries, "assistant", "tool_use", "id", use_id, f"The call {use_id}",
-                 "the session was compacted past it or continued in another file, the call "
-                 "ran in a subagent, or the transcript was edited or cut short")
+                 "a compaction folded it away (the transcript holds the summary that replaced "
+                 "it)" if compacted else "the transcript was edited or cut short, or the call "
+                 "ran in a subagent, whose calls Claude Code keeps in a file of their own")
     name = next(b.get("name") for b in blocks(entries[call].get("message"))
                 if b.get("type") == "tool_use" and b.get("id") == use_id)
     if name != tool:
@@ -75,8 +84,8 @@ def cut(data: bytes, session: str, use_id: str, tool: str, new: str) -> Cut:
             raise Refused(f"Line {n + 1} of the transcript names session "
                           f"{str(entry.get('sessionId'))[:40]!r}, not {session}: the transcript "
                           "was edited.", hint=HINT)
-    chain = _chain(kept, result, call)
-    _siblings(kept, chain, call, use_id)
+    _chain(kept, result, call)
+    _siblings(kept, call, use_id)
     out = []
     for entry in kept:
         if isinstance(entry, dict):
@@ -102,9 +111,9 @@ def _only(entries: list[Any], kind: str, block: str, key: str, value: str, what:
     return found[0]
 
 
-def _chain(kept: list[Any], result: int, call: int) -> list[int]:
-    """The lines of the conversation that ends at line ``result``, oldest first, which must run
-    through line ``call`` back to its start on lines that are all kept."""
+def _chain(kept: list[Any], result: int, call: int) -> None:
+    """Refuse unless the conversation that ends at line ``result`` runs through line ``call``
+    back to its start (or to a compaction's boundary) on lines that are all kept."""
     where: dict[str, int] = {}
     for n, entry in enumerate(kept):
         uuid = entry.get("uuid") if isinstance(entry, dict) else None
@@ -127,20 +136,23 @@ def _chain(kept: list[Any], result: int, call: int) -> list[int]:
     if call not in chain:
         raise Refused("The call's result does not follow the call in the transcript's "
                       "conversation: the lines were edited.", hint=HINT)
-    return chain[::-1]
 
 
-def _siblings(kept: list[Any], chain: list[int], call: int, use_id: str) -> None:
-    """Refuse a fork that would leave a call of the same reply without its result."""
+def _siblings(kept: list[Any], call: int, use_id: str) -> None:
+    """Refuse a fork that would leave a call of the same reply without its result. (Claude Code
+    writes each block of a reply as an entry of its own, chained one after the other, and hangs
+    each result on its own call's entry: results of parallel calls are siblings, not a chain.)"""
     reply = (kept[call].get("message") or {}).get("id")
-    answered = {b.get("tool_use_id") for n in chain for b in blocks(kept[n].get("message"))
-                if b.get("type") == "tool_result"}
-    pending = [b.get("id") for n in chain if reply is not None
-               and (kept[n].get("message") or {}).get("id") == reply
-               for b in blocks(kept[n].get("message"))
+    if reply is None:
+        return
+    answered = {b.get("tool_use_id") for e in kept if isinstance(e, dict)
+                for b in blocks(e.get("message")) if b.get("type") == "tool_result"}
+    pending = [b.get("id") for e in kept if isinstance(e, dict) and e.get("type") == "assistant"
+               and (e.get("message") or {}).get("id") == reply
+               for b in blocks(e.get("message"))
                if b.get("type") == "tool_use" and b.get("id") not in answered]
     if pending:
         raise Refused(f"Call {use_id} was made in one reply together with "
-                      f"{', '.join(str(p) for p in pending[:5])}, whose results come after its "
-                      "own: a fork there would leave those calls without results.",
+                      f"{', '.join(str(p)[:40] for p in pending[:5])}, whose results come after "
+                      "its own: a fork there would leave those calls without results.",
                       hint="Fork at the op of the reply's last call.")

@@ -50,9 +50,11 @@ class Made:
     tip: str
 
 
-def act(commit: str, args: dict[str, str], session: str) -> Callable[[Recorder], Made]:
+def act(commit: str, args: dict[str, str], session: str,
+        checked: Callable[[], None]) -> Callable[[Recorder], Made]:
     """What ``inplace.handle`` runs under the lock: make the files as right after ``commit``
-    (an op's commit on this line), recorded as a fork op of ``session`` with ``args``."""
+    (an op's commit on this line), recorded as a fork op of ``session`` with ``args``;
+    ``checked`` runs once nothing is left to refuse (the fork writes its transcript then)."""
 
     def run(rec: Recorder) -> Made:
         busy(state.running(rec.gitdir))
@@ -70,6 +72,7 @@ def act(commit: str, args: dict[str, str], session: str) -> Callable[[Recorder],
             raise Conflict(f"Your changes to {', '.join(yours[:5])} are not recorded yet, and "
                            "the fork would overwrite them. Nothing was changed.",
                            hint="Commit them, stash them or move them away, then fork again.")
+        checked()
         if not entries:
             return Made(None, [], [], rec.parent)
         person, agent = rec.person()
