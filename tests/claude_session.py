@@ -25,10 +25,12 @@ def entry_id() -> str:
 
 
 class Session:
-    """One Claude Code session in ``root``, its transcript under ``home``."""
+    """One Claude Code session in ``root``, its transcript under ``home`` (``hooks``: its hook
+    payloads go to ``gitspace hook claude-code``; without, only the transcript is written)."""
 
-    def __init__(self, root: Path, home: Path, session: str | None = None) -> None:
-        self.root, self.session = root, session or entry_id()
+    def __init__(self, root: Path, home: Path, session: str | None = None, *,
+                 hooks: bool = True) -> None:
+        self.root, self.session, self.hooks = root, session or entry_id(), hooks
         folder = home / ".claude" / "projects" / str(root).replace("/", "-").replace("_", "-")
         folder.mkdir(parents=True, exist_ok=True)
         self.transcript = folder / f"{self.session}.jsonl"
@@ -82,6 +84,7 @@ class Session:
 
     def write(self, use_id: str, rel: str, content: str) -> None:
         """One Write call, whole: announced, done on disk, recorded, its result written."""
+        self.root.mkdir(parents=True, exist_ok=True)
         args = {"file_path": str(self.root / rel), "content": content}
         [made] = self.reply((use_id, "Write", args))
         self.hook("PreToolUse", tool_name="Write", tool_input=args, tool_use_id=use_id)
@@ -96,6 +99,8 @@ class Session:
         self.hook("Stop")
 
     def hook(self, event: str, **fields: Any) -> None:
+        if not self.hooks:
+            return
         data = {"session_id": self.session, "transcript_path": str(self.transcript),
                 "cwd": str(self.root), "hook_event_name": event, **fields}
         err = io.StringIO()
