@@ -1,7 +1,8 @@
 """``gitspace fork OP``: a harness's session forked at one of its ops, files and conversation.
 
-What a fork makes, for an op a harness's call made (Claude Code's today; ``FORKERS`` lists the
-harnesses whose transcripts gitspace can write, ``WHY_NOT`` says why each other one is refused):
+What a fork makes, for an op a harness's call made (Claude Code's and Codex's; ``FORKERS`` lists
+the harnesses whose transcripts gitspace can write, ``WHY_NOT`` says why each other one is
+refused):
 - the files as they were right after that op. In a workspace gitspace owns, as ``gitspace run
   --fork`` does for its own loop: a new branch ``fork/<op>`` at the op's commit, checked out in
   one change of the writer (refused, changing nothing, when an outside change is in the way);
@@ -26,7 +27,6 @@ transcript again); the record last.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
@@ -45,11 +45,9 @@ from .forkcut import READ_LIMIT, Cut, Refused
 from .inplace_fork import Made, busy
 
 # The harnesses whose sessions gitspace forks: harness name -> its module (see fork_claude).
-FORKERS = {"claude-code": "fork_claude"}
+FORKERS = {"claude-code": "fork_claude", "codex": "fork_codex"}
 # The harnesses it does not fork, and why (said, rather than a guess at their format).
 WHY_NOT = {
-    "codex": "Codex's own 'codex fork' copies a whole session, and its transcript format is not "
-             "one gitspace writes yet",
     "gemini-cli": "Gemini CLI's hooks give no call id, so its calls cannot be found in its "
                   "session file",
     "cursor": "Cursor's agent keeps its conversations where gitspace cannot read or resume them",
@@ -94,8 +92,8 @@ def point(ws: Workspace, text: str) -> Point:
     if op.agent not in FORKERS:
         why = WHY_NOT.get(op.agent, f"{op.agent} is not a harness gitspace knows how to fork")
         raise Refused(f"gitspace cannot fork {title(op.agent)} sessions: {why}.",
-                      hint="Fork a Claude Code session, or bring the files back with 'gitspace "
-                           f"rewind {op.op_id}'.")
+                      hint="Bring the files back with 'gitspace rewind "
+                           f"{op.op_id}' instead (the conversation stays the harness's).")
     forker = import_module(f".{FORKERS[op.agent]}", __package__)
     forker.check_session(op.session)
     known = transcripts.known(repo.gitdir, op.session)
@@ -118,11 +116,12 @@ def fork(ws: Workspace, text: str, options: Options, new: str | None = None) -> 
         raise Refused(f"{ws.root} is neither a workspace gitspace owns nor a checkout where it "
                       "records in place, so the files cannot be brought back here.",
                       hint="Fork where the session was recorded.")
-    new = new or str(uuid.uuid4())
+    new = new or at.forker.new_session()
     what = f"{title(str(at.op.agent))}'s transcript"
     with foreign.Folder(at.transcript.parent, what) as folder:
         data = _read(folder, at.transcript.name, what)
-        cut: Cut = at.forker.cut(data, str(at.op.session), str(at.op.tool_use_id), at.op.tool, new)
+        cut: Cut = at.forker.cut(data, str(at.op.session), str(at.op.tool_use_id), at.op.tool,
+                                 new, at.transcript.name)
         written: list[str] = []
 
         def write() -> None:  # once the files' part has passed its checks

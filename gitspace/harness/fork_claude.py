@@ -30,21 +30,17 @@ editor can have changed):
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
-from .forkcut import BROKEN, Cut, Refused, blocks, dump_line, parse_lines
+from .forkcut import BROKEN, Cut, Refused, blocks, check_uuid, dump_line, new_uuid4, parse_lines
 
-SESSION = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 HINT = "Fork at another op of the session ('gitspace sessions show ID' lists them)."
+new_session = new_uuid4  # Claude Code's session ids are random UUIDs
 
 
 def check_session(session: str) -> None:
-    if not SESSION.fullmatch(session):
-        raise Refused(f"{session!r} is not a Claude Code session id (a UUID), so gitspace will "
-                      "not name a transcript file after it.",
-                      hint="Fork an op that Claude Code's hooks recorded.")
+    check_uuid(session, "Claude Code")
 
 
 def check_path(path: Path, session: str) -> None:
@@ -55,9 +51,10 @@ def check_path(path: Path, session: str) -> None:
                       hint="Fork where the session ran, with gitspace's hooks installed.")
 
 
-def cut(data: bytes, session: str, use_id: str, tool: str, new: str) -> Cut:
-    """The transcript of session ``new``: ``data`` (the transcript of ``session``) up to the
-    result of call ``use_id`` (a ``tool`` call), as the module docstring says."""
+def cut(data: bytes, session: str, use_id: str, tool: str, new: str, name: str = "") -> Cut:
+    """The transcript of session ``new``: ``data`` (the transcript of ``session``, whose file
+    name is always ``<session>.jsonl``) up to the result of call ``use_id`` (a ``tool`` call),
+    as the module docstring says."""
     check_session(session)
     check_session(new)
     entries = parse_lines(data)
@@ -67,10 +64,10 @@ def cut(data: bytes, session: str, use_id: str, tool: str, new: str) -> Cut:
                  "a compaction folded it away (the transcript holds the summary that replaced "
                  "it)" if compacted else "the transcript was edited or cut short, or the call "
                  "ran in a subagent, whose calls Claude Code keeps in a file of their own")
-    name = next(b.get("name") for b in blocks(entries[call].get("message"))
+    made = next(b.get("name") for b in blocks(entries[call].get("message"))
                 if b.get("type") == "tool_use" and b.get("id") == use_id)
-    if name != tool:
-        raise Refused(f"The transcript's call {use_id} is a {name!s:.40} call, but its op "
+    if made != tool:
+        raise Refused(f"The transcript's call {use_id} is a {made!s:.40} call, but its op "
                       f"records {tool}: the transcript was edited.", hint=HINT)
     result = _only(entries[call + 1:], "user", "tool_result", "tool_use_id", use_id,
                    f"The result of call {use_id}", "the session stopped before the call "

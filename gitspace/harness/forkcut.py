@@ -10,6 +10,10 @@ cannot vouch for it refuses (``Refused``), naming the line.
 from __future__ import annotations
 
 import json
+import os
+import re
+import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +38,28 @@ class Cut:
 
 
 BROKEN = object()  # a line that is not JSON
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def check_uuid(session: str, harness: str) -> None:
+    """Refuse a session id that is no UUID: the harness's own are, and gitspace names a file
+    after it (anything else may hold a path)."""
+    if not UUID.fullmatch(session):
+        raise Refused(f"{session[:80]!r} is not a {harness} session id (a UUID), so gitspace will "
+                      "not name a transcript file after it.",
+                      hint=f"Fork an op that {harness}'s hooks recorded.")
+
+
+def uuid7() -> str:
+    """A new time-ordered UUID (version 7), as Codex names its sessions."""
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # the RFC 4122 variant
+    return str(uuid.UUID(int=value))
+
+
+def new_uuid4() -> str:
+    return str(uuid.uuid4())
 
 
 def parse_lines(data: bytes) -> list[Any]:
