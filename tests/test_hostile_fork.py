@@ -249,3 +249,11 @@ def test_a_session_id_with_path_characters(root: Path, hermetic: Path) -> None:
     op = op_of(root, "toolu_w1")
     says = refused(root, hermetic, op, "is not a Claude Code session id")
     assert "a/../../../../tmp/x" in says
+
+
+def test_a_link_for_the_folder_of_fork_records(root: Path, hermetic: Path, tmp_path: Path) -> None:
+    three_writes(root, hermetic)
+    (tmp_path / "elsewhere").mkdir()
+    (root / ".git" / "gitspace" / "forks").symlink_to(tmp_path / "elsewhere")
+    refused(root, hermetic, op_of(root, "toolu_w2"), "not a folder")
+    assert not list((tmp_path / "elsewhere").iterdir())

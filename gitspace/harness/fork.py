@@ -111,6 +111,7 @@ def fork(ws: Workspace, text: str, options: Options, new: str | None = None) -> 
     session's id (a fresh UUID when None)."""
     at = point(ws, text)
     busy(state.running(ws.repo.gitdir))
+    forkrecords.ready(ws.repo.gitdir)
     in_place = not ws.owned
     if in_place and not line.in_place(ws.repo):
         raise Refused(f"{ws.root} is neither a workspace gitspace owns nor a checkout where it "

@@ -44,6 +44,12 @@ def _name(harness: str, session: str) -> str:
     return f"{FOLDER}/{sha1_hex((harness + chr(0) + session).encode())}.json"
 
 
+def ready(gitdir: Path) -> None:
+    """Make the records' folder (refused, ``StateRefused``, when a link or a file stands there):
+    asked before a fork changes anything, so that its record can be written after."""
+    statefiles.folder(gitdir, *FOLDER.split("/"))
+
+
 def save(gitdir: Path, record: ForkRecord) -> None:
     data = {**asdict(record), "time": record.time or time.time()}
     statefiles.write(gitdir, _name(record.harness, record.session), json.dumps(data).encode())
