@@ -37,7 +37,7 @@ def everything(root: Path, home: Path) -> dict[str, Any]:
             "index": (root / ".git" / "index").read_bytes(),
             "work tree": {k: v for k, v in fingerprint(root).items()
                           if not k.startswith(".git/") and k != ".git"},
-            "home": fingerprint(home / ".claude"),
+            "home": fingerprint(home / ".claude") if (home / ".claude").exists() else None,
             "forks": (root / ".git" / "gitspace" / "forks").exists()}
 
 
@@ -257,3 +257,24 @@ def test_a_link_for_the_folder_of_fork_records(root: Path, hermetic: Path, tmp_p
     (root / ".git" / "gitspace" / "forks").symlink_to(tmp_path / "elsewhere")
     refused(root, hermetic, op_of(root, "toolu_w2"), "not a folder")
     assert not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_harness_gitspace_does_not_fork_is_named_with_why(root: Path, hermetic: Path) -> None:
+    import io
+
+    from gitspace.harness import hook
+
+    common = {"session_id": "gemini-session-1", "transcript_path": str(hermetic / "chat.json"),
+              "cwd": str(root), "timestamp": "2026-12-03T12:00:00Z"}
+    call = {"tool_name": "write_file", "tool_input": {"file_path": str(root / "g.txt"),
+                                                      "content": "g"}}
+    for event in ("BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent"):
+        if event == "AfterTool":
+            (root / "g.txt").write_text("g")
+        extra = call if "Tool" in event else {"prompt": "go"}
+        data = json.dumps({**common, **extra, "hook_event_name": event}).encode()
+        assert hook.main(["hook", "gemini-cli"], stdin=io.BytesIO(data), stdout=io.StringIO(),
+                         stderr=io.StringIO()) == 0
+    op = next(op.op_id for op in ops(root) if op.agent == "gemini-cli")
+    says = refused(root, hermetic, op, "gitspace cannot fork Gemini CLI sessions")
+    assert "no call id" in says and f"gitspace rewind {op}" in says

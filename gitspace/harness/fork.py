@@ -83,17 +83,17 @@ def point(ws: Workspace, text: str) -> Point:
         raise BadArguments(f"Op {text} made no commit of its own, so there is no point right "
                            "after it to fork from.", hint="Fork at the op before or after it.")
     op = found.op
+    if op.source == "harness" and op.agent not in FORKERS:
+        why = WHY_NOT.get(str(op.agent), f"{op.agent} is not a harness gitspace knows how to fork")
+        raise Refused(f"gitspace cannot fork {title(str(op.agent))} sessions: {why}.",
+                      hint="Bring the files back with 'gitspace rewind "
+                           f"{op.op_id}' instead (the conversation stays the harness's).")
     if op.source != "harness" or not op.session or not op.tool_use_id or not op.agent:
         hint = (f"It is gitspace's own agent's: 'gitspace run --fork {op.op_id} TASK' forks it."
                 if op.source == "tool" and op.session else
                 "Fork an op a harness's call made ('gitspace log' shows who made each).")
         raise BadArguments(f"Op {op.op_id} ({op.tool}) was not made by a call of a harness "
                            "session, so there is no harness conversation to fork.", hint=hint)
-    if op.agent not in FORKERS:
-        why = WHY_NOT.get(op.agent, f"{op.agent} is not a harness gitspace knows how to fork")
-        raise Refused(f"gitspace cannot fork {title(op.agent)} sessions: {why}.",
-                      hint="Bring the files back with 'gitspace rewind "
-                           f"{op.op_id}' instead (the conversation stays the harness's).")
     forker = import_module(f".{FORKERS[op.agent]}", __package__)
     forker.check_session(op.session)
     known = transcripts.known(repo.gitdir, op.session)
@@ -111,7 +111,6 @@ def fork(ws: Workspace, text: str, options: Options, new: str | None = None) -> 
     session's id (a fresh UUID when None)."""
     at = point(ws, text)
     busy(state.running(ws.repo.gitdir))
-    forkrecords.ready(ws.repo.gitdir)
     in_place = not ws.owned
     if in_place and not line.in_place(ws.repo):
         raise Refused(f"{ws.root} is neither a workspace gitspace owns nor a checkout where it "
@@ -123,6 +122,7 @@ def fork(ws: Workspace, text: str, options: Options, new: str | None = None) -> 
         data = _read(folder, at.transcript.name, what)
         cut: Cut = at.forker.cut(data, str(at.op.session), str(at.op.tool_use_id), at.op.tool,
                                  new, at.transcript.name)
+        forkrecords.ready(ws.repo.gitdir)  # (so that the record can be written at the end)
         written: list[str] = []
 
         def write() -> None:  # once the files' part has passed its checks

@@ -45,9 +45,10 @@ def _name(harness: str, session: str) -> str:
 
 
 def ready(gitdir: Path) -> None:
-    """Make the records' folder (refused, ``StateRefused``, when a link or a file stands there):
-    asked before a fork changes anything, so that its record can be written after."""
-    statefiles.folder(gitdir, *FOLDER.split("/"))
+    """Refuse (``StateRefused``) when a link or a file stands where the records' folder goes:
+    asked before a fork changes anything, so that its record can be written after. (An absent
+    folder is made by ``save``.)"""
+    statefiles.names(gitdir, FOLDER)
 
 
 def save(gitdir: Path, record: ForkRecord) -> None:
