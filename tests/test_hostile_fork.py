@@ -17,7 +17,7 @@ import pytest
 from claude_session import Session, three_writes
 from conftest import git, gitspace_cli, ops
 from hostile import fingerprint
-from user_repo import make_user_repo, users_own
+from user_repo import fsck, make_user_repo, users_own
 
 import gitspace
 from gitspace.harness import forkcut
@@ -74,24 +74,28 @@ def test_an_op_no_harness_session_made(root: Path, hermetic: Path) -> None:
         made = ws.call("create", {"path": "x.txt", "file_text": "x"})
     says = refused(root, hermetic, str(made.op), "was not made by a call of a harness session")
     assert "gitspace run --fork" in says
+    fsck(root)
 
 
 def test_a_session_named_instead_of_an_op(root: Path, hermetic: Path) -> None:
     s = three_writes(root, hermetic)
     says = refused(root, hermetic, s.session, "names a session, not an op")
     assert f"gitspace sessions show {s.session}" in says
+    fsck(root)
 
 
 def test_an_ambiguous_op(root: Path, hermetic: Path) -> None:
     three_writes(root, hermetic)
     start = op_of(root, "toolu_w1")[:4]  # (ULIDs made within days share their first characters)
     refused(root, hermetic, start, "could name")
+    fsck(root)
 
 
 def test_a_transcript_that_is_gone(root: Path, hermetic: Path) -> None:
     s = three_writes(root, hermetic)
     s.transcript.unlink()
     refused(root, hermetic, op_of(root, "toolu_w2"), "is gone")
+    fsck(root)
 
 
 def test_a_transcript_edited_so_the_call_is_gone(root: Path, hermetic: Path) -> None:
@@ -99,6 +103,7 @@ def test_a_transcript_edited_so_the_call_is_gone(root: Path, hermetic: Path) -> 
     rewrite(s.transcript, [e for e in lines(s.transcript) if "toolu_w2" not in json.dumps(e)])
     says = refused(root, hermetic, op_of(root, "toolu_w2"), "is not in the session's transcript")
     assert "edited" in says
+    fsck(root)
 
 
 def test_an_op_a_compaction_folded_away(root: Path, hermetic: Path) -> None:
@@ -110,6 +115,7 @@ def test_an_op_a_compaction_folded_away(root: Path, hermetic: Path) -> None:
                 "sessionId": s.session}
     rewrite(s.transcript, [*kept, boundary])
     refused(root, hermetic, op_of(root, "toolu_w1"), "a compaction folded it away")
+    fsck(root)
 
 
 def test_a_fork_while_the_harness_runs_a_call_here(root: Path, hermetic: Path) -> None:
@@ -118,6 +124,7 @@ def test_a_fork_while_the_harness_runs_a_call_here(root: Path, hermetic: Path) -
            tool_input={"file_path": str(root / "f4.txt"), "content": "4"})
     says = refused(root, hermetic, op_of(root, "toolu_w2"), "is running a call here")
     assert "toolu_w4" in says
+    fsck(root)
 
 
 def test_an_op_the_session_made_before_the_transcript_says_it_finished(
@@ -126,12 +133,14 @@ def test_an_op_the_session_made_before_the_transcript_says_it_finished(
     rewrite(s.transcript, [e for e in lines(s.transcript)
                            if "tool_result" not in json.dumps(e) or "toolu_w2" not in json.dumps(e)])
     refused(root, hermetic, op_of(root, "toolu_w2"), "The result of call toolu_w2 is not in")
+    fsck(root)
 
 
 def test_your_edits_in_the_way_in_a_workspace(root: Path, hermetic: Path) -> None:
     three_writes(root, hermetic)
     (root / "f3.txt").write_text("the person's own words\n")
     refused(root, hermetic, op_of(root, "toolu_w2"), "has changes not recorded yet")
+    fsck(root)
 
 
 # -- in a person's own checkout ----------------------------------------------------------------
@@ -153,6 +162,7 @@ def test_your_unrecorded_edits_in_the_way_in_your_checkout(mine: Path, hermetic:
     theirs = users_own(mine)
     says = refused(mine, hermetic, op_of(mine, "toolu_w2", LINE), "are not recorded yet")
     assert "f3.txt" in says and users_own(mine) == theirs
+    fsck(mine)
 
 
 def test_an_op_of_another_line_in_your_checkout(mine: Path, hermetic: Path) -> None:
@@ -161,6 +171,7 @@ def test_an_op_of_another_line_in_your_checkout(mine: Path, hermetic: Path) -> N
     git(mine, "switch", "-q", "-c", "elsewhere")
     Session(mine, hermetic).prompt("start the line here")
     refused(mine, hermetic, op_of(mine, "toolu_w2", LINE), "is not on the line your checkout is on")
+    fsck(mine)
 
 
 def test_a_fork_at_the_last_op_changes_no_file_and_makes_no_op(mine: Path, hermetic: Path) -> None:
@@ -168,6 +179,7 @@ def test_a_fork_at_the_last_op_changes_no_file_and_makes_no_op(mine: Path, herme
     tip = git(mine, "rev-parse", LINE)
     out = json.loads(gitspace_cli(mine, "fork", op_of(mine, "toolu_w3", LINE), "--json").stdout)
     assert out["fork_op"] is None and out["files"] == [] and git(mine, "rev-parse", LINE) == tip
+    fsck(mine)
 
 
 # -- attacks on the transcript -----------------------------------------------------------------
@@ -180,6 +192,7 @@ def test_a_transcript_that_is_a_link(root: Path, hermetic: Path, tmp_path: Path)
     s.transcript.symlink_to(elsewhere)
     refused(root, hermetic, op_of(root, "toolu_w2"), "is a symbolic link")
     assert elsewhere.read_text().count("toolu_w2") == 2
+    fsck(root)
 
 
 def test_a_transcript_folder_that_is_a_link(root: Path, hermetic: Path, tmp_path: Path) -> None:
@@ -190,6 +203,7 @@ def test_a_transcript_folder_that_is_a_link(root: Path, hermetic: Path, tmp_path
     folder.symlink_to(moved)
     refused(root, hermetic, op_of(root, "toolu_w2"), "not a folder")
     assert sorted(p.name for p in moved.iterdir()) == [s.transcript.name]
+    fsck(root)
 
 
 def test_a_transcript_that_is_a_fifo(root: Path, hermetic: Path) -> None:
@@ -197,6 +211,7 @@ def test_a_transcript_that_is_a_fifo(root: Path, hermetic: Path) -> None:
     s.transcript.unlink()
     os.mkfifo(s.transcript)
     refused(root, hermetic, op_of(root, "toolu_w2"), "not a regular file")
+    fsck(root)
 
 
 def test_a_huge_transcript(root: Path, hermetic: Path) -> None:
@@ -204,6 +219,7 @@ def test_a_huge_transcript(root: Path, hermetic: Path) -> None:
     with s.transcript.open("r+b") as f:  # sparse: over the cap without writing it
         f.truncate(forkcut.READ_LIMIT + 1)
     refused(root, hermetic, op_of(root, "toolu_w2"), "over the")
+    fsck(root)
 
 
 def test_a_forged_entry_of_another_session(root: Path, hermetic: Path) -> None:
@@ -212,6 +228,7 @@ def test_a_forged_entry_of_another_session(root: Path, hermetic: Path) -> None:
     entries.insert(3, {**entries[3], "sessionId": "0" * 8 + "-0000-4000-8000-" + "0" * 12})
     rewrite(s.transcript, entries)
     refused(root, hermetic, op_of(root, "toolu_w2"), "names session")
+    fsck(root)
 
 
 def test_a_forged_result_that_hangs_on_no_call(root: Path, hermetic: Path) -> None:
@@ -222,6 +239,7 @@ def test_a_forged_result_that_hangs_on_no_call(root: Path, hermetic: Path) -> No
     entries[result]["parentUuid"] = entries[2]["uuid"]  # the prompt: no call in between
     rewrite(s.transcript, entries)
     refused(root, hermetic, op_of(root, "toolu_w2"), "does not follow the call")
+    fsck(root)
 
 
 def test_a_forged_second_call_with_the_same_id(root: Path, hermetic: Path) -> None:
@@ -231,6 +249,7 @@ def test_a_forged_second_call_with_the_same_id(root: Path, hermetic: Path) -> No
     entries.insert(1, {**call, "uuid": "f" * 8 + "-0000-4000-8000-" + "0" * 12})
     rewrite(s.transcript, entries)
     refused(root, hermetic, op_of(root, "toolu_w2"), "appears 2 times")
+    fsck(root)
 
 
 def test_a_line_that_is_not_json(root: Path, hermetic: Path) -> None:
@@ -239,6 +258,7 @@ def test_a_line_that_is_not_json(root: Path, hermetic: Path) -> None:
     text.insert(4, '{"type": "user", "mess')
     s.transcript.write_text("\n".join(text) + "\n")
     refused(root, hermetic, op_of(root, "toolu_w2"), "Line 5 of the transcript is not a JSON")
+    fsck(root)
 
 
 def test_a_session_id_with_path_characters(root: Path, hermetic: Path) -> None:
@@ -249,6 +269,7 @@ def test_a_session_id_with_path_characters(root: Path, hermetic: Path) -> None:
     op = op_of(root, "toolu_w1")
     says = refused(root, hermetic, op, "is not a Claude Code session id")
     assert "a/../../../../tmp/x" in says
+    fsck(root)
 
 
 def test_a_link_for_the_folder_of_fork_records(root: Path, hermetic: Path, tmp_path: Path) -> None:
@@ -257,6 +278,7 @@ def test_a_link_for_the_folder_of_fork_records(root: Path, hermetic: Path, tmp_p
     (root / ".git" / "gitspace" / "forks").symlink_to(tmp_path / "elsewhere")
     refused(root, hermetic, op_of(root, "toolu_w2"), "not a folder")
     assert not list((tmp_path / "elsewhere").iterdir())
+    fsck(root)
 
 
 def test_a_harness_gitspace_does_not_fork_is_named_with_why(root: Path, hermetic: Path) -> None:
@@ -278,3 +300,4 @@ def test_a_harness_gitspace_does_not_fork_is_named_with_why(root: Path, hermetic
     op = next(op.op_id for op in ops(root) if op.agent == "gemini-cli")
     says = refused(root, hermetic, op, "gitspace cannot fork Gemini CLI sessions")
     assert "no call id" in says and f"gitspace rewind {op}" in says
+    fsck(root)
