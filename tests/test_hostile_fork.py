@@ -80,7 +80,7 @@ def test_an_op_no_harness_session_made(root: Path, hermetic: Path) -> None:
 def test_a_session_named_instead_of_an_op(root: Path, hermetic: Path) -> None:
     s = three_writes(root, hermetic)
     says = refused(root, hermetic, s.session, "names a session, not an op")
-    assert f"gitspace sessions show {s.session}" in says
+    assert f"gitspace log --session {s.session}" in says
     fsck(root)
 
 

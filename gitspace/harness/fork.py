@@ -151,7 +151,7 @@ def _not_a_session(gitdir: Path, text: str) -> None:
         r.session for r in forkrecords.listing(gitdir)}
     if text in sessions:
         raise BadArguments(f"{text} names a session, not an op: a fork starts right after one "
-                           "op of it.", hint=f"'gitspace sessions show {text}' lists its ops; "
+                           "op of it.", hint=f"'gitspace log --session {text}' lists its ops; "
                                              "fork at one of them.")
 
 

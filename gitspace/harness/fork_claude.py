@@ -35,7 +35,7 @@ from typing import Any
 
 from .forkcut import BROKEN, Cut, Refused, blocks, check_uuid, dump_line, new_uuid4, parse_lines
 
-HINT = "Fork at another op of the session ('gitspace sessions show ID' lists them)."
+HINT = "Fork at another op of the session ('gitspace log --session ID' lists them)."
 new_session = new_uuid4  # Claude Code's session ids are random UUIDs
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from .forkcut import BROKEN, Cut, Refused, check_uuid, dump_line, parse_lines, uuid7
 
-HINT = "Fork at another op of the session ('gitspace sessions show ID' lists them)."
+HINT = "Fork at another op of the session ('gitspace log --session ID' lists them)."
 CALLS = ("custom_tool_call", "function_call", "local_shell_call")
 OUTPUTS = ("custom_tool_call_output", "function_call_output")
 new_session = uuid7  # Codex's session ids are time-ordered UUIDs
