@@ -170,9 +170,7 @@ def _read(folder: foreign.Folder, name: str, what: str) -> bytes:
 
 
 def _files_in_workspace(ws: Workspace, at: Point, write: Callable[[], None]) -> str:
-    from ..agent.fork import branch_name
-
-    name = branch_name(ws, at.op.op_id)
+    name = branches.fork_name(ws, at.op.op_id)
     # What the branch's checkout refuses (an outside change in the way), asked before the
     # transcript is written, and again by the checkout itself, under the lock.
     checkout_changes(ws, ws.repo.commit(ws.tip()).tree, ws.repo.commit(at.commit).tree,
