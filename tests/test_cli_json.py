@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import git, gitspace_cli
+from claude_session import three_writes
+from conftest import git, gitspace_cli, ops
 
 import gitspace
 from gitspace.agent.session import Session
@@ -73,6 +74,10 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         })
         # No maze here: the policy gives up (exit 4), which still prints the run's JSON.
         found["run"] = run("run", "Escape the maze", "--policy", "maze")
+        # Last: a fork checks out a branch of its own. (A Claude Code session, played.)
+        three_writes(root, tmp_path_factory.mktemp("json-claude"))
+        second = next(op.op_id for op in ops(root) if op.tool_use_id == "toolu_w2")
+        found["fork"] = run("fork", second)
         return found
 
 

@@ -320,6 +320,30 @@ def _undo_in_place(ws: gitspace.Workspace) -> _Done:
     return _Done(taken.files == ["a.txt"])
 
 
+def _agent_wrote_twice_in_place(ws: gitspace.Workspace) -> None:
+    _agent_wrote_in_place(ws)
+    (ws.root / "a.txt").write_text("ALPHA\nthe agent's second write\n")
+    assert _in_place(ws, "after", call=_write_call(ws, "toolu_2")).ops
+
+
+def _fork_in_place(ws: gitspace.Workspace) -> _Done:
+    """``gitspace fork`` in a person's checkout, at the first Write: the second taken back, the
+    line's move and a.txt in one change (harness/inplace/fork.py)."""
+    from gitspace.core.linerefs import LINES
+    from gitspace.harness import route
+    from gitspace.harness.events import Event, Options
+    from gitspace.harness.inplace import fork
+    from gitspace.storage.gitrepo import GitRepo
+
+    repo = GitRepo.open(ws.root)
+    first = next(c for c in repo.log(LINES + "main")
+                 if "Gitspace-Tool-Use-Id: toolu_1" in c.message)
+    act = fork.act(first.sha, {"op": "x", "session": "s1"}, "s2", lambda: None)
+    made = route.record_in(route.IN_PLACE, repo, Event("fork", "gitspace", cwd=str(ws.root)),
+                           Options(), act=act).taken
+    return _Done(made.files == ["a.txt"])
+
+
 def _gc(ws: gitspace.Workspace) -> _Done:
     """``gitspace gc`` of every line (none is younger than a minute from now): one change."""
     import time
@@ -405,6 +429,9 @@ OPS: dict[str, Op] = {
                           {"object.write": 3, "journal.write": 1, "ref.update": 1,
                            "journal.remove": 1}),
     "undo in place": Op(_agent_wrote_in_place, _undo_in_place,  # (its blob is there already)
+                        {"object.write": 1, "journal.write": 1, "ref.update": 1,
+                         "journal.remove": 1, **WRITE_ONE}),
+    "fork in place": Op(_agent_wrote_twice_in_place, _fork_in_place,
                         {"object.write": 1, "journal.write": 1, "ref.update": 1,
                          "journal.remove": 1, **WRITE_ONE}),
     "gc": Op(_agent_wrote_in_place, _gc, {"journal.write": 1, "ref.update": 1,

@@ -96,7 +96,7 @@ def prepare(ws: Workspace, loop_session: Session, at: Point, instruction: str) -
     op, commit, original = at.op, at.commit, at.session
     assert op.tool_use_id is not None
     loop_session.messages = conversation(original, op.tool_use_id, op.op_id, instruction)
-    name = _branch_name(ws, op.op_id)
+    name = branches.fork_name(ws, op.op_id)
     # One change of the writer: the branch made and checked out, or neither. (Its reflog names
     # the workspace's agent.)
     branches.create(ws, ws.identity("fork"), name, commit, switch=True)
@@ -127,12 +127,3 @@ def _op(ws: Workspace, text: str) -> tuple[ledger.Op, str]:
             "no point in the history right after it to fork from.",
             hint="Fork at the op before or after it.")
     return found.op, found.commit
-
-
-def _branch_name(ws: Workspace, op_id: str) -> str:
-    base = f"fork/{op_id[-8:].lower()}"
-    name, n = base, 1
-    while ws.repo.read_ref(f"refs/heads/{name}") is not None:
-        n += 1
-        name = f"{base}-{n}"
-    return name

@@ -2,7 +2,7 @@
 
 This module is the front door: it builds the app from ``COMMANDS``, the one list of every command
 (each a function in a command module: workspace, history, agent_run, team, fleet, replay, mcp,
-ui, harness), and holds the single error handler (``main``): expected errors (GitspaceError) print
+ui, harness, fork), and holds the single error handler (``main``): expected errors (GitspaceError) print
 a sentence and a hint and exit 1; usage errors exit 2 (typer); anything else is a bug and exits
 3; Ctrl-C exits 130. Command modules share ``common`` and never import this module.
 """
@@ -17,7 +17,20 @@ import typer
 
 from .. import config, extras
 from ..errors import GitspaceError, from_os_error
-from . import agent_run, common, fleet, harness, history, jsonout, mcp, replay, team, ui, workspace
+from . import (
+    agent_run,
+    common,
+    fleet,
+    fork,
+    harness,
+    history,
+    jsonout,
+    mcp,
+    replay,
+    team,
+    ui,
+    workspace,
+)
 
 # Every command, in the order ``gitspace --help`` lists them.
 COMMANDS: list[tuple[str, Callable[..., Any]]] = [
@@ -53,6 +66,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("sync", fleet.sync),
     ("replay", replay.replay),
     ("rewind", harness.rewind),
+    ("fork", fork.fork),
     ("gc", harness.gc),
     ("hook", harness.hook),
     ("record", harness.record),

@@ -37,6 +37,8 @@ FIELDS: dict[str, list[str]] = {
     "hooks": ["harness", "scope", "path", "installed", "partial", "command", "too_short", "trust",
               "note"],
     "turns": ["turn", "session", "checkpoint", "commit", "time", "message"],
+    "fork": ["session", "command", "cwd", "harness", "forked_from", "branch", "line", "fork_op",
+             "files", "took_back", "transcript"],
     "sync": ["remote", "branch", "tip", "pulled", "rebased", "pushed", "dropped", "checkpoints",
              "attempts", "notes", "pushes", "waiting"],
     "replay": ["tip", "base", "total", "start", "reexecuted", "as_recorded", "recorded_why",

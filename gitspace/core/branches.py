@@ -62,6 +62,17 @@ def create(ws: Workspace, who: Identity, name: str, start: str, *, switch: bool 
         return len(wanted)
 
 
+def fork_name(ws: Workspace, op_id: str) -> str:
+    """A new branch's name for a fork at op ``op_id`` (``run --fork``, ``gitspace fork``):
+    ``fork/<its last 8>``, numbered when taken."""
+    base = f"fork/{op_id[-8:].lower()}"
+    name, n = base, 1
+    while ws.repo.read_ref(f"refs/heads/{name}") is not None:
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
 def switch(ws: Workspace, who: Identity, name: str) -> int:
     """Check out branch ``name``; returns how many files changed on disk."""
     check_name(name)

@@ -34,6 +34,7 @@ SPEC = HookSpec(
     files=(("project", ".claude/settings.json"), ("local", ".claude/settings.local.json"),
            ("user", "~/.claude/settings.json")),
     project_dir="CLAUDE_PROJECT_DIR",
+    forker="fork_claude",
 )
 
 

@@ -55,6 +55,7 @@ SPEC = HookSpec(
             ("Stop", None), ("Interrupt", None)),
     files=(("project", ".codex/hooks.json"), ("user", "~/.codex/hooks.json")),
     timeouts=(("Interrupt", 3),),  # Codex cuts an Interrupt hook to 3 s, and says so each run
+    forker="fork_codex",
 )
 
 

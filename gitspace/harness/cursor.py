@@ -29,6 +29,7 @@ SPEC = HookSpec(
             ("beforeSubmitPrompt", None), ("stop", None)),
     files=(("project", ".cursor/hooks.json"), ("user", "~/.cursor/hooks.json")),
     stdout="{}",
+    no_fork="Cursor's agent keeps its conversations where gitspace cannot read or resume them",
 )
 
 

@@ -11,9 +11,9 @@ Kinds:
   recorded only when it still changed files;
 - ``prompt``: a person's message starts a turn; ``stop``: the turn ended;
 - ``ignored``: nothing to do (a read-only tool, an event gitspace does not use, a bad payload);
-- ``scan``, ``undo``, ``rewind``: no harness sends these; in a person's own checkout ``gitspace
-  hooks install`` starts the line with a scan, and ``gitspace undo``/``rewind`` run as events
-  too, so that every change there goes through one recorder.
+- ``scan``, ``undo``, ``rewind``, ``fork``: no harness sends these; in a person's own checkout
+  ``gitspace hooks install`` starts the line with a scan, and ``gitspace undo``, ``rewind`` and
+  ``fork`` run as events too, so that every change there goes through one recorder.
 
 A ``Call`` names the files it writes (``paths``, absolute as the harness gives them) when its input
 says so (Write, Edit, ...); ``paths is None`` means the call may change anything (a shell command),
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-KINDS = ("before", "after", "failed", "prompt", "stop", "ignored", "scan", "undo", "rewind")
+KINDS = ("before", "after", "failed", "prompt", "stop", "ignored", "scan", "undo", "rewind",
+         "fork")
 
 
 @record(frozen=True)

@@ -50,6 +50,8 @@ SPEC = HookSpec(
     project_dir="GEMINI_PROJECT_DIR",
     timeout_unit=1000,  # Gemini CLI reads a hook's timeout in milliseconds
     late_ids=True,
+    no_fork="gitspace does not write Gemini CLI's session files yet: how its resume reads a cut "
+            "one is not proven against the binary",
 )
 
 

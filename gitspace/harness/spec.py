@@ -25,6 +25,10 @@ class HookSpec:
     # The harness names a call's id only after the call's last hook (Gemini CLI, in its
     # transcript): its op is held until the session's next event, and gets the id then.
     late_ids: bool = False
+    # Forking one of its sessions (``gitspace fork``): the module of this package that writes a
+    # forked transcript the harness resumes, or None and why not (said, rather than a guess).
+    forker: str | None = None
+    no_fork: str = ""
 
     def path_for(self, scope: str) -> str:
         for known, path in self.files:

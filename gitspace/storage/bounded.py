@@ -98,15 +98,20 @@ def read_inside(root: Path, rel: str, limit: int, *, what: str) -> bytes | None:
                                   ) from None
             os.close(folder)
             folder = inner
-        shown = str(root / rel)
-        try:
-            fd = os.open(parts[-1], _READ | os.O_NOFOLLOW, dir_fd=folder)
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            raise _unopenable(e, what, shown, _lstat(folder, parts[-1])) from None
+        return read_at(folder, parts[-1], limit, what=what, shown=str(root / rel))
     finally:
         os.close(folder)
+
+
+def read_at(folder: int, name: str, limit: int, *, what: str, shown: str) -> bytes | None:
+    """The bytes of file ``name`` in the folder open at descriptor ``folder``, never through a
+    link (``shown``: the path a message names); None if it is absent."""
+    try:
+        fd = os.open(name, _READ | os.O_NOFOLLOW, dir_fd=folder)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise _unopenable(e, what, shown, _lstat(folder, name)) from None
     return _read_fd(fd, limit, what, shown)
 
 

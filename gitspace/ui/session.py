@@ -26,8 +26,8 @@ from ..agent.compaction import SUMMARY_MARKER
 from ..core import timeline
 from ..core.timeline import Entry, Filters
 from ..errors import GitspaceError
+from ..harness import forkrecords, transcripts
 from ..harness import state as harness_state
-from ..harness import transcripts
 from ..harness.naming import title
 from ..tools.builtins import BUILTINS
 from .context import Context
@@ -89,6 +89,14 @@ def index(ctx: Context, params: dict[str, str] | None = None) -> Html:
                         tag("td", f"{k.turns} turn(s)"), tag("td", ""),
                         tag("td", "the harness's own transcript" if k.transcript else ""),
                         tag("td", when(int(k.when)))))
+    hooked = {k.session for k in harness_state.sessions(ctx.repo.gitdir)}
+    for r in forkrecords.listing(ctx.repo.gitdir):
+        if r.session not in hooked:  # a fork not continued yet: its hooks have not seen it
+            rows.append(tag("tr", tag("td", link(f"/session/{r.session}", r.session)),
+                            tag("td", title(r.harness)), tag("td", r.harness), tag("td", ""),
+                            tag("td", "forked"), tag("td", ""),
+                            tag("td", "forked from ", link(f"/fork/{r.session}", r.from_session)),
+                            tag("td", when(int(r.time)))))
     for sid in committed:
         rows.append(tag("tr", tag("td", link(f"/session/{sid}?from=commit", sid)),
                         tag("td", "committed"), *[tag("td", "") for _ in range(6)]))
@@ -140,15 +148,9 @@ def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
         conv.forks = [f.id for f in others if (forking.origin(f) or {}).get("session") == s.id]
         return conv
     recorded = transcripts.known(ctx.repo.gitdir, session_id) if origin != "commit" else None
-    if recorded is not None:
-        kind = f"{title(recorded.agent)} transcript"
-        try:
-            messages, notes = transcripts.read(recorded.transcript, session_id)
-        except GitspaceError as e:
-            return Conversation(session_id, kind, agent=recorded.agent, problem=str(e))
-        return Conversation(session_id, kind, "", recorded.agent, f"{recorded.turns} turn(s)",
-                            messages, {"read from": recorded.transcript, "notes":
-                                       " ".join(notes) or None})
+    made = forkrecords.of(ctx.repo.gitdir, session_id) if origin != "commit" else None
+    if recorded is not None or made is not None:
+        return _harness(ctx, session_id, recorded, made)
     tip = ctx.repo.rev_parse("HEAD")
     try:
         if tip is None:
@@ -162,6 +164,27 @@ def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
                         data.get("agent") if isinstance(data.get("agent"), str) else None,
                         str(data.get("status", "?")), data["messages"],
                         {"client": data.get("client"), "scripted": data.get("scripted")})
+
+
+def _harness(ctx: Context, session_id: str, recorded: harness_state.Known | None,
+             made: forkrecords.ForkRecord | None) -> Conversation:
+    """A harness's session, from its own transcript: the one its hooks recorded, or for a fork
+    not continued yet the one ``gitspace fork`` wrote."""
+    agent = recorded.agent if recorded is not None else str(made.harness if made else "")
+    path = recorded.transcript if recorded is not None else made.transcript if made else None
+    kind = f"{title(agent)} transcript"
+    try:
+        messages, notes = transcripts.read(path, session_id)
+    except GitspaceError as e:
+        conv = Conversation(session_id, kind, agent=agent, problem=str(e))
+    else:
+        status = f"{recorded.turns} turn(s)" if recorded is not None else "forked, not continued"
+        conv = Conversation(session_id, kind, "", agent, status, messages,
+                            {"read from": path, "notes": " ".join(notes) or None})
+    if made is not None:
+        conv.forked_from = {"session": made.from_session, "op": made.op}
+    conv.forks = [r.session for r in forkrecords.forks_of(ctx.repo.gitdir, session_id)]
+    return conv
 
 
 def render(ctx: Context, session_id: str, origin: str | None) -> Html:

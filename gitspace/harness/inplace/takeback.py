@@ -67,7 +67,7 @@ def take_back(rec: Recorder) -> Taken:
         found = _op_commit(repo, str(event.extra["op"]))
         if not _on_the_line(rec, found[1]):
             raise Conflict(f"Op {found[0].op_id} is not on this checkout's line "
-                           f"({_here(rec).ref}): it was not recorded here, so there is nothing "
+                           f"({here_of(rec).ref}): it was not recorded here, so there is nothing "
                            "of the agent's to take back. Nothing was changed.",
                            hint="'gitspace log' lists the ops of this checkout's line.")
         return _commit(rec, _reverse(rec, [found]), "undo", {"op": found[0].op_id},
@@ -165,7 +165,7 @@ def _target(rec: Recorder, text: str) -> str:
         raise NotFound(f"{text!r} is no turn, turn mark or op of this checkout.",
                        hint="'gitspace rewind' lists the turns; 'gitspace log' the ops.")
     if not _on_the_line(rec, commit):
-        raise Conflict(f"{text} is not on the line your checkout is on ({_here(rec).ref}).",
+        raise Conflict(f"{text} is not on the line your checkout is on ({here_of(rec).ref}).",
                        hint="Switch back to the branch it was recorded on, or name a point of "
                             "this line.")
     return commit
@@ -236,7 +236,7 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
 
 
 
-def _here(rec: Recorder) -> line.Where:
+def here_of(rec: Recorder) -> line.Where:
     """Where the person's checkout is: undo and rewind run only in place."""
     from .place import InPlace
 
