@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     # what a tool is, every built-in tool, constraint scripts; and recording the calls of another
     # harness (its hooks), in a workspace or in a person's own checkout: the two run beside each
     # other, on the core, and neither imports the other
-    ("tools and recording", {"tools", "harness"}),
+    ("tools and recording", {"tools", "harness", "provenance"}),
     ("api", {"api", "__init__"}),  # gitspace.open/init: a workspace wired with the tools
     ("runtimes", {"agent", "replay", "team"}),  # what runs tools: agents, replay, many actors
     ("front ends", {"cli", "mcp_server", "http_guard", "ui", "__main__"}),
