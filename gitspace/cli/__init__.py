@@ -17,7 +17,20 @@ import typer
 
 from .. import config, extras
 from ..errors import GitspaceError, from_os_error
-from . import agent_run, common, fleet, harness, history, jsonout, mcp, replay, team, ui, workspace
+from . import (
+    agent_run,
+    common,
+    fleet,
+    harness,
+    history,
+    jsonout,
+    mcp,
+    provenance,
+    replay,
+    team,
+    ui,
+    workspace,
+)
 
 # Every command, in the order ``gitspace --help`` lists them.
 COMMANDS: list[tuple[str, Callable[..., Any]]] = [
@@ -54,6 +67,9 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("replay", replay.replay),
     ("rewind", harness.rewind),
     ("gc", harness.gc),
+    ("blame", provenance.blame),
+    ("provenance", provenance.provenance),
+    ("purge", provenance.purge),
     ("hook", harness.hook),
     ("record", harness.record),
 ]
@@ -62,6 +78,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
 GROUPS: list[tuple[str, typer.Typer]] = [
     ("sessions", agent_run.sessions_app),
     ("hooks", harness.hooks_app),  # install | uninstall | status
+    ("notes", provenance.notes_app),  # fetch | push
 ]
 
 def build(command: str | None = None, *, whole: bool = True) -> typer.Typer:

@@ -28,6 +28,8 @@ from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..storage.gitrepo import GitRepo
     from .attribute import Context
 
@@ -41,8 +43,8 @@ def main(argv: list[str], stdin: object = None) -> int:
     name, args = (argv[0] if argv else ""), argv[1:]
     data = b""
     if name in ("post-rewrite", "pre-push"):
-        source = stdin if stdin is not None else sys.stdin.buffer
-        data = source.read()  # type: ignore[attr-defined]
+        source: Any = stdin if stdin is not None else sys.stdin.buffer
+        data = source.read()
     try:
         from ..storage.gitrepo import GitRepo
 

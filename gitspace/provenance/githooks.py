@@ -59,16 +59,19 @@ fi
 """
 
 _OURS = r"""if [ -x "$GITSPACE_PY" ]; then
-    {feed}(unset GIT_INDEX_FILE GIT_PREFIX; exec "$GITSPACE_PY" -E -S -c "$GITSPACE_BOOT" {name} "$@") >/dev/null 2>&1
+    {feed}(unset GIT_INDEX_FILE GIT_PREFIX
+        exec "$GITSPACE_PY" -E -S -c "$GITSPACE_BOOT" {name} "$@") >/dev/null 2>&1
 fi
 """
 
 # pre-push: gitspace's part decides (exit 0) that refs/notes/ai goes too, once it merged the
 # remote's notes into the local ones; the person's push is never failed for it.
 _PUSH = r"""if [ "$status" -eq 0 ] && [ -x "$GITSPACE_PY" ] && [ -z "$GITSPACE_NOTES_PUSH" ]; then
-    if printf '%s' "$input" | (unset GIT_INDEX_FILE GIT_PREFIX; exec "$GITSPACE_PY" -E -S -c "$GITSPACE_BOOT" pre-push "$@") >/dev/null 2>&1; then
-        GITSPACE_NOTES_PUSH=1 git push --no-verify --quiet "$1" refs/notes/ai:refs/notes/ai >/dev/null 2>&1 ||
-            echo "gitspace: the authorship notes (refs/notes/ai) were not pushed to $1; the next push tries again." >&2
+    if printf '%s' "$input" | (unset GIT_INDEX_FILE GIT_PREFIX
+            exec "$GITSPACE_PY" -E -S -c "$GITSPACE_BOOT" pre-push "$@") >/dev/null 2>&1; then
+        GITSPACE_NOTES_PUSH=1 git push --no-verify --quiet "$1" \
+            refs/notes/ai:refs/notes/ai >/dev/null 2>&1 || echo "gitspace: the authorship \
+notes (refs/notes/ai) were not pushed to $1; the next push tries again." >&2
     fi
 fi
 """
@@ -89,9 +92,7 @@ def _paths() -> list[str]:
     """Where this gitspace and the packages it reads packs with are imported from."""
     import importlib.util
 
-    import gitspace
-
-    found = [str(Path(gitspace.__file__).resolve().parent.parent)]
+    found = [str(Path(__file__).resolve().parents[2])]  # (the folder holding gitspace/)
     spec = importlib.util.find_spec("git")
     if spec is not None and spec.origin:
         found.append(str(Path(spec.origin).resolve().parent.parent))
@@ -151,7 +152,7 @@ def install(repo: GitRepo, python: str | None = None) -> list[str]:
                 raise GitspaceError(
                     f"{path} is a hook of yours, and {kept.name} is there too, so gitspace would "
                     "have to replace one of them. Nothing more was changed.",
-                    hint=f"Move one of them away, then run 'gitspace hooks install' again.")
+                    hint="Move one of them away, then run 'gitspace hooks install' again.")
             os.rename(path, kept)
             chained.append(name)
         _write(path, _script(name, python, paths))

@@ -18,7 +18,7 @@ import hashlib
 
 from ..core import person as persons
 from ..core.writer import Change, RefMove, Writer
-from ..errors import GitspaceError, LockTimeout, RemoteUnavailable
+from ..errors import GitspaceError, LockTimeout
 from ..storage import statefiles
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import FILE_MODE, Entry
@@ -28,10 +28,14 @@ from .notes import REF, Notes
 PUSHED = "gitspace/provenance/pushed"
 
 
+class NotesUnavailable(GitspaceError):
+    """The remote's notes could not be read or fetched."""
+
+
 def remote_tip(repo: GitRepo, remote: str) -> str | None:
     proc = repo.run_git("ls-remote", "--", remote, REF)
     if proc.returncode != 0:
-        raise RemoteUnavailable(f"Could not read {remote}'s notes: "
+        raise NotesUnavailable(f"Could not read {remote}'s notes: "
                                 f"{proc.stderr.decode(errors='replace').strip()}",
                                 hint="Check the remote ('git remote -v') and your access to it.")
     for row in proc.stdout.decode(errors="replace").splitlines():
@@ -49,7 +53,7 @@ def fetch(repo: GitRepo, remote: str, sha: str) -> None:
                         "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules",
                         "--refmap=", remote, REF)
     if proc.returncode != 0 or not repo.has_object(sha):
-        raise RemoteUnavailable(f"Could not fetch {remote}'s notes: "
+        raise NotesUnavailable(f"Could not fetch {remote}'s notes: "
                                 f"{proc.stderr.decode(errors='replace').strip()}",
                                 hint="Check the remote and try again; nothing was changed.")
 
