@@ -30,6 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..core.writer import Writer
     from ..storage.gitrepo import GitRepo
     from .attribute import Context
 
@@ -138,34 +139,54 @@ def write(repo: GitRepo, commits: dict[str, list[str]]) -> None:
             _unqueue(repo, sha)
 
 
-def compute_and_put(repo: GitRepo, todo: dict[str, list[str]]) -> set[str]:
-    """Compute and write the notes of ``todo`` (commit → made from); the commits done."""
-    from ..core import person as persons
+def flush(repo: GitRepo, writer: Writer) -> None:
+    """Write the notes still queued (the caller holds ``writer``'s lock)."""
+    todo = _queued(repo)
+    for sha in compute_and_put(repo, todo, writer):
+        _unqueue(repo, sha)
+
+
+def compute_and_put(repo: GitRepo, todo: dict[str, list[str]],
+                    writer: Writer | None = None) -> set[str]:
+    """Compute and write the notes of ``todo`` (commit → made from); the commits done.
+    ``writer``: the checkout's, its lock held by the caller (else it is taken here)."""
     from ..core.writer import Writer
     from ..errors import LockTimeout
-    from . import attribute, authorship, notes
-    from .sessions import Transcripts
 
     if not todo:
         return set()
-    writer = Writer(repo)
+    if writer is not None:
+        return _compute_and_put(writer, todo)
+    own = Writer(repo)
     busy = LockTimeout(f"The checkout's lock was held for {WAIT:.0f} s.",
                        hint="The note is written by the next hook or 'gitspace gc'.")
-    transcripts = Transcripts(repo.gitdir)
-    with writer.locked(WAIT, busy):
-        current = notes.Notes(repo)
-        context = line_context(repo, current, transcripts.model)
-        texts: dict[str, str | None] = {}
-        for sha, made_from in todo.items():
-            if not repo.has_object(sha):
-                continue  # (a commit gone since it was queued: nothing to note)
-            context.made_from = [m for m in made_from if repo.has_object(m)]
+    with own.locked(WAIT, busy):
+        return _compute_and_put(own, todo)
+
+
+def _compute_and_put(writer: Writer, todo: dict[str, list[str]]) -> set[str]:
+    from ..core import person as persons
+    from ..errors import GitspaceError
+    from . import attribute, authorship, notes
+    from .sessions import Transcripts
+
+    repo = writer.repo
+    current = notes.Notes(repo)
+    context = line_context(repo, current, Transcripts(repo.gitdir).model)
+    texts: dict[str, str | None] = {}
+    for sha, made_from in todo.items():
+        if not repo.has_object(sha):
+            continue  # (a commit gone since it was queued: nothing to note)
+        context.made_from = [m for m in made_from if repo.has_object(m)]
+        try:
             note = attribute.note_for(repo, sha, context)
-            if note is not None:
-                texts[sha] = authorship.dump(note)
-        if texts:
-            notes.put(writer, persons.person(repo), texts, "authorship of " + ", ".join(
-                s[:10] for s in list(texts)[:5]))
+        except GitspaceError:
+            continue  # (history gitspace cannot read: that commit gets no note)
+        if note is not None:
+            texts[sha] = authorship.dump(note)
+    if texts:
+        notes.put(writer, persons.person(repo), texts, "authorship of " + ", ".join(
+            s[:10] for s in list(texts)[:5]))
     return set(todo)
 
 
@@ -198,10 +219,6 @@ def _queued(repo: GitRepo) -> dict[str, list[str]]:
                                                         for m in data):
             out[sha] = data
     return out
-
-
-def queued(repo: GitRepo) -> dict[str, list[str]]:
-    return _queued(repo)
 
 
 def _queue(repo: GitRepo, sha: str, made_from: list[str]) -> None:
