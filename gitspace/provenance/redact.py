@@ -8,7 +8,7 @@ Invariants:
   letters are not random enough to pass its threshold, ``NAME=value`` assignments whose name
   says key, token, secret or password) and long runs of high entropy; they only ever redact
   more, never less.
-- Without detect-secrets installed, ``redact`` refuses (``extras.missing_error``) instead of
+- Without detect-secrets installed, ``redact`` refuses (``extras.require``) instead of
   showing text only the fallback patterns checked: a prompt is never shown half-checked.
 """
 
@@ -33,16 +33,9 @@ _WORD = re.compile(r"\S+")
 _ENTROPY_MIN_LENGTH = 24
 
 
-def available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("detect_secrets") is not None
-
-
 def redact(text: str) -> str:
     """``text`` with every secret found replaced by ``[REDACTED]``."""
-    if not available():
-        raise extras.missing_error("secrets", "detect-secrets")
+    extras.require("secrets")
     found: set[str] = set()
     for line in text.splitlines() or [text]:
         found |= _detected(line)
