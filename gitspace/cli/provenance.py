@@ -213,3 +213,25 @@ def notes_push(
     finally:
         repo.close()
     echo(f"Pushed refs/notes/ai ({tip[:10]}) to {remote}.")
+
+
+@notes_app.command("attach")
+def notes_attach(
+    commit: Annotated[str, typer.Argument(help="A squash commit a host made (a merged pull "
+                                               "request).")],
+) -> None:
+    """Give a squash commit a host made the note of the commits it joined (their notes, or
+    their ops): what the CI action does on a push."""
+    from ..errors import NotFound
+    from ..provenance import squash
+
+    repo = _repo()
+    try:
+        sha = repo.rev_parse(f"{commit}^{{commit}}") if not commit.startswith("-") else None
+        if sha is None:
+            raise NotFound(f"{commit!r} names no commit here.", hint="Name the squash commit.")
+        joined = squash.attach(repo, sha)
+    finally:
+        repo.close()
+    echo(f"Attached the note of {sha[:10]} from {len(joined)} commit(s) it squashed." if joined
+         else f"{sha[:10]} got no note: it has one, or no noted commit it squashed was found.")

@@ -39,6 +39,9 @@ class Context:
     notes: Notes | None = None
     model_of: Callable[[str, str], str] | None = None
     person: str | None = None  # who the person is (default: the commit's committer)
+    # A line no source holds is the person's (False: not attested, as in a squash someone else
+    # made: its committer did not necessarily write it).
+    unheld_is_person: bool = True
     extra: list[sources.History] = field(default_factory=list)
 
 
@@ -80,15 +83,16 @@ def note_for(repo: GitRepo, sha: str, context: Context) -> authorship.Note | Non
     made_from = list(context.made_from)
     if made_from:
         histories.append(sources.commit_steps(repo, made_from, files, notes.get))
-    attested = {path: _attest(repo, lines, new, path, histories, person)
+    attested = {path: _attest(repo, lines, new, path, histories,
+                              person if context.unheld_is_person else None)
                 for path, (lines, new) in files.items()}
     predecessors = [n for n in (notes.get(s) for s in made_from) if n is not None]
     return _build(sha, attested, histories, predecessors, person, context)
 
 
 def _attest(repo: GitRepo, lines: list[int], new: list[bytes], path: str,
-            histories: list[sources.History], person: str) -> dict[int, str]:
-    person_key = authorship.human_key(person)
+            histories: list[sources.History], person: str | None) -> dict[int, str]:
+    person_key = authorship.human_key(person) if person is not None else None
     versions = []
     for history in histories:
         if path in history.steps:
@@ -107,7 +111,7 @@ def _attest(repo: GitRepo, lines: list[int], new: list[bytes], path: str,
                     break
         if key is not None:
             out[n] = key
-        elif not held:
+        elif not held and person_key is not None:
             out[n] = person_key
     return out
 

@@ -21,7 +21,7 @@ from ..errors import GitspaceError
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.records import record
-from . import attribute, authorship
+from . import attribute, authorship, sources
 from .notes import Notes
 
 WALK = 20_000  # ops of a line looked at (a longer one is left to keep_days)
@@ -58,8 +58,8 @@ def read_line(repo: GitRepo, tip: str) -> Line | None:
             if isinstance(followed, str) and ledger.SHA.fullmatch(followed):
                 found.followed.append(followed)
         else:
-            if op.undo_of or op.redo_of or op.source in ("tool", "harness") and not op.session:
-                found.took_back = True
+            if sources.key_of(op, attribute.identity(commit.author), sha, commit.time)[1]:
+                found.took_back = True  # an undo, a redo, a rewind
             before = repo.commit(parent).tree if parent else None
             found.paths |= {c.path for c in repo.diff_trees(before, commit.tree)}
         sha = parent

@@ -6,11 +6,13 @@ Invariants:
   *step* makes the next version from the one before: the lines it keeps keep their keys; the
   lines it brings are its writer's. Each op is an exact snapshot, so walking a line's ops in
   order is an exact blame: the call that last wrote a line is its author.
-- Who a step's new lines are by (``Step.key``): an agent's call (source ``harness`` or ``tool``
-  with a session): its ``s_::t_`` key; the person's own edit (source ``external``): ``h_`` of
-  the op commit's author, their git identity; a follow op (a checkout moving to a commit): not
-  known. A step that takes work back (an undo, a redo, a rewind: a call with no session)
-  restores lines: each gets the key it had in the newest earlier version that held it.
+- Who a step's new lines are by (``Step.key``): an agent's call (source ``harness`` or ``tool``):
+  its ``s_::t_`` key (its session: the harness's, else the agent's one conversation); the
+  person's own edit (source ``external``) or call (no agent; or recorded under their own name,
+  as ``undo`` and ``rewind`` in their checkout are): ``h_`` of the op commit's author, their git
+  identity; a follow op (a checkout moving to a commit): not known. A step that takes work back
+  (an undo, a redo, a rewind) restores lines: each gets the key it had in the newest earlier
+  version that held it, and only a line none held is the step's own.
 - A commit with a note (``Step.note``) brings what its note says of each line, and nothing for
   lines it does not attest. A commit that is neither an op nor noted brings lines of no one.
 - The line of a checkout is read by one ``git log`` over the paths asked about, newest first,
@@ -84,13 +86,26 @@ def key_of(op: ledger.Op, author: str, commit: str, time: int
         return authorship.human_key(author), False, None
     if op.source not in ("harness", "tool"):
         return None, False, None
-    if op.undo_of or op.redo_of or not op.session:
+    takeback = bool(op.undo_of or op.redo_of)
+    if op.agent is None or _persons(op, author):  # an undo, a rewind, a call of the person's
+        return authorship.human_key(author), True, None
+    if takeback:
         return None, True, None
-    agent = op.agent or "gitspace"
-    session = authorship.session_key(harness_tool(agent), op.session)
+    agent = op.agent
+    conversation = op.session or agent  # (a call with no session: the agent's one conversation)
+    session = authorship.session_key(harness_tool(agent), conversation)
     key = authorship.call_key(session, authorship.trace_key(op.op_id))
-    return key, False, Call(key, op.op_id, op.tool, agent, op.session, op.tool_use_id, time,
+    return key, False, Call(key, op.op_id, op.tool, agent, conversation, op.tool_use_id, time,
                             commit)
+
+
+def _persons(op: ledger.Op, author: str) -> bool:
+    """Is a call recorded under the person's own name (``undo`` or ``rewind`` in their checkout):
+    its agent trailer the token of its author, who is no ``NAME <NAME@gitspace>``?"""
+    from ..core.person import token
+
+    name, _, email = author.partition(" <")
+    return not email.endswith("@gitspace>") and token(name) == op.agent
 
 
 # -- versions ------------------------------------------------------------------------------
@@ -123,12 +138,8 @@ def replay(repo: GitRepo, start: str | None, steps: Sequence[Step]) -> Version |
 def _next(history: list[Version], lines: list[bytes], step: Step) -> Version:
     prev = history[-1]
     kept = matching.match(prev.lines, lines)
-    keys: list[str | None] = [prev.keys[i] if i >= 0 else step.key for i in kept]
-    if step.note is not None:
-        attested = note_keys(step.note, len(lines))
-        keys = [a if a is not None else k if kept[n] >= 0 else None
-                for n, (a, k) in enumerate(zip(attested, keys, strict=True))]
-    if step.restores:
+    keys: list[str | None] = [prev.keys[i] if i >= 0 else None for i in kept]
+    if step.restores:  # lines it brings back are whoever's they were
         for older in reversed(history[:-1]):
             gaps = [n for n, i in enumerate(kept) if i < 0 and keys[n] is None]
             if not gaps:
@@ -137,6 +148,11 @@ def _next(history: list[Version], lines: list[bytes], step: Step) -> Version:
             for n in gaps:
                 if again[n] >= 0:
                     keys[n] = older.keys[again[n]]
+    keys = [k if k is not None or kept[n] >= 0 else step.key for n, k in enumerate(keys)]
+    if step.note is not None:
+        attested = note_keys(step.note, len(lines))
+        keys = [a if a is not None else k if kept[n] >= 0 else None
+                for n, (a, k) in enumerate(zip(attested, keys, strict=True))]
     return Version(lines, keys)
 
 
