@@ -67,6 +67,9 @@ def blame(repo: GitRepo, path: str, rev: str | None = None,
           transcripts: Transcripts | None = None) -> list[Line]:
     args = ["blame", "--porcelain"] + ([rev] if rev else []) + ["--", path]
     proc = repo.run_git(*args)
+    if proc.returncode != 0 and rev is None and not repo.run_git(
+            "ls-files", "--error-unmatch", "--", path).returncode == 0:
+        return _untracked(repo, path, transcripts)
     if proc.returncode != 0:
         text = proc.stderr.decode(errors="replace").strip()
         raise NotFound(f"git blame cannot blame {path}{' at ' + rev if rev else ''}: {text}",
@@ -80,6 +83,27 @@ def blame(repo: GitRepo, path: str, rev: str | None = None,
     for number, (origin, text) in enumerate(zip(origins, texts, strict=True), 1):
         out.append(_line(repo, notes, number, origin, text, uncommitted, transcripts))
     return out
+
+
+def _untracked(repo: GitRepo, path: str, transcripts: Transcripts | None) -> list[Line]:
+    """A file git does not track yet: every line uncommitted, looked up in the line."""
+    from ..storage import bounded
+
+    try:
+        data = bounded.read_inside(repo.root, path, sources.FILE_CAP, what="The file")
+    except (OSError, GitspaceError) as e:
+        raise NotFound(f"{path} cannot be blamed: {e}.", hint="Name a file of the work tree.") \
+            from None
+    if data is None:
+        raise NotFound(f"There is no file {path} in the work tree.",
+                       hint="Name a file of the work tree (relative to its top), or give REV.")
+    texts = [t.decode("utf-8", "surrogateescape") for t in matching.split(data)]
+    origins = [_Origin(UNCOMMITTED, n, path, "Not Committed Yet", 0) for n in
+               range(1, len(texts) + 1)]
+    notes = Notes(repo)
+    found = _uncommitted(repo, path, texts)
+    return [_line(repo, notes, n, o, t, found, transcripts)
+            for n, (o, t) in enumerate(zip(origins, texts, strict=True), 1)]
 
 
 def _porcelain(data: bytes) -> tuple[list[_Origin], list[str]]:

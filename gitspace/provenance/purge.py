@@ -14,7 +14,8 @@ op's trailer), the private index's entry, and the objects themselves. ``purge``:
 - deletes each blob of PATH that nothing else reaches any more (no ref, reflog, the index): a
   loose one at once, a packed one after ``git repack -A -d`` has loosened it.
 
-A blob the person's own history, index or stash still holds stays, and ``Purged.kept`` says so:
+PATH is then excluded from recording (``core/exclude.py``), so no later scan takes it again. A
+blob the person's own history, index or stash still holds stays, and ``Purged.kept`` says so:
 it is theirs (``git filter-repo`` takes a file out of their history). Notes hold line numbers,
 never content, and stay. In a workspace gitspace owns, the ops are the branch's own history,
 which purge does not rewrite (it says so).
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import os
 
-from ..core import linerefs
+from ..core import exclude, linerefs
 from ..core.writer import COMMITTER, Change, RefMove, Writer
 from ..errors import BadArguments, GitspaceError, LockTimeout
 from ..storage import ledger, loose, privateindex, statefiles
@@ -75,7 +76,14 @@ def purge(repo: GitRepo, path: str) -> Purged:
             writer.apply(Change("gitspace: purge", COMMITTER, moves))
             _forget_cache(repo)
         _delete(repo, blobs, out)
+        exclude.add(repo.commondir, [_pattern(path)])  # never recorded again
     return out
+
+
+def _pattern(path: str) -> str:
+    """``path`` as a gitignore pattern that matches it alone."""
+    escaped = "".join("\\" + c if c in "*?[]\\!#" else c for c in path)
+    return "/" + (escaped[:-1] + "\\ " if escaped.endswith(" ") else escaped)
 
 
 def _rewrite(repo: GitRepo, tip: str, path: str, mapping: dict[str, str], blobs: set[str],
