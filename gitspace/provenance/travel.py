@@ -165,3 +165,14 @@ def prepare_push(repo: GitRepo, remote: str) -> bool:
     if theirs is not None:
         pull(repo, remote)
     return True
+
+
+def to_push(repo: GitRepo, remote: str) -> str | None:
+    """``gitspace push`` and ``sync``: the notes tip to push to ``remote`` once its notes are
+    merged into ours (None: there are none here, or it has them all). No notes here: no
+    question asked of the remote."""
+    if repo.read_ref(REF) is None:
+        return None
+    theirs = remote_tip(repo, remote)
+    tip = repo.read_ref(REF) if theirs is None else pull(repo, remote)
+    return tip if tip is not None and tip != theirs else None

@@ -92,3 +92,31 @@ def test_two_notes_of_one_commit_merge_keeping_both_claims() -> None:
     merged = travel.merge_notes(ours, theirs)
     assert merged.files == {"a.py": {key_a: [(1, 3)], key_b: [(4, 6)]}, "b.py": {key_b: [(1, 1)]}}
     assert set(merged.sessions) == {"s_aaaaaaaaaaaaaa", "s_bbbbbbbbbbbbbb"}
+
+
+def test_gitspace_push_and_sync_carry_the_notes_of_each_clone(tmp_path: Path) -> None:
+    import gitspace
+
+    bare = tmp_path / "remote.git"
+    person(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    clones = []
+    for name in ("one", "two"):
+        root = tmp_path / name
+        if not clones:
+            with gitspace.init(root, agent=name) as ws:
+                assert ws.call("create", {"path": f"{name}.txt", "file_text": "x\n"}).ok
+            person(root, "remote", "add", "origin", str(bare))
+            gs(root, "push", "origin")
+        else:
+            person(tmp_path, "clone", "-q", str(bare), str(root))
+        clones.append(root)
+    for root in clones:
+        with gitspace.open(root, agent=root.name) as ws:
+            assert ws.call("create", {"path": f"{root.name}-2.txt", "file_text": "y\n"}).ok
+        person(root, "notes", "--ref=ai", "add", "-m", authorship.dump(authorship.Note(
+            "", {f"{root.name}-2.txt": {"h_31dce776f88375": [(1, 1)]}})).rstrip("\n"), "HEAD")
+        gs(root, "sync")
+    gs(clones[0], "sync")
+    remote_notes = person(bare, "notes", "--ref=ai", "list").stdout.splitlines()
+    assert len(remote_notes) == 2, "both clones' notes are on the remote"
+    assert len(person(clones[0], "notes", "--ref=ai", "list").stdout.splitlines()) == 2
