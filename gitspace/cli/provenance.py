@@ -64,12 +64,15 @@ def blame(
         return
     last: tuple[object, ...] | None = None
     width = len(str(len(found)))
+    shown = []
     for line in found:
         group = (line.commit, line.key, line.author)
         if group != last:
-            echo(_heading(line))
+            shown.append(_heading(line))
             last = group
-        echo(f"  {line.line:>{width}} | {line.text}")
+        shown.append(f"  {line.line:>{width}} | {line.text}")
+    if shown:
+        echo("\n".join(shown))
 
 
 def _heading(line: Any) -> str:

@@ -19,7 +19,7 @@ Invariants:
 from __future__ import annotations
 
 from ..storage.gitrepo import GitRepo
-from ..storage.objects import Commit
+from ..storage.objects import Commit, Signature
 from ..storage.records import field, record
 from . import authorship, matching, sources
 from .notes import Notes
@@ -48,6 +48,13 @@ class Context:
 def identity(line: str) -> str:
     """``Name <email>`` of a commit's author or committer line."""
     return line.rsplit(" ", 2)[0]
+
+
+def signature(line: str) -> Signature:
+    """The person of a commit's committer line, as git resolved them when they committed (no
+    git process asked again)."""
+    name, _, email = identity(line).partition(" <")
+    return Signature(name, email.rstrip(">"))
 
 
 def changed_files(repo: GitRepo, commit: Commit) -> dict[str, tuple[list[int], list[bytes]]]:

@@ -80,9 +80,23 @@ def blame(repo: GitRepo, path: str, rev: str | None = None,
     uncommitted = _uncommitted(repo, path, texts) if any(
         o.commit == UNCOMMITTED for o in origins) else {}
     out = []
+    seen: dict[tuple[str, str | None], tuple[object, ...]] = {}  # (commit, key) → its fields
     for number, (origin, text) in enumerate(zip(origins, texts, strict=True), 1):
-        out.append(_line(repo, notes, number, origin, text, uncommitted, transcripts))
+        group = _group(notes, origin) if origin.commit != UNCOMMITTED else None
+        known = seen.get(group) if group is not None else None
+        if known is not None:  # (one lookup a group: a file is a few groups of many lines)
+            out.append(Line(number, text, *known))  # type: ignore[arg-type]
+            continue
+        found = _line(repo, notes, number, origin, text, uncommitted, transcripts)
+        if group is not None:
+            seen[group] = tuple(getattr(found, name) for name in FIELDS[2:])
+        out.append(found)
     return out
+
+
+def _group(notes: Notes, origin: _Origin) -> tuple[str, str | None]:
+    note = notes.get(origin.commit)
+    return origin.commit, note.key_at(origin.path, origin.line) if note is not None else None
 
 
 def _untracked(repo: GitRepo, path: str, transcripts: Transcripts | None) -> list[Line]:

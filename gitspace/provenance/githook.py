@@ -165,7 +165,6 @@ def compute_and_put(repo: GitRepo, todo: dict[str, list[str]],
 
 
 def _compute_and_put(writer: Writer, todo: dict[str, list[str]]) -> set[str]:
-    from ..core import person as persons
     from ..errors import GitspaceError
     from . import attribute, authorship, notes
     from .sessions import Transcripts
@@ -184,9 +183,9 @@ def _compute_and_put(writer: Writer, todo: dict[str, list[str]]) -> set[str]:
             continue  # (history gitspace cannot read: that commit gets no note)
         if note is not None:
             texts[sha] = authorship.dump(note)
-    if texts:
-        notes.put(writer, persons.person(repo), texts, "authorship of " + ", ".join(
-            s[:10] for s in list(texts)[:5]))
+    if texts:  # by the person who committed, as git knew them then
+        who = attribute.signature(repo.commit(next(iter(texts))).committer)
+        notes.put(writer, who, texts, "authorship of " + ", ".join(s[:10] for s in list(texts)[:5]))
     return set(todo)
 
 

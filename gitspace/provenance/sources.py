@@ -25,7 +25,7 @@ from ..core.linerefs import FOLLOW
 from ..errors import LedgerError
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
-from ..storage.objects import EXEC_MODE, FILE_MODE
+from ..storage.objects import EXEC_MODE, FILE_MODE, Entry
 from ..storage.records import field, record
 from . import authorship, matching
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 # agent loop and anything else is "gitspace" (its agent's name is in the trace record).
 TOOLS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini", "cursor": "cursor"}
 WALK = 20_000  # ops of a line read at most
+SHORT = 256  # ops of a line read without starting git
 FILE_CAP = 8 << 20  # bytes of a file attributed at most (bigger ones are left unattested)
 RESTORE_DEPTH = 16  # earlier versions a restoring step looks back through
 ZERO = "0" * 40
@@ -177,11 +178,15 @@ class History:
 def line_history(repo: GitRepo, tip: str, paths: Iterable[str], exclude: str | None
                  ) -> History:
     """What the ops of the line at ``tip`` did to ``paths``, oldest first (``exclude``: a commit
-    whose history is the person's, where the walk ends at the latest)."""
+    whose history is the person's, where the walk ends at the latest). A short line is read in
+    this process (no git started: a commit's hook pays for every process); a long one by git."""
     wanted = sorted(set(paths))
     out = History()
     if not wanted:
         return out
+    walked = _walk_here(repo, tip, wanted, exclude)
+    if walked is not None:
+        return walked
     refs = [tip] + ([f"^{exclude}"] if exclude else [])
     stdin = ("\n".join(refs) + "\n--\n" + "\n".join(wanted) + "\n").encode("utf-8",
                                                                            "surrogateescape")
@@ -204,6 +209,42 @@ def line_history(repo: GitRepo, tip: str, paths: Iterable[str], exclude: str | N
         out.start[path] = changes[-1][0]
         out.steps[path] = [step for _, _, step in reversed(changes)]
     return out
+
+
+def _walk_here(repo: GitRepo, tip: str, wanted: list[str], exclude: str | None
+               ) -> History | None:
+    """``line_history`` read commit by commit, for a line of at most ``SHORT`` ops (None:
+    longer, left to git)."""
+    out = History()
+    newest_first: dict[str, list[tuple[str | None, str | None, Step]]] = {}
+    sha: str | None = tip
+    for _ in range(SHORT):
+        if sha is None or sha == exclude:
+            break
+        commit = repo.commit(sha)
+        op = _op(commit.message)
+        if op is None:
+            break
+        author = commit.author.rsplit(" ", 2)[0]
+        key, restores, call = key_of(op, author, sha, commit.time)
+        out.met(key, call, author)
+        before = repo.commit(commit.parents[0]).tree if commit.parents else None
+        for path in wanted:
+            old, new = (_blob(repo.entry_at(before, path)) if before else None,
+                        _blob(repo.entry_at(commit.tree, path)))
+            if old != new:
+                newest_first.setdefault(path, []).append((old, new, Step(new, key, restores)))
+        sha = commit.parents[0] if commit.parents else None
+    else:
+        return None
+    for path, changes in newest_first.items():
+        out.start[path] = changes[-1][0]
+        out.steps[path] = [step for _, _, step in reversed(changes)]
+    return out
+
+
+def _blob(entry: Entry | None) -> str | None:
+    return entry.sha if entry is not None and entry.mode in FILES else None
 
 
 def _entry(chunk: bytes) -> tuple[ledger.Op, str, int, str, list[tuple[str, str | None,
