@@ -114,7 +114,8 @@ def provenance(
         commits = report.commits_of(repo, rev)
         if format_ is Format.agent_trace:
             found = agenttrace.records(repo, commits)
-            echo(json.dumps(found[0] if found and ".." not in (rev or "") else found, indent=2))
+            echo(json.dumps(found[0] if found and ".." not in (rev or "") else found, indent=2,
+                            ensure_ascii=False))
             return
         if format_ is Format.git_ai:
             _git_ai(Notes(repo), commits, rev)
