@@ -82,6 +82,8 @@ def post_commit(repo: GitRepo) -> None:
         made_from = [picked]
     else:
         made_from = _squashed(repo, head)
+    if not made_from and not _recorded_here(repo) and not _queued(repo):
+        return  # no call recorded for this branch, nothing copied: no note, nothing loaded
     write(repo, {head: made_from})
 
 
@@ -256,6 +258,12 @@ def _squashed(repo: GitRepo, head: str) -> list[str]:
     if not parents or data.get("head") != parents[0] or not fresh:
         return []
     return [c for c in data["commits"] if isinstance(c, str) and _sha(c)]
+
+
+def _recorded_here(repo: GitRepo) -> bool:
+    from ..core.linerefs import ref_for
+
+    return repo.read_ref(ref_for(repo.head_branch(), repo.gitdir)) is not None
 
 
 def _rebasing(repo: GitRepo) -> bool:
