@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 # agent loop and anything else is "gitspace" (its agent's name is in the trace record).
 TOOLS = {"claude-code": "claude", "codex": "codex", "gemini-cli": "gemini", "cursor": "cursor"}
 WALK = 20_000  # ops of a line read at most
-SHORT = 256  # ops of a line read without starting git
+SHORT = 48  # ops of a line read without starting git (a longer walk: git log)
 FILE_CAP = 8 << 20  # bytes of a file attributed at most (bigger ones are left unattested)
 RESTORE_DEPTH = 16  # earlier versions a restoring step looks back through
 ZERO = "0" * 40
@@ -217,9 +217,10 @@ def _walk_here(repo: GitRepo, tip: str, wanted: list[str], exclude: str | None
     longer, left to git)."""
     out = History()
     newest_first: dict[str, list[tuple[str | None, str | None, Step]]] = {}
+    open_paths = list(wanted)  # paths whose history goes on further back
     sha: str | None = tip
     for _ in range(SHORT):
-        if sha is None or sha == exclude:
+        if sha is None or sha == exclude or not open_paths:
             break
         commit = repo.commit(sha)
         op = _op(commit.message)
@@ -229,11 +230,13 @@ def _walk_here(repo: GitRepo, tip: str, wanted: list[str], exclude: str | None
         key, restores, call = key_of(op, author, sha, commit.time)
         out.met(key, call, author)
         before = repo.commit(commit.parents[0]).tree if commit.parents else None
-        for path in wanted:
+        for path in list(open_paths):
             old, new = (_blob(repo.entry_at(before, path)) if before else None,
                         _blob(repo.entry_at(commit.tree, path)))
             if old != new:
                 newest_first.setdefault(path, []).append((old, new, Step(new, key, restores)))
+                if old is None:  # the op that made it: nothing older is this file's
+                    open_paths.remove(path)
         sha = commit.parents[0] if commit.parents else None
     else:
         return None
