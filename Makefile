@@ -39,8 +39,8 @@ CONFORMANCE_STAMP := $(CONFORMANCE_DIR)/.installed
 PREFIX ?= $(HOME)/.local
 TOOL_VENV := $(PREFIX)/share/gitspace/venv
 
-.PHONY: demo test lint bench mutation clean claude-code codex gemini-cli conformance install \
-	uninstall debian-packages
+.PHONY: demo test lint bench mutation clean claude-code codex gemini-cli conformance husky \
+	install uninstall debian-packages
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -91,6 +91,18 @@ $(CONFORMANCE_STAMP): Makefile
 
 conformance: $(CONFORMANCE_STAMP)
 
+# husky, the git-hooks manager many JavaScript projects use: tests/provenance/test_githooks.py
+# chains gitspace's git hooks to the ones it generates.
+HUSKY_VERSION := 9.1.7
+HUSKY_DIR := .cache/husky
+HUSKY_STAMP := $(HUSKY_DIR)/.installed
+$(HUSKY_STAMP): Makefile
+	mkdir -p $(HUSKY_DIR)
+	cd $(HUSKY_DIR) && npm install --no-audit --no-fund --loglevel=error --prefix . 'husky@$(HUSKY_VERSION)'
+	touch $(HUSKY_STAMP)
+
+husky: $(HUSKY_STAMP)
+
 # The demo's workspace is .cache/demo (git-ignored, replaced on every run, gone with make clean),
 # so nothing is left behind in the temporary folder; the commands it ends with run as printed.
 DEMO_DIR := .cache/demo
@@ -113,7 +125,8 @@ debian-packages:
 # Two test processes (pytest-xdist): the suite is mostly waiting on git and subprocesses, and CI
 # has two cores. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
-test: debian-packages $(STAMP) $(CLAUDE_STAMP) $(CODEX_STAMP) $(GEMINI_STAMP) $(CONFORMANCE_STAMP)
+test: debian-packages $(STAMP) $(CLAUDE_STAMP) $(CODEX_STAMP) $(GEMINI_STAMP) $(CONFORMANCE_STAMP) \
+	$(HUSKY_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)

@@ -14,7 +14,11 @@ Steps (``python3 ci/gitspace_ci.py STEP``):
   (input ``base-ref``, else the pull request's base branch, else what the push replaced, else
   the default branch; when none applies, the whole history); verify and replay ``base..tip``;
   write the job summary, the report folder and the step outputs ``result``, ``matched``,
-  ``ops-checked``, ``reexecuted``, ``first-divergence``, ``tip``, ``base``.
+  ``ops-checked``, ``reexecuted``, ``first-divergence``, ``tip``, ``base``; and the range's
+  authorship from the notes (refs/notes/ai): its summary, ``provenance.json`` and the outputs
+  ``agent-lines``, ``person-lines``, ``unattested-lines``, ``notes-attached``, ``authorship``.
+  On a push, a squash commit the host made first gets the note of the commits it joined
+  (``gitspace notes attach``), pushed back to origin.
 - ``gitlab``: the same for a GitLab CI job (``CI_*`` variables; the inputs as ``GITSPACE_*``
   variables), the outputs written as a dotenv report (``gitspace.env``).
 Exit codes: 0 every op checked matched, 1 anything else (a divergence, a malformed op, nothing
@@ -274,6 +278,61 @@ def _replay_lines(replay: dict[str, Any], data: dict[str, Any]) -> list[str]:
     return lines
 
 
+# -- authorship (refs/notes/ai) -------------------------------------------------------------
+
+def authorship(bin_dir: Path, span: Range, report: Path, *, attach: bool
+               ) -> tuple[list[str], dict[str, str]]:
+    """The range's authorship from the notes (``gitspace provenance``), for the summary and the
+    outputs; on a push, a squash commit the host made first gets the note of the commits it
+    joined (``gitspace notes attach``), pushed back to origin. Notes hold names and ids, never
+    transcript text, so neither does anything written here."""
+    def gitspace(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(bin_dir / "gitspace"), *args], capture_output=True, text=True)
+
+    said: list[str] = []
+    if gitspace("notes", "fetch", "origin").returncode != 0:
+        said.append("The authorship notes could not be fetched from origin.")
+    attached = []
+    if attach and span.base:
+        listed = git("rev-list", "--first-parent", "--max-count=50", "--no-merges",
+                     f"{span.base}..{span.tip}", check=False).stdout.split()
+        for sha in listed:
+            if "Attached" in gitspace("notes", "attach", sha).stdout:
+                attached.append(sha)
+        if attached and gitspace("notes", "push", "origin").returncode != 0:
+            said.append("The notes of the squash commits were made here but could not be pushed "
+                        "to origin (the job needs 'permissions: contents: write').")
+    spec = f"{span.base}..{span.tip}" if span.base else span.tip
+    proc = gitspace("provenance", spec, "--json")
+    (report / "provenance.json").write_text(proc.stdout)
+    try:
+        data = json.loads(proc.stdout) if proc.returncode == 0 else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return ["\n### Authorship\n", "`gitspace provenance` could not read the range: "
+                + one_line(proc.stderr.strip() or f"exit {proc.returncode}")], {}
+    total = data["total"]
+    lines = ["\n### Authorship\n",
+             f"{total['added']} line(s) added in {total['commits']} commit(s) "
+             f"({total['noted']} with an authorship note): {total['agent_lines']} by agents, "
+             f"{total['person_lines']} by people, {total['unattested']} not attested."]
+    if data["agents"]:
+        lines += ["", "| agent | model | session | lines | calls |", "|---|---|---|---:|---:|"]
+        lines += [f"| {_code(a['agent'])} | {_code(a['model'] or 'unknown')} | "
+                  f"{_code((a['session'] or '')[:12])} | {a['lines']} | {a['calls']} |"
+                  for a in data["agents"][:50]]
+    if attached:
+        lines.append(f"\nAttached the note of {len(attached)} squash commit(s) from the commits "
+                     "they joined.")
+    lines += [f"\n_{one_line(n)}_" for n in said]
+    outputs = {"agent-lines": str(total["agent_lines"]), "person-lines": str(total["person_lines"]),
+               "unattested-lines": str(total["unattested"]), "notes-attached": str(len(attached)),
+               "authorship": json.dumps({"total": total, "agents": data["agents"]},
+                                        separators=(",", ":"))}
+    return lines, outputs
+
+
 # -- history's text where Markdown and the runner read it -------------------------------------
 # A pull request's history is its author's: its text must not close a code block, start a
 # heading, or reach the runner as a workflow command.
@@ -397,12 +456,14 @@ def main(argv: list[str]) -> int:
             notes = deepen(env.get("INPUT_FETCH", "true") != "false",
                            "Set 'fetch-depth: 0' on actions/checkout.")
             return _conclude(env, github_range(env), notes, Path(env["GITSPACE_REPORT"]),
-                             truthy("INPUT_NO_SCRIPTS"), truthy("INPUT_ALLOW_EMPTY"))
+                             truthy("INPUT_NO_SCRIPTS"), truthy("INPUT_ALLOW_EMPTY"),
+                             pushed=env.get("GITHUB_EVENT_NAME") == "push")
         if step == "gitlab":
             notes = deepen(env.get("GITSPACE_FETCH", "true") != "false",
                            "Set the variable GIT_DEPTH: 0 on this job.")
             return _conclude(env, gitlab_range(env), notes, Path(env["GITSPACE_REPORT"]),
-                             truthy("GITSPACE_NO_SCRIPTS"), truthy("GITSPACE_ALLOW_EMPTY"))
+                             truthy("GITSPACE_NO_SCRIPTS"), truthy("GITSPACE_ALLOW_EMPTY"),
+                             pushed=env.get("CI_PIPELINE_SOURCE") == "push")
     except Stop as e:
         report = env.get("GITSPACE_REPORT")
         outcome = failed_outcome(str(e))
@@ -418,10 +479,13 @@ def main(argv: list[str]) -> int:
 
 
 def _conclude(env: dict[str, str], span: Range, notes: list[str], report: Path,
-              no_scripts: bool, allow_empty: bool) -> int:
+              no_scripts: bool, allow_empty: bool, pushed: bool = False) -> int:
     bin_dir = Path(env["GITSPACE_VENV"]) / "bin"
     outcome = check(bin_dir, span, report, no_scripts=no_scripts, allow_empty=allow_empty,
                     notes=notes)
+    lines, outputs = authorship(bin_dir, span, report, attach=pushed)
+    outcome.lines += lines
+    outcome.outputs.update(outputs)
     publish(outcome, report, env.get("GITHUB_STEP_SUMMARY"), github=bool(env.get("GITHUB_ACTIONS")))
     github_output(env, outcome.outputs)
     (report / "gitspace.env").write_text("".join(

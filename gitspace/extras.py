@@ -19,10 +19,12 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "watch": ("recording outside edits as they happen ('gitspace watch', 'run --watch')",
               ("watchdog",)),
     "ui": ("the web view ('gitspace ui')", ("starlette", "uvicorn", "pygments")),
+    "secrets": ("showing or exporting a prompt, which is first cleared of secrets",
+                ("detect_secrets",)),
 }
 # A module only one extra brings in (anyio and uvicorn come with several, so they name none).
 _OWNER = {"anthropic": "agent", "mcp": "mcp", "watchdog": "watch", "starlette": "ui",
-          "pygments": "ui"}
+          "pygments": "ui", "detect_secrets": "secrets"}
 
 
 def missing_error(extra: str, module: str) -> Unsupported:

@@ -207,16 +207,20 @@ def test_a_pull_request_is_verified_and_replayed_and_summarised(
     assert "gitspace from the cache" in run.step("install").stdout
     added = gitspace_ops(remote, "agent", "main")
     assert added == 2
-    assert run.outputs == {"result": "match", "matched": "true", "ops-checked": "2",
-                           "reexecuted": "2", "first-divergence": "",
-                           "report": str(tmp_path / "runner-temp" / "gitspace-report")}
+    authorship = {"agent-lines", "person-lines", "unattested-lines", "notes-attached",
+                  "authorship"}
+    assert {k: v for k, v in run.outputs.items() if k not in authorship} == {
+        "result": "match", "matched": "true", "ops-checked": "2", "reexecuted": "2",
+        "first-divergence": "", "report": str(tmp_path / "runner-temp" / "gitspace-report")}
+    assert run.outputs["agent-lines"] == "2" and run.outputs["notes-attached"] == "0"
     assert "### gitspace: every op matched" in run.summary
     assert "the commits the pull request adds to main" in run.summary
     assert f"`{head(ws, 'refs/remotes/origin/main')[:12]}..{head(remote['root'], 'agent')[:12]}`" \
         in run.summary
     report = Path(run.outputs["report"])
     assert sorted(p.name for p in report.iterdir()) == [
-        "gitspace.env", "replay.err", "replay.json", "summary.md", "verify.err", "verify.json"]
+        "gitspace.env", "provenance.json", "replay.err", "replay.json", "summary.md",
+        "verify.err", "verify.json"]
     assert json.loads((report / "replay.json").read_text())["reexecuted"] == 2
     assert json.loads((report / "verify.json").read_text())["ops"] == 2
 
@@ -296,6 +300,30 @@ def test_a_push_that_re_executes_no_op_fails_unless_allow_empty(
     assert allowed.outputs["result"] == "match" and allowed.outputs["ops-checked"] == "0"
 
 
+def test_a_push_of_a_squash_the_host_made_gets_its_note_and_the_authorship_summary(
+        action: Path, tool_cache: Path, remote: dict[str, Any], tmp_path: Path) -> None:
+    """The host squash-merged branch agent (its ops) into main: on that push the action gives
+    the squash commit the note of the ops it joined (provenance/squash.py), pushes it to
+    origin, and puts the authorship in the summary and the outputs."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(remote["bare"]), str(bare))
+    own = {**remote, "bare": bare}
+    before = head(remote["root"], "main")
+    tree = git(remote["root"], "merge-tree", "--write-tree", "main", "agent").split()[0]
+    squash = git(remote["root"], "commit-tree", tree, "-p", "main", "-m",
+                 "Agent's work (#1)").strip()
+    git(remote["root"], "push", "-q", str(bare), f"{squash}:refs/heads/main")
+    ws = checkout(own, tmp_path / "checkout", "refs/remotes/origin/main", squash)
+    event = {"before": before, "after": squash, "repository": {"default_branch": "main"}}
+    run = act(action, tool_cache, ws, tmp_path, "push", event, {"allow-empty": "true"})
+    assert run.code == 0, run.log
+    assert run.outputs["notes-attached"] == "1", run.summary + run.log[-3000:]
+    assert int(run.outputs["agent-lines"]) > 0 and run.outputs["unattested-lines"] == "0"
+    assert json.loads(run.outputs["authorship"])["agents"][0]["agent"] == "ci-bot"
+    assert "### Authorship" in run.summary and "`ci-bot`" in run.summary
+    assert git(bare, "notes", "--ref=ai", "list", squash).strip(), "the note went to origin"
+
+
 def test_the_action_ships_what_its_steps_name_and_its_uses_steps_are_well_formed(
         action: Path, tmp_path: Path) -> None:
     spec = load(action / "action.yml")
@@ -317,7 +345,8 @@ def test_the_action_ships_what_its_steps_name_and_its_uses_steps_are_well_formed
     assert setup.returncode == 0, setup.stderr
     written = {"setup": set(read_commands(tmp_path / "out")),
                "check": {"result", "matched", "ops-checked", "reexecuted", "first-divergence",
-                         "tip", "base"}}
+                         "tip", "base", "agent-lines", "person-lines", "unattested-lines",
+                         "notes-attached", "authorship"}}
     for i, step in enumerate(steps):
         for ref in _step_refs(json.dumps(step)):
             step_id, output = ref

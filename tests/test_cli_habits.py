@@ -159,7 +159,10 @@ def test_a_persons_ops_and_edits_carry_their_git_name_everywhere(work: Path) -> 
     ok(work, "snapshot")
     ok(work, "checkpoint", "mine")
     log = [e for e in as_json(work, "log") if e["op"]["tool"] != "init"]  # type: ignore[index, union-attr]
-    assert {(e["agent"], e["author"]) for e in log} == {("Ada-Lovelace", "Ada-Lovelace")}  # type: ignore[index, union-attr]
+    # The agent trailer is a token; the commit's author is the person as git knows them.
+    assert {(e["agent"], e["author"]) for e in log} == {("Ada-Lovelace", "Ada Lovelace")}  # type: ignore[index, union-attr]
+    assert {git(work, "log", "-1", "--format=%an <%ae>", e["commit"]).strip()  # type: ignore[index]
+            for e in log} == {"Ada Lovelace <ada@example.com>"}
     assert [e["op"]["agent"] for e in log][:2] == ["Ada-Lovelace", None]  # type: ignore[index, union-attr]
     line = [x for x in ok(work, "log", "--format", "line").splitlines() if " init " not in x]
     assert [x.split()[3] for x in line] == ["Ada-Lovelace"] * 2

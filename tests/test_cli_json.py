@@ -71,6 +71,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             "tools": run("tools"), "attach": run("attach", "--agent", "bob"),
             "agents": run("agents"), "hooks": run("hooks", "status"), "turns": run("rewind"),
             "sync": run("sync"), "replay": run("replay"),
+            "blame": run("blame", "a.md"), "provenance": run("provenance", "HEAD~3..HEAD"),
         })
         # No maze here: the policy gives up (exit 4), which still prints the run's JSON.
         found["run"] = run("run", "Escape the maze", "--policy", "maze")

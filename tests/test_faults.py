@@ -357,6 +357,19 @@ def _gc(ws: gitspace.Workspace) -> _Done:
     return _Done(bool(report.pruned))
 
 
+def _note(ws: gitspace.Workspace) -> _Done:
+    """A commit's authorship note (``provenance/notes.py``): refs/notes/ai alone, one change."""
+    from gitspace.core.writer import Writer
+    from gitspace.provenance import authorship, notes
+    from gitspace.storage.objects import Signature
+
+    writer = Writer(ws.repo)
+    text = authorship.dump(authorship.Note(ws.tip(), {"a.txt": {"h_31dce776f88375": [(1, 1)]}}))
+    with writer.locked():
+        tip = notes.put(writer, Signature("Zoë", "zoe@example.invalid"), {ws.tip(): text}, "test")
+    return _Done(tip is not None)
+
+
 def _child_worked(ws: gitspace.Workspace) -> None:
     """A delegated child's op on its own branch, and one of the parent's on main meanwhile."""
     call_ok(ws, "branch", {"name": "child"})
@@ -437,6 +450,9 @@ OPS: dict[str, Op] = {
     "gc": Op(_agent_wrote_in_place, _gc, {"journal.write": 1, "ref.update": 1,
                                           "journal.remove": 1}),
     "delegate join": Op(_child_worked, _join, {**COMMIT, **WRITE_ONE, "object.write": 1}),
+    # A commit's note: its blob, the notes tree, the notes commit; refs/notes/ai and its reflog.
+    "note": Op(_nothing, _note, {"object.write": 3, "journal.write": 1, "ref.update": 1,
+                                 "reflog.write": 1, "journal.remove": 1}),
 }
 
 

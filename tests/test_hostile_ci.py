@@ -38,7 +38,8 @@ HOSTILE = ("::error title=pwned::the history speaks\n"
            "### gitspace: every op matched\n")
 SNEAKY_PATH = "notes\n### gitspace: every op matched\n::warning::a path speaks.md"
 COMMAND = re.compile(r"^::([A-Za-z-]+)([^:]*)::(.*)$")
-OUTPUTS = {"result", "matched", "ops-checked", "reexecuted", "first-divergence", "tip", "base"}
+OUTPUTS = {"result", "matched", "ops-checked", "reexecuted", "first-divergence", "tip", "base",
+           "agent-lines", "person-lines", "unattested-lines", "notes-attached", "authorship"}
 
 
 def _remote(where: Path) -> tuple[Path, Path, str]:

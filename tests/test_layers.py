@@ -22,8 +22,10 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("core", {"core"}),  # the op: workspace, transaction, undo, checkpoints, branches, lookup
     # what a tool is, every built-in tool, constraint scripts; and recording the calls of another
     # harness (its hooks), in a workspace or in a person's own checkout: the two run beside each
-    # other, on the core, and neither imports the other
-    ("tools and recording", {"tools", "harness"}),
+    # other, on the core, and neither imports the other. Beside recording, what its record
+    # proves once the person commits (provenance/: the notes under refs/notes/ai), which reads
+    # recording's line and transcripts and which recording's hooks install and gc call on
+    ("tools and recording", {"tools", "harness", "provenance"}),
     ("api", {"api", "__init__"}),  # gitspace.open/init: a workspace wired with the tools
     ("runtimes", {"agent", "replay", "team"}),  # what runs tools: agents, replay, many actors
     ("front ends", {"cli", "mcp_server", "http_guard", "ui", "__main__"}),

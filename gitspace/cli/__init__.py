@@ -26,6 +26,7 @@ from . import (
     history,
     jsonout,
     mcp,
+    provenance,
     replay,
     team,
     ui,
@@ -68,6 +69,9 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("rewind", harness.rewind),
     ("fork", fork.fork),
     ("gc", harness.gc),
+    ("blame", provenance.blame),
+    ("provenance", provenance.provenance),
+    ("purge", provenance.purge),
     ("hook", harness.hook),
     ("record", harness.record),
 ]
@@ -76,6 +80,7 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
 GROUPS: list[tuple[str, typer.Typer]] = [
     ("sessions", agent_run.sessions_app),
     ("hooks", harness.hooks_app),  # install | uninstall | status
+    ("notes", provenance.notes_app),  # fetch | push
 ]
 
 def build(command: str | None = None, *, whole: bool = True) -> typer.Typer:

@@ -44,6 +44,9 @@ FIELDS: dict[str, list[str]] = {
     "replay": ["tip", "base", "total", "start", "reexecuted", "as_recorded", "recorded_why",
                "unverified", "scripts", "empty", "fetched", "onto", "branch", "created",
                "leftover", "ok", "result", "checked", "divergence"],
+    "blame": ["line", "text", "commit", "kind", "author", "harness", "session", "op", "tool",
+              "time", "model", "prompt", "key", "source"],
+    "provenance": ["range", "commits", "total", "agents", "people"],
 }
 OP_FIELDS = ["id", "short", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of",
              "redo_of", "parent_session", "parent_tool_use_id"]

@@ -42,6 +42,9 @@ class Identity:
     # The person a call with no agent is by (their git user.name as a token, see person.py): its
     # commit's author. The ledger records it as that author, not as a trailer.
     person: str | None = None
+    # ... and their git identity exactly (``user.name <user.email>``), its commit's author
+    # (None: the token, as ``NAME <NAME@gitspace>``).
+    signature: Signature | None = None
 
     def op(self, args: dict[str, Any], **links: Any) -> ledger.Op:
         """The ledger record of this call with ``args``; ``links`` are what the tool adds
@@ -63,7 +66,10 @@ class Identity:
 
     @property
     def author(self) -> Signature:
-        """The commit author of the call's op: ``NAME <NAME@gitspace>`` for its ``name``."""
+        """The commit author of the call's op: ``NAME <NAME@gitspace>`` for its ``name``; a
+        person's call (no agent) is by their git identity when it is known."""
+        if self.agent is None and self.signature is not None:
+            return self.signature
         return author_of(self.name)
 
 

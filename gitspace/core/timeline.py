@@ -26,6 +26,7 @@ from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from . import checkpoints, depth, linerefs, lookup
+from .person import token
 from .workspace import Workspace
 
 
@@ -50,9 +51,11 @@ class Entry:
     @property
     def agent(self) -> str:
         """Who made it, the one name every reader shows: an op's agent; for an op made with no
-        agent (a person's: at the command line, their outside edits) and for a plain commit,
-        its author, the person's name."""
-        return (self.op.agent if self.op else None) or self.author
+        agent (a person's: at the command line, their outside edits), the author's name as
+        the token their ops carry (``person.token``); for a plain commit, its author's name."""
+        if self.op is not None:
+            return self.op.agent or token(self.author)
+        return self.author
 
     @property
     def short(self) -> str:

@@ -67,6 +67,7 @@ class Workspace:
         self._person: str | None = (
             ledger.check_token("author", external_author) if external_author
             else persons.token(person) if person else None)
+        self._named, self._given = person, bool(external_author)  # (as typed, for the author)
         self.max_file_bytes = max_file_bytes
         # Refuse to record ops in a checkout gitspace does not own (see owner.py). ``open`` turns
         # this on; gitspace's own private repositories (replay's scratch) are made owned.
@@ -107,8 +108,12 @@ class Workspace:
 
     @property
     def external_identity(self) -> Signature:
-        """The author of outside changes: the person's name as a token (``NAME <NAME@gitspace>``)."""
-        return author_of(self.external_author)
+        """The author of outside changes: the person as their git knows them (``person.person``:
+        ``user.name <user.email>`` exactly, or the name typed for them); a token a program gave
+        (``external_author``) as ``NAME <NAME@gitspace>``."""
+        if self._given:
+            return author_of(self.external_author)
+        return persons.person(self.repo, self._named)
 
     @property
     def owned(self) -> bool:
@@ -155,6 +160,7 @@ class Workspace:
         merged = {"agent": self.agent, "session": self.session, **fields}
         if merged["agent"] is None:
             merged.setdefault("person", self.person)
+            merged.setdefault("signature", self.external_identity)
         return Identity(tool, **merged)
 
     def transact(self, op: ledger.Op, stage: Stage, author: Signature) -> Result:

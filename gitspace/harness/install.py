@@ -37,6 +37,7 @@ from ..core import owner
 from ..core.snapshot import record_paths
 from ..core.workspace import Workspace
 from ..errors import BadArguments
+from ..provenance import githooks
 from ..storage import statefiles
 from ..storage.gitrepo import GitRepo
 from . import adapters, settings
@@ -130,6 +131,7 @@ def uninstall(name: str, scope: str | None, start: Path, home: Path) -> Wired:
             changed = settings.uninstall(path, spec, repo.root) > 0 if scope != "user" else False
             was_on = spec.name in recording(repo.gitdir)
             commands.set_recording(repo, spec.name, False)
+            githooks.wire(repo, on=False)  # (git's hooks go once nothing records here)
             return Wired(spec, scope, path, changed or was_on, in_place=True)
         scope = scope or "project"
         path = settings_file(spec, scope, repo.root, home)
@@ -179,6 +181,7 @@ def _install_in_place(spec: HookSpec, scope: str | None, repo: GitRepo, home: Pa
     command = settings.hook_command(program, spec.name, quiet_outside=place == "user")
     changed = settings.install(path, spec, command, None if place == "user" else repo.root)
     commands.set_recording(repo, spec.name, True)
+    githooks.wire(repo, on=True)  # the authorship notes of the person's commits (provenance/)
     started = commands.begin(repo, spec.name, Options())
     return Wired(spec, place, path, changed, started.ops[-1] if started.ops else None,
                  in_place=True, excluded=excluded)

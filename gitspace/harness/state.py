@@ -129,8 +129,11 @@ def _load_running(gitdir: Path, rel: str) -> Running | None:
 
 
 def mark_missed(gitdir: Path, reason: str) -> None:
-    """Say that changes may be unrecorded: the next hook call records them as outside edits."""
-    _write(gitdir, "missed", {"reason": reason[:500], "time": time.time()})
+    """Say that changes may be unrecorded: the next hook call records them as outside edits.
+    (Something other than a regular file planted at the mark's name is left alone: it is not
+    gitspace's to replace, and the next call scans anyway when it cannot read the mark.)"""
+    if _ours(gitdir, "missed"):
+        _write(gitdir, "missed", {"reason": reason[:500], "time": time.time()})
 
 
 def missed(gitdir: Path) -> str | None:
@@ -139,7 +142,18 @@ def missed(gitdir: Path) -> str | None:
 
 
 def clear_missed(gitdir: Path) -> None:
-    statefiles.remove(gitdir, f"{FOLDER}/missed")
+    if _ours(gitdir, "missed"):
+        statefiles.remove(gitdir, f"{FOLDER}/missed")
+
+
+def _ours(gitdir: Path, rel: str) -> bool:
+    """Is the state file ``rel`` absent or a regular file (one gitspace may replace)?"""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.lstat(gitdir / FOLDER / rel).st_mode)
+    except OSError:
+        return True
 
 
 # -- turns -----------------------------------------------------------------------------------

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.identity import EXTERNAL_LISTED, Identity
+from ..core.person import token
 from ..core.workspace import Workspace
 from ..errors import NotFound, PathRefused
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
-from ..storage.objects import EMPTY_TREE, Commit
+from ..storage.objects import EMPTY_TREE, Commit, Signature
 from ..tools.registry import tool_named
 from ..tools.script_header import Script
 from .scratch import Scratch
@@ -125,16 +126,17 @@ def source_problem(repo: GitRepo, commit: Commit, op: ledger.Op) -> str | None:
 
 def author_problem(commit: Commit, op: ledger.Op) -> str | None:
     """Why the commit's author is not the one gitspace writes for the op's agent, or None. An
-    op with no agent is a person's: authored as their name, whatever it is."""
+    op with no agent is a person's: authored as their name, whatever it is; an outside edit is
+    by the person whose name its agent trailer holds as a token."""
     found = identity(commit.author)
     if op.agent is None:
-        if person_of(commit) is not None:
+        if person_of(commit) is not None or signature_of(commit) is not None:
             return None
         return (f"its author is {found!r}, but gitspace authors an op made with no agent as the "
-                "person who made it, 'NAME <NAME@gitspace>'.")
+                "person who made it, by their git identity 'Name <email>'.")
     expected = f"{op.agent} <{op.agent}@gitspace>"
-    if found == expected:
-        return None
+    if found == expected or op.source == "external" and token(found.split(" <")[0]) == op.agent:
+        return None  # (a person's own edit is by them as their git knows them: core/person.py)
     return (f"its author is {found!r}, but gitspace authors an op of agent {op.agent!r} as "
             f"{expected!r}.")
 
@@ -147,6 +149,13 @@ def person_of(commit: Commit) -> str | None:
             found.group(1)):
         return None
     return found.group(1)
+
+
+def signature_of(commit: Commit) -> Signature | None:
+    """The person an op made with no agent is authored as, by their git identity (``Name
+    <email>``, core/person.py), or None when the author line is not of that shape."""
+    found = re.fullmatch(r"(.+?) <([^<>\s]+)>", identity(commit.author))
+    return Signature(found.group(1), found.group(2)) if found else None
 
 
 def identity(author: str) -> str:
@@ -196,7 +205,12 @@ def reexecute(sc: Scratch, commit: Commit, op: ledger.Op, args: dict[str, Any],
     # is a person's: by them again); the moment a mutating script saw when it was recorded. A
     # replay writes the trailer as recorded; a rebase (onto, sync) names where the op came from,
     # the first commit it was recorded as when it has been rebased before.
-    who = Identity.of(op, clock=commit.time, person=None if op.agent else person_of(commit),
+    person, signature = (None, None) if op.agent else (person_of(commit), signature_of(commit))
+    if signature is not None and person is None:
+        person = token(signature.name)
+    elif person is not None:
+        signature = None  # (authored as the token: replayed as the token)
+    who = Identity.of(op, clock=commit.time, person=person, signature=signature,
                       rebased_from=op.rebased_from if compare else op.rebased_from or commit.sha)
     result = sc.ws.call_as(who, args)
     if not sc.on_branch():

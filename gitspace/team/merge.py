@@ -23,7 +23,8 @@ Semantics (``gitspace merge NAME [--into BRANCH]``):
 - The merge commit's author is the user's configured git identity (``human`` when there is
   none); the committer is gitspace. It is not an op: it carries no Gitspace trailer.
 - ``--squash``: the same tree as one commit on the target alone (one parent), its message listing
-  the agent's ops: the target's history gets one commit, not one per tool call.
+  the agent's ops: the target's history gets one commit, not one per tool call. Its authorship
+  note (refs/notes/ai) says which op wrote each of its lines (``provenance/squash.py``).
 - gitspace's own hook entries never come along: in every JSON file the merge changes, the hook
   entries that run ``gitspace hook`` (the agent's worktree had them committed, with an absolute
   path to gitspace) are taken out, and a file left as the target had it, or with nothing of its
@@ -41,6 +42,7 @@ from ..core import branches
 from ..core.writer import COMMITTER, Change, RefMove, Writer
 from ..errors import Conflict, GitCommandError, GitspaceError, NotFound
 from ..harness.hookentries import without_gitspace_hooks
+from ..provenance.squash import commits_between, note_squash
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry, Signature
 from . import merge_journal
@@ -154,6 +156,8 @@ def _merge(repo: GitRepo, journal: MergeJournal, name: str, into: str | None,
         _update_checkout(repo, journal, ref, ours, commit, files, reflog)
     else:  # a ref move alone, through the checkout's writer (whose lock ``merge`` holds)
         Writer(repo).apply(Change(reflog, COMMITTER, [RefMove(ref, ours, commit)]))
+    if squash:  # the squash commit says which op wrote each line (refs/notes/ai)
+        note_squash(Writer(repo), commit, commits_between(repo, ours, theirs))
     return Merged(name, branch, target, commit, files, checkout, squash)
 
 

@@ -195,10 +195,29 @@ def push(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
         )
     if refspecs:
         _run_push(repo, remote, refspecs)
+    report.notes += carry_notes(repo, remote)
     owned = _owns_current(ws)
     if owned and f"refs/heads/{owned}:refs/heads/{owned}" in refspecs:
         _mend_remote_head(repo, remote, owned, report)
     return report
+
+
+def carry_notes(repo: GitRepo, remote: str) -> list[str]:
+    """Push the authorship notes (refs/notes/ai) too, the remote's merged in first so that no
+    one's are lost (provenance/travel.py); what the person should know when that failed."""
+    from ..provenance import travel
+
+    try:
+        tip = travel.to_push(repo, remote)
+        if tip is None:
+            return []
+        proc = push_refspecs(repo, remote, [f"{tip}:{travel.REF}"])
+    except GitspaceError as e:
+        return [f"The authorship notes were not pushed ({e.message}); the next push tries again."]
+    if proc.returncode != 0:
+        return [f"The authorship notes were not pushed to {remote} ("
+                f"{proc.stderr.decode(errors='replace').strip()}); the next push tries again."]
+    return []
 
 
 def _mend_remote_head(repo: GitRepo, remote: str, branch: str, report: SyncReport) -> None:

@@ -54,7 +54,15 @@ from ..storage.gitrepo import GitRepo
 from ..storage.objects import Commit
 from . import sync_state
 from .rebase import rebase, stopped
-from .remote import TAGS, RemoteUnavailable, fetch, ls_remote, push_refspecs, unreachable
+from .remote import (
+    TAGS,
+    RemoteUnavailable,
+    carry_notes,
+    fetch,
+    ls_remote,
+    push_refspecs,
+    unreachable,
+)
 from .sync_pace import Pace, Random
 
 ATTEMPTS = 10  # rounds of one sync that may fail (a push lost, an op landed here meanwhile)
@@ -115,6 +123,7 @@ def sync(ws: Workspace, remote: str = "origin", *, drop: tuple[str, ...] = (),
             done = _rounds(ws, remote, branch, set(drop), turns, on_step or _quiet)
         finally:
             sync_state.save_pace(ws, remote, branch, pace)
+        done.notes += carry_notes(ws.repo, remote)  # refs/notes/ai, when this clone has any
         return done
 
 

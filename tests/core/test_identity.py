@@ -10,8 +10,9 @@ import gitspace
 from gitspace.core.identity import Identity
 from gitspace.storage import ledger, records
 
-# The commit records these, not a trailer: its time the clock, its author the person.
-NOT_RECORDED = {"clock", "person"}
+# The commit records these, not a trailer: its time the clock, its author the person (as a
+# token, or by their git identity: the signature).
+NOT_RECORDED = {"clock", "person", "signature"}
 
 
 def test_every_field_is_recorded_by_name_or_said_not_to_be() -> None:

@@ -566,11 +566,15 @@ def test_an_outside_edit_without_an_agent_must_be_authored_as_a_persons(ws: Work
                      '{"count":1,"paths":["b.md"]}')
     honest = commit_tree(ws.root, tree, head(ws.root), by="human <human@gitspace>", msg=msg)
     assert replay(ws, honest).ok
-    forged = commit_tree(ws.root, tree, head(ws.root), by="Mallory <m@evil.example>", msg=msg)
+    # A person is authored by their git identity (core/person.py), whatever it is: only an
+    # author that names no one that way is refused.
+    assert replay(ws, commit_tree(ws.root, tree, head(ws.root), by="Zoë van Dijk <zoe@x.example>",
+                                  msg=msg)).ok
+    forged = commit_tree(ws.root, tree, head(ws.root), by="Mallory <>", msg=msg)
     d = replay(ws, forged).divergence
-    assert d is not None and d.reason == ("its author is 'Mallory <m@evil.example>', but gitspace "
-                                          "authors an op made with no agent as the person who "
-                                          "made it, 'NAME <NAME@gitspace>'.")
+    assert d is not None and d.reason == ("its author is 'Mallory <>', but gitspace authors an op "
+                                          "made with no agent as the person who made it, by "
+                                          "their git identity 'Name <email>'.")
 
 
 def test_a_persons_git_colours_never_reach_the_report(ws: Workspace, tmp_path: Path,

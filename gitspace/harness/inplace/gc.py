@@ -1,9 +1,10 @@
 """``gitspace gc``: keep what in-place recording adds to ``.git`` bounded.
 
 What goes (``plan``):
-- a line the person's commits have *absorbed*: every file the agent's ops on it changed (ops of
-  source ``harness``, and undos and rewinds) holds, in the tip of the branch the line follows,
-  exactly what the line's tip holds;
+- a line the person's commits have *absorbed* (``provenance/keep.py`` says exactly when: every
+  commit it followed is one of the branch's, no op on it took work back, every path its ops
+  changed holds in the branch's tip what the line's tip holds), once every commit that absorbed
+  it carries its authorship note (a missing one is written first; see ``collect``);
 - a line nothing was recorded on for ``keep_days`` days (default 30);
 - turn marks no remaining line reaches.
 
@@ -29,14 +30,12 @@ from dataclasses import dataclass
 
 from ...core import linerefs
 from ...core.writer import Writer
-from ...errors import GitspaceError, LockTimeout
-from ...storage import ledger
+from ...errors import LockTimeout
 from ...storage.gitrepo import GitRepo
 from . import line
 
 KEEP_DAYS = 30.0
 AUTO_EVERY = 24 * 3600.0
-_WALK = 20_000  # ops looked at to decide that a line is absorbed (longer: left to keep_days)
 
 
 @dataclass(frozen=True)
@@ -69,23 +68,10 @@ def plan(repo: GitRepo, keep_days: float = KEEP_DAYS, now: float | None = None) 
 
 
 def absorbed(repo: GitRepo, tip: str, target: str) -> bool:
-    """Does commit ``target`` hold, for every file the agent's ops on line ``tip`` changed,
-    what the line's tip holds?"""
-    changed: set[str] = set()
-    sha = tip
-    for _ in range(_WALK):
-        commit = repo.commit(sha)
-        op = _op(commit.message)
-        if op is None or not commit.parents:
-            break
-        if op.source in ("harness", "tool"):
-            parent = repo.commit(commit.parents[0]).tree
-            changed |= {c.path for c in repo.diff_trees(parent, commit.tree)}
-        sha = commit.parents[0]
-    else:
-        return False
-    ours, theirs = repo.commit(tip).tree, repo.commit(target).tree
-    return all(repo.entry_at(ours, p) == repo.entry_at(theirs, p) for p in changed)
+    """Did commit ``target`` absorb every op on line ``tip``? (``provenance.keep.absorbed``)"""
+    from ...provenance import keep
+
+    return keep.absorbed(repo, tip, target)
 
 
 def collect(repo: GitRepo, keep_days: float = KEEP_DAYS, dry_run: bool = False
@@ -99,9 +85,20 @@ def collect(repo: GitRepo, keep_days: float = KEEP_DAYS, dry_run: bool = False
         pruned = plan(repo, keep_days)
         if dry_run:
             return pruned, None
+        pruned = _kept_first(writer, pruned)
         report = prune(writer, pruned)
         ran(repo)
     return pruned, report
+
+
+def _kept_first(writer: Writer, pruned: list[Pruned]) -> list[Pruned]:
+    """The lines that may go once the authorship notes they prove are written (the queued ones
+    and each absorbing commit's: ``provenance.keep``); a line whose notes cannot be written
+    stays."""
+    from ...provenance import keep
+
+    going = keep.may_go(writer, [(p.ref, p.tip) for p in pruned])
+    return [p for p in pruned if p.ref in going]
 
 
 def prune(writer: Writer, pruned: list[Pruned], pack: bool = True) -> Report:
@@ -155,10 +152,3 @@ def _time(repo: GitRepo, sha: str) -> float:
         return float(repo.commit(sha).committer.rsplit(" ", 2)[-2])
     except (ValueError, IndexError):
         return 0.0
-
-
-def _op(message: str) -> ledger.Op | None:
-    try:
-        return ledger.parse_message(message)
-    except GitspaceError:  # a malformed trailer block: not one of ours
-        return None

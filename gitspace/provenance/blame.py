@@ -1,0 +1,248 @@
+"""``gitspace blame PATH [REV]``: for each line, the agent call or the person that wrote it.
+
+Invariants:
+- ``git blame`` says which commit brought each line and where that line was then; that
+  commit's note (``refs/notes/ai``, gitspace's or any compliant tool's) says who wrote it. A
+  commit that is itself an op (a workspace's) says it with its trailers. A line of a commit
+  with neither is its author's, as git says (``source`` ``git``).
+- Without REV the work tree is blamed: a line not committed yet is looked up in the checkout's
+  line (the calls recorded since), else it is the person's.
+- Everything shown comes from the notes and the commits, so a clone that never recorded
+  anything shows the same; the prompt of a call is added only where its transcript is local
+  (``sessions.Transcripts``), redacted.
+"""
+
+from __future__ import annotations
+
+from ..core.linerefs import ref_for
+from ..errors import GitspaceError, NotFound
+from ..storage import ledger
+from ..storage.gitrepo import GitRepo
+from ..storage.records import record
+from . import authorship, matching, sources
+from .notes import Notes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .sessions import Transcripts
+
+UNCOMMITTED = "0" * 40
+
+
+@record()
+class Line:
+    line: int
+    text: str
+    commit: str
+    kind: str  # "agent" or "person"
+    author: str  # the agent (harness) or the person's name
+    harness: str | None  # the tool of the Git AI Standard's agent id ("claude")
+    session: str | None
+    op: str | None  # the op's short id
+    tool: str | None
+    time: int | None
+    model: str | None
+    prompt: str | None
+    key: str | None
+    source: str  # "note", "op", "line" (recorded, not committed yet) or "git"
+
+    def as_json(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in FIELDS}
+
+
+FIELDS = ["line", "text", "commit", "kind", "author", "harness", "session", "op", "tool", "time",
+          "model", "prompt", "key", "source"]
+
+
+@record()
+class _Origin:
+    commit: str
+    line: int
+    path: str
+    author: str
+    time: int
+
+
+def blame(repo: GitRepo, path: str, rev: str | None = None,
+          transcripts: Transcripts | None = None) -> list[Line]:
+    args = ["blame", "--porcelain"] + ([rev] if rev else []) + ["--", path]
+    proc = repo.run_git(*args)
+    if proc.returncode != 0 and rev is None and not repo.run_git(
+            "ls-files", "--error-unmatch", "--", path).returncode == 0:
+        return _untracked(repo, path, transcripts)
+    if proc.returncode != 0:
+        text = proc.stderr.decode(errors="replace").strip()
+        raise NotFound(f"git blame cannot blame {path}{' at ' + rev if rev else ''}: {text}",
+                       hint="Name a file the revision holds (paths are relative to the work "
+                            "tree's top).")
+    origins, texts = _porcelain(proc.stdout)
+    notes = Notes(repo)
+    uncommitted = _uncommitted(repo, path, texts) if any(
+        o.commit == UNCOMMITTED for o in origins) else {}
+    out = []
+    seen: dict[tuple[str, str | None], tuple[object, ...]] = {}  # (commit, key) → its fields
+    for number, (origin, text) in enumerate(zip(origins, texts, strict=True), 1):
+        group = _group(notes, origin) if origin.commit != UNCOMMITTED else None
+        known = seen.get(group) if group is not None else None
+        if known is not None:  # (one lookup a group: a file is a few groups of many lines)
+            out.append(Line(number, text, *known))  # type: ignore[arg-type]
+            continue
+        found = _line(repo, notes, number, origin, text, uncommitted, transcripts)
+        if group is not None:
+            seen[group] = tuple(getattr(found, name) for name in FIELDS[2:])
+        out.append(found)
+    return out
+
+
+def _group(notes: Notes, origin: _Origin) -> tuple[str, str | None]:
+    note = notes.get(origin.commit)
+    return origin.commit, note.key_at(origin.path, origin.line) if note is not None else None
+
+
+def _untracked(repo: GitRepo, path: str, transcripts: Transcripts | None) -> list[Line]:
+    """A file git does not track yet: every line uncommitted, looked up in the line."""
+    from ..storage import bounded
+
+    try:
+        data = bounded.read_inside(repo.root, path, sources.FILE_CAP, what="The file")
+    except (OSError, GitspaceError) as e:
+        raise NotFound(f"{path} cannot be blamed: {e}.", hint="Name a file of the work tree.") \
+            from None
+    if data is None:
+        raise NotFound(f"There is no file {path} in the work tree.",
+                       hint="Name a file of the work tree (relative to its top), or give REV.")
+    texts = [t.decode("utf-8", "surrogateescape") for t in matching.split(data)]
+    origins = [_Origin(UNCOMMITTED, n, path, "Not Committed Yet", 0) for n in
+               range(1, len(texts) + 1)]
+    notes = Notes(repo)
+    found = _uncommitted(repo, path, texts)
+    return [_line(repo, notes, n, o, t, found, transcripts)
+            for n, (o, t) in enumerate(zip(origins, texts, strict=True), 1)]
+
+
+def _porcelain(data: bytes) -> tuple[list[_Origin], list[str]]:
+    origins: list[_Origin] = []
+    texts: list[str] = []
+    known: dict[str, dict[str, str]] = {}
+    current: list[str] = []
+    rows = data.split(b"\n")
+    i = 0
+    while i < len(rows):
+        row = rows[i].decode("utf-8", "surrogateescape")
+        i += 1
+        if not row:
+            continue
+        if row.startswith("\t"):
+            sha, orig = current[0], int(current[1])
+            info = known[sha]
+            origins.append(_Origin(sha, orig, info.get("filename", ""), info.get("author", ""),
+                                   int(info.get("author-time", "0") or 0)))
+            texts.append(row[1:])
+            continue
+        head = row.split(" ")
+        if len(head) >= 3 and len(head[0]) == 40 and head[1].isdigit():
+            current = head
+            known.setdefault(head[0], {})
+            continue
+        name, _, value = row.partition(" ")
+        if current:
+            known[current[0]][name] = value
+    return origins, texts
+
+
+def _line(repo: GitRepo, notes: Notes, number: int, origin: _Origin, text: str,
+          uncommitted: dict[int, tuple[str, sources.Call | None, str | None]],
+          transcripts: Transcripts | None) -> Line:
+    person = Line(number, text, origin.commit, "person", origin.author, None, None, None, None,
+                  origin.time, None, None, None, "git")
+    if origin.commit == UNCOMMITTED:
+        found = uncommitted.get(number)
+        if found is None:
+            return person
+        key, call, who = found
+        if call is None:
+            person.author, person.key, person.source = who or person.author, key, "line"
+            return person
+        return _call(number, text, origin.commit, key, call, transcripts, "line")
+    note = notes.get(origin.commit)
+    if note is not None:
+        noted = note.key_at(origin.path, origin.line)
+        if noted is not None:
+            return _from_note(number, text, origin, noted, note, transcripts)
+        return person
+    commit = repo.commit(origin.commit)
+    op = _op(commit.message)
+    if op is not None:
+        _, _, call = sources.key_of(op, commit.author.rsplit(" ", 2)[0], commit.sha,
+                                    commit.time)
+        if call is not None:
+            return _call(number, text, origin.commit, call.key, call, transcripts, "op")
+    return person
+
+
+def _from_note(number: int, text: str, origin: _Origin, key: str, note: authorship.Note,
+               transcripts: Transcripts | None) -> Line:
+    record_ = note.record_of(key) or {}
+    head, trace = authorship.split_key(key)
+    if authorship.kind_of(key) == "person":
+        who = record_.get("author")
+        name: str = who.split(" <", 1)[0] if isinstance(who, str) else origin.author
+        return Line(number, text, origin.commit, "person", name, None, None, None, None,
+                    origin.time, None, None, key, "note")
+    agent_id = record_.get("agent_id") if isinstance(record_.get("agent_id"), dict) else {}
+    assert isinstance(agent_id, dict)
+    traced = note.traces.get(trace or "", {})
+    session = _text(traced.get("session")) or _text(agent_id.get("id"))
+    agent: str = _text(traced.get("agent")) or _text(agent_id.get("tool")) or "agent"
+    op = _text(traced.get("op"))
+    prompt = None
+    if transcripts is not None and session and op:
+        prompt = transcripts.prompt(agent, session, _text(traced.get("tool_use_id")))
+    when = traced.get("time")
+    return Line(number, text, origin.commit, "agent", agent, _text(agent_id.get("tool")),
+                session, ledger.short_id(op) if op and ledger.OP_ID.fullmatch(op) else op,
+                _text(traced.get("tool")), when if isinstance(when, int) else origin.time,
+                _text(agent_id.get("model")), prompt, key, "note")
+
+
+def _call(number: int, text: str, commit: str, key: str, call: sources.Call,
+          transcripts: Transcripts | None, source: str) -> Line:
+    prompt = transcripts.prompt(call.agent, call.session, call.tool_use_id) \
+        if transcripts is not None else None
+    model = transcripts.model(call.agent, call.session) if transcripts is not None else None
+    return Line(number, text, commit, "agent", call.agent, sources.harness_tool(call.agent),
+                call.session, ledger.short_id(call.op_id), call.tool, call.time, model, prompt,
+                key, source)
+
+
+def _uncommitted(repo: GitRepo, path: str, texts: list[str]
+                 ) -> dict[int, tuple[str, sources.Call | None, str | None]]:
+    """For the work tree's lines: the key the line's recorded calls give each (1-based)."""
+    tip = repo.read_ref(ref_for(repo.head_branch(), repo.gitdir))
+    if tip is None:
+        return {}
+    head = repo.read_ref("HEAD")
+    history = sources.line_history(repo, tip, [path], head)
+    if path not in history.steps:
+        return {}
+    version = sources.replay(repo, history.start.get(path), history.steps[path])
+    if version is None:
+        return {}
+    lines = [t.encode("utf-8", "surrogateescape") for t in texts]
+    out: dict[int, tuple[str, sources.Call | None, str | None]] = {}
+    for n, i in enumerate(matching.match(version.lines, lines), 1):
+        key = version.keys[i] if i >= 0 else None
+        if key is not None:
+            out[n] = (key, history.calls.get(key), history.people.get(key, "").split(" <")[0])
+    return out
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _op(message: str) -> ledger.Op | None:
+    try:
+        return ledger.parse_message(message)
+    except GitspaceError:
+        return None
