@@ -50,7 +50,7 @@ import json
 from pathlib import Path
 
 from ..errors import GitspaceError
-from ..storage import ledger, statefiles
+from ..storage import bounds, ledger, statefiles
 from ..storage.files import State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import EMPTY_TREE, Entry, Signature
@@ -152,7 +152,7 @@ class Model(_Value):
 
 def load(gitdir: Path) -> Model | None:
     try:
-        data = json.loads(statefiles.read(gitdir, MODEL) or b"null")
+        data = bounds.load_state(statefiles.read(gitdir, MODEL) or b"null")
         return Model(**{k: data[k] for k in ("ref", "tip", "base", "index_at")},
                      stash=data.get("stash"))
     except (OSError, ValueError, TypeError, KeyError, statefiles.StateRefused):

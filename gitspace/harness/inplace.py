@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core import exclude
 from ..errors import FileRefused, GitspaceError, LockTimeout, PathRefused
-from ..storage import loose, privateindex, statefiles
+from ..storage import bounds, loose, privateindex, statefiles
 from ..storage.files import Files
 from . import state
 from .events import Event, NothingRecorded, Options, Recorded
@@ -41,7 +41,7 @@ INTERRUPTED = "a hook call was interrupted before it finished"
 def recording(gitdir: Path) -> list[str]:
     """The harnesses recorded in place in this checkout (``gitspace hooks install`` here)."""
     try:
-        data = json.loads(statefiles.read(gitdir, f"gitspace/inplace/{RECORDING}") or b"[]")
+        data = bounds.load_state(statefiles.read(gitdir, f"gitspace/inplace/{RECORDING}") or b"[]")
     except (OSError, ValueError, statefiles.StateRefused):
         return []
     found = data.get("harnesses") if isinstance(data, dict) else None

@@ -119,6 +119,7 @@ import time
 import unicodedata
 
 from ..errors import BadArguments, LedgerError
+from . import bounds
 from .loose import sha1_hex
 from .records import field, record, replace
 
@@ -408,7 +409,10 @@ def _op_from(seen: dict[str, str]) -> Op:
     paths, count = _paths(seen["Gitspace-Paths"]) if harness else (None, None)
     raw_args = seen["Gitspace-Args"]
     try:
+        bounds.check_nesting(raw_args, "Gitspace-Args")  # (before the parser's own recursion)
         args = json.loads(raw_args)
+    except bounds.TooDeep as e:
+        raise LedgerError(f"{e}, deeper than any op's arguments.") from None
     except ValueError as e:
         raise LedgerError(f"Gitspace-Args is not valid JSON: {e}.") from None
     if not isinstance(args, dict) or canonical_json(args) != raw_args:
@@ -456,6 +460,7 @@ def in_format(message: str, op: Op, version: int) -> str:
 
 def _paths(raw: str) -> tuple[tuple[str, ...], int]:
     try:
+        bounds.check_nesting(raw, "Gitspace-Paths", 2)  # {"count", "paths": [...]}: two levels
         value = json.loads(raw)
     except ValueError:
         value = None

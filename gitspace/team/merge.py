@@ -41,6 +41,7 @@ from ..core import branches
 from ..core.hookentries import without_gitspace_hooks
 from ..core.writer import COMMITTER, Change, RefMove, Writer
 from ..errors import Conflict, GitCommandError, GitspaceError, NotFound
+from ..storage import bounds
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry, Signature
 from . import merge_journal
@@ -216,7 +217,7 @@ def _without_hook_settings(repo: GitRepo, ours: str, merged: str) -> str:
         if change.new is None or not change.path.endswith(".json") or change.new.is_tree:
             continue
         try:
-            data = json.loads(repo.read_blob(change.new.sha))
+            data = bounds.loads(repo.read_blob(change.new.sha), change.path)
         except (ValueError, UnicodeDecodeError, GitspaceError):
             continue
         kept, removed = without_gitspace_hooks(data)
@@ -225,7 +226,7 @@ def _without_hook_settings(repo: GitRepo, ours: str, merged: str) -> str:
         before: Any = None
         if change.old is not None:
             try:
-                before = json.loads(repo.read_blob(change.old.sha))
+                before = bounds.loads(repo.read_blob(change.old.sha), change.path)
             except (ValueError, UnicodeDecodeError, GitspaceError):
                 before = None
         if kept == before or (change.old is None and kept == {}):

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.writer import Writer, break_stale_locks, object_id, ref_name
-from ..storage import lockfile, statefiles
+from ..storage import bounds, lockfile, statefiles
 from ..storage.files import Files, is_plain
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
@@ -77,7 +77,7 @@ class MergeJournal:
             raw = statefiles.read(self.repo.gitdir, f"gitspace/{JOURNAL}")
             if raw is None:
                 return False
-            record = json.loads(raw)
+            record = bounds.load_state(raw, "the merge journal")
             since = self.path.stat().st_mtime_ns
         except FileNotFoundError:
             return False
