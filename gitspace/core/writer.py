@@ -451,6 +451,8 @@ class Writer:
             if raw is None:
                 return False
             record = bounds.load_state(raw, "the journal")
+        except bounds.OutOfBounds:
+            record = None  # whole, but nothing gitspace writes: refused below, and kept
         except ValueError:
             # The journal is written by rename, so a torn one means it never took effect.
             statefiles.remove(self.repo.gitdir, JOURNAL)

@@ -36,8 +36,12 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
-class TooDeep(ValueError):
-    """JSON nested deeper than the bound (a ``ValueError``, as any malformed JSON is)."""
+class OutOfBounds(ValueError):
+    """Whole JSON past a bound (a ``ValueError``, as malformed JSON is): not torn, not gitspace's."""
+
+
+class TooDeep(OutOfBounds):
+    """JSON nested deeper than the bound."""
 
 
 def nesting(text: str) -> int:
@@ -77,19 +81,19 @@ def load_state(raw: bytes | str, what: str = "the state file") -> Any:
 
 def _integer(text: str) -> int:
     if len(text.lstrip("-")) > INT_DIGITS:
-        raise ValueError(f"an integer of {len(text):,} digits is larger than any gitspace keeps")
+        raise OutOfBounds(f"an integer of {len(text):,} digits is larger than any gitspace keeps")
     return int(text)
 
 
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"{text[:40]} is no finite number")
+        raise OutOfBounds(f"{text[:40]} is no finite number")
     return value
 
 
 def _constant(text: str) -> float:
-    raise ValueError(f"{text} is no JSON number")
+    raise OutOfBounds(f"{text} is no JSON number")
 
 
 def check_tree_depth(folder: bytes) -> None:

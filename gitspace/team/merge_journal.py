@@ -81,6 +81,8 @@ class MergeJournal:
             since = self.path.stat().st_mtime_ns
         except FileNotFoundError:
             return False
+        except bounds.OutOfBounds:  # whole, but none a merge writes: refused below, and kept
+            record, since = None, 0
         except ValueError:  # written by rename: a torn journal never took effect
             self.end()
             return False
