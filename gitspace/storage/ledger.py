@@ -476,6 +476,7 @@ def _paths(raw: str) -> tuple[tuple[str, ...], int]:
 
 # -- checkpoint tags and branch reflogs -------------------------------------------------------
 
+CHECKPOINTS = "refs/tags/gitspace/"  # where checkpoint tags live
 _CHECKPOINT_KEYS = ("Gitspace-Checkpoint", "Gitspace-Branch", "Gitspace-Agent", "Gitspace-Op")
 _BRANCH_NOTE = re.compile(r"gitspace: branch (\S+) \(op (\S+)\)")
 

@@ -54,7 +54,15 @@ from ..storage.gitrepo import GitRepo
 from ..storage.objects import Commit
 from . import sync_state
 from .rebase import rebase, stopped
-from .remote import TAGS, RemoteUnavailable, fetch, ls_remote, push_refspecs, unreachable
+from .remote import (
+    TAGS,
+    RemoteUnavailable,
+    fetch,
+    ls_remote,
+    push_refspecs,
+    rightly_named,
+    unreachable,
+)
 from .sync_pace import Pace, Random
 
 ATTEMPTS = 10  # rounds of one sync that may fail (a push lost, an op landed here meanwhile)
@@ -223,6 +231,7 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     _check_not_rewritten(repo, remote, branch, repo.read_ref(tracking), their_tip)
     local = _tip(repo, branch)  # (an op may have landed here meanwhile: it goes out too)
     report = Synced(remote, branch, local)
+    remote_tags = rightly_named(repo, remote, remote_tags, report.notes)
     new, tag_moves = local, {}
     if their_tip is not None and their_tip != local:
         base = merge_base(repo, local, their_tip)
