@@ -50,7 +50,7 @@ import json
 from pathlib import Path
 
 from ..errors import GitspaceError
-from ..storage import bounds, ledger, statefiles
+from ..storage import bounds, ledger, opchain, statefiles
 from ..storage.files import State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import EMPTY_TREE, Entry, Signature
@@ -255,7 +255,7 @@ def follow(repo: GitRepo, here: Where, tree: str, since: Model | None, person: S
         "The files are the work tree as found: the commit plus every change not committed yet.")
     if changed:
         body += "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in changed[:200])
-    message = ledger.encode_message(op, what, body)
+    message = opchain.message(repo, parent, op, what, body)
     return repo.write_commit(tree, [parent], message, person, COMMITTER)
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from ..core import exclude, line
 from ..core.identity import Identity, external_edit
 from ..errors import FileRefused, GitspaceError, NotFound, PathRefused
-from ..storage import ledger, lockfile, privateindex
+from ..storage import ledger, lockfile, opchain, privateindex
 from ..storage.files import Files
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
@@ -350,7 +350,7 @@ class Recorder:
     def _commit(self, op: ledger.Op, changes: dict[str, Entry | None], subject_line: str,
                 body: str, ident: Any) -> None:
         tree = self.repo.update_tree(self.tree, changes)
-        message = ledger.encode_message(op, subject_line, body)
+        message = opchain.message(self.repo, self.parent, op, subject_line, body)
         self.parent = self.repo.write_commit(tree, [self.parent], message, ident, line.COMMITTER)
         self.tree = tree
         self.touched |= set(changes)

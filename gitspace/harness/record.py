@@ -37,7 +37,7 @@ from ..core.transaction import commit_external, entry_of
 from ..core.workspace import Workspace
 from ..core.writer import COMMITTER, Change, RefMove
 from ..errors import FileRefused, GitspaceError, NotAWorkspace, PathRefused
-from ..storage import bounded, ledger
+from ..storage import bounded, ledger, opchain
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from . import state
@@ -291,7 +291,7 @@ class Recorder:
     def _commit(self, op: ledger.Op, changes: dict[str, Entry | None], subject_line: str,
                 body: str, ident: Any) -> None:
         tree = self.repo.update_tree(self.tree, changes)
-        message = ledger.encode_message(op, subject_line, body)
+        message = opchain.message(self.repo, self.parent, op, subject_line, body)
         commit = self.repo.write_commit(tree, [self.parent], message, ident, COMMITTER)
         self._advance(commit, tree, op.op_id, changes)
 
