@@ -98,11 +98,14 @@ def _targets(sc: Scratch, targets: list[str], listed: list[str], op: ledger.Op,
     read only when the op says it changed more paths than it lists (and costs its size)."""
     out: Files = {}
     for path in targets:
-        if path not in listed and (op.path_count or 0) <= len(listed):
-            raise Unchecked(f"it writes {path[:200]!r}, which is not one of the paths it lists")
-        out[path] = _file(sc, sc.tree(), path)
         if path not in listed:
-            cost.spend(len(out[path] or b""))
+            if (op.path_count or 0) <= len(listed):
+                raise Unchecked(f"it writes {path[:200]!r}, which is not one of the paths it "
+                                "lists")
+            entry = sc.repo.entry_at(sc.tree(), path)
+            if entry is not None and not entry.is_tree:  # (its size is counted before it is read)
+                cost.spend(int(sc.repo.git("cat-file", "-s", entry.sha).decode().strip()))
+        out[path] = _file(sc, sc.tree(), path)
     return out
 
 
