@@ -45,7 +45,7 @@ class Found:
         if self.where == "checkpoint":
             return f"{what} (checkpoint {self.name})"
         if self.where == "branch":
-            return f"{what} (created branch {self.name})"
+            return f"{what} ({'created ' if self.op_id else ''}branch {self.name})"
         return what if self.op_id else f"{what} (a revision)"
 
 
