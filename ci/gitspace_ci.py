@@ -206,9 +206,9 @@ def check(bin_dir: Path, span: Range, report: Path, *, no_scripts: bool, allow_e
     checked = data.get("checked", 0) - sum(data.get("recorded_why", {}).get(k, 0) for k in NOT_OPS)
     title = {"match": "every op matched", "diverged": "diverged", "empty": "no op re-executed",
              "malformed": "malformed ops", "error": "could not check"}[outcome.result]
-    outcome.lines += [f"### gitspace: {title}\n", f"Checked {where}: {span.why}.\n"]
+    outcome.lines += [f"### gitspace: {title}\n", f"Checked {where}: {md_text(span.why)}.\n"]
     if data:
-        why = ", ".join(f"{n} {k}" for k, n in sorted(data.get("recorded_why", {}).items()))
+        why = ", ".join(f"{n} {md_text(k)}" for k, n in sorted(data.get("recorded_why", {}).items()))
         outcome.lines.append(f"{checked} op(s) checked in {data.get('total', 0)} commit(s): "
                              f"{data.get('reexecuted', 0)} re-executed, {data.get('as_recorded', 0)}"
                              f" applied as recorded" + (f" ({why})" if why else "") + ".")
@@ -216,7 +216,8 @@ def check(bin_dir: Path, span: Range, report: Path, *, no_scripts: bool, allow_e
             outcome.lines.append(f"\n{data['unverified']} script op(s) not verified (scripts "
                                  "disabled).")
         if data.get("fetched"):
-            outcome.lines.append(f"\nCheckpoints fetched from a remote: {', '.join(data['fetched'])}.")
+            outcome.lines.append("\nCheckpoints fetched from a remote: "
+                                 f"{md_text(', '.join(data['fetched']))}.")
     outcome.lines += _verify_lines(verify) + _replay_lines(replay, data)
     return _finish(outcome, span, notes, data, str(max(checked, 0)),
                    _first(outcome.result, verify, replay, data))
@@ -252,7 +253,7 @@ def _verify_lines(verify: dict[str, Any]) -> list[str]:
         return ["\n`gitspace verify` could not run:\n", _fence([said]), said, _fence([said])]
     lines = [f"\nverify: {data['ops']} op(s) in {data['commits']} commit(s), "
              f"{len(data['problems'])} problem(s)."]
-    lines += [f"- `{p['commit'][:12]}`: {one_line(p['problem'])}" for p in data["problems"][:20]]
+    lines += [f"- `{p['commit'][:12]}`: {md_text(p['problem'])}" for p in data["problems"][:20]]
     return lines
 
 
@@ -261,13 +262,13 @@ def _replay_lines(replay: dict[str, Any], data: dict[str, Any]) -> list[str]:
         said = replay["error"] or f"(exit {replay['code']}, no message)"
         return ["\n`gitspace replay` could not run:\n", _fence([said]), said, _fence([said])]
     if data.get("empty"):
-        return [f"\nreplay {data['empty']} If that is expected (the range adds only outside "
+        return [f"\nreplay {md_text(data['empty'])} If that is expected (the range adds only outside "
                 "edits, commands or plain commits), set the input `allow-empty`."]
     d = data.get("divergence")
     if not d:
         return []
-    op = f", op {_code(d['op_id'])} ({one_line(d['tool'])})" if d.get("op_id") else ""
-    lines = [f"\nDiverged at commit `{d['commit']}`{op}:\n", f"> {one_line(d['reason'])}\n"]
+    op = f", op {_code(d['op_id'])} ({md_text(d['tool'])})" if d.get("op_id") else ""
+    lines = [f"\nDiverged at commit {_code(d['commit'])}{op}:\n", f"> {md_text(d['reason'])}\n"]
     if d.get("paths"):
         more = max(0, len(d["paths"]) - 20) + d.get("more_paths", 0)
         lines.append("Paths: " + ", ".join(_code(p) for p in d["paths"][:20])
@@ -335,11 +336,22 @@ def authorship(bin_dir: Path, span: Range, report: Path, *, attach: bool
 
 # -- history's text where Markdown and the runner read it -------------------------------------
 # A pull request's history is its author's: its text must not close a code block, start a
-# heading, or reach the runner as a workflow command.
+# heading, render as HTML (a job summary takes some: a forged path could say "every op
+# matched" in an <h3>), or reach the runner as a workflow command.
+
+_MARKUP = re.compile(r"[!-/:-@\[-`{-~]")  # every ASCII punctuation character
+
 
 def one_line(text: object) -> str:
     """``text`` on one line, every character that is not printable spelled as an escape."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def md_text(text: object) -> str:
+    """``text`` as Markdown text that means only itself: on one line, and every ASCII
+    punctuation character backslash-escaped (CommonMark lets each be), so none of it starts an
+    HTML tag, an entity, emphasis, a link or a heading, or ends the line's own markup."""
+    return _MARKUP.sub(lambda found: "\\" + found.group(), one_line(text))
 
 
 def _code(text: object) -> str:
@@ -382,7 +394,7 @@ def _first(result: str, verify: dict[str, Any], replay: dict[str, Any],
 def _finish(outcome: Outcome, span: Range, notes: list[str], data: dict[str, Any],
             checked: str, first: str) -> Outcome:
     if notes:
-        outcome.lines += ["", *(f"_{one_line(n)}_" for n in notes)]
+        outcome.lines += ["", *(f"_{md_text(n)}_" for n in notes)]
     outcome.outputs = {"result": outcome.result, "matched": "true" if outcome.ok else "false",
                        "ops-checked": checked, "reexecuted": str(data.get("reexecuted", 0)),
                        "first-divergence": first, "tip": span.tip, "base": span.base or ""}

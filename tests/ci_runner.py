@@ -21,12 +21,14 @@ import json
 import os
 import re
 import subprocess
+import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from conftest import REPO, git
 
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 PATH_EXPR = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
@@ -205,3 +207,33 @@ def run_gitlab_job(template: Path, job: str, project: Path, *, variables: dict[s
     script.write_text("\n".join(lines) + "\n")
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
                           cwd=project, env=env, capture_output=True, text=True, timeout=600)
+
+
+def check_step(bare: Path, tip: str, base: str, tmp: Path,
+               head_ref: str = "forged") -> tuple[subprocess.CompletedProcess[str], dict[str, Path]]:
+    """The action's check step (``ci/gitspace_ci.py github``) as a runner runs it on a pull
+    request from ``head_ref`` (tip) into main (base), in a fresh clone of ``bare`` at
+    ``tmp/checkout``, with this checkout's gitspace; the step and its files (``output``,
+    ``env``, ``path``, ``summary``, ``event.json``)."""
+    clone = tmp / "checkout"
+    git(tmp, "init", "-q", str(clone))
+    git(clone, "remote", "add", "origin", f"file://{bare}")
+    git(clone, "fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
+    git(clone, "checkout", "-q", "--detach", tip)
+    files = {name: tmp / name for name in ("output", "env", "path", "summary", "event.json")}
+    for path in files.values():
+        path.write_text("")
+    event: dict[str, Any] = {"number": 7, "repository": {"default_branch": "main"},
+                             "pull_request": {"number": 7, "head": {"sha": tip, "ref": head_ref},
+                                              "base": {"sha": base, "ref": "main"}}}
+    files["event.json"].write_text(json.dumps(event))
+    env = {**os.environ, "GITHUB_ACTIONS": "true", "CI": "true",
+           "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(files["event.json"]),
+           "GITHUB_OUTPUT": str(files["output"]), "GITHUB_ENV": str(files["env"]),
+           "GITHUB_PATH": str(files["path"]), "GITHUB_STEP_SUMMARY": str(files["summary"]),
+           "GITHUB_BASE_REF": "main", "GITHUB_HEAD_REF": head_ref,
+           "GITSPACE_VENV": str(Path(sys.executable).parent.parent),
+           "GITSPACE_REPORT": str(tmp / "report"), "INPUT_NO_SCRIPTS": "true"}
+    proc = subprocess.run([sys.executable, str(REPO / "ci" / "gitspace_ci.py"), "github"],
+                          cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+    return proc, files

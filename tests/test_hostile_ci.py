@@ -18,15 +18,13 @@ checkout's gitspace.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-from ci_runner import read_commands
-from conftest import REPO, call_ok, git, head
+from ci_runner import check_step, read_commands
+from conftest import call_ok, git, head
 
 import gitspace
 
@@ -61,32 +59,6 @@ def _remote(where: Path) -> tuple[Path, Path, str]:
     git(where, "init", "-q", "--bare", "--initial-branch=main", str(bare))
     git(root, "push", "-q", str(bare), "main", "forged")
     return bare, root, head(root, "forged")
-
-
-def _run_check(bare: Path, tip: str, base: str, tmp: Path) -> tuple[subprocess.CompletedProcess[str],
-                                                                      dict[str, Path]]:
-    clone = tmp / "checkout"
-    git(tmp, "init", "-q", str(clone))
-    git(clone, "remote", "add", "origin", f"file://{bare}")
-    git(clone, "fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
-    git(clone, "checkout", "-q", "--detach", tip)
-    files = {name: tmp / name for name in ("output", "env", "path", "summary", "event.json")}
-    for path in files.values():
-        path.write_text("")
-    event: dict[str, Any] = {"number": 7, "repository": {"default_branch": "main"},
-                             "pull_request": {"number": 7, "head": {"sha": tip, "ref": "forged"},
-                                              "base": {"sha": base, "ref": "main"}}}
-    files["event.json"].write_text(json.dumps(event))
-    env = {**os.environ, "GITHUB_ACTIONS": "true", "CI": "true",
-           "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(files["event.json"]),
-           "GITHUB_OUTPUT": str(files["output"]), "GITHUB_ENV": str(files["env"]),
-           "GITHUB_PATH": str(files["path"]), "GITHUB_STEP_SUMMARY": str(files["summary"]),
-           "GITHUB_BASE_REF": "main", "GITHUB_HEAD_REF": "forged",
-           "GITSPACE_VENV": str(Path(sys.executable).parent.parent),
-           "GITSPACE_REPORT": str(tmp / "report"), "INPUT_NO_SCRIPTS": "true"}
-    proc = subprocess.run([sys.executable, str(REPO / "ci" / "gitspace_ci.py"), "github"],
-                          cwd=clone, env=env, capture_output=True, text=True, timeout=300)
-    return proc, files
 
 
 def _live_commands(text: str) -> list[tuple[str, str, str]]:
@@ -127,7 +99,7 @@ def _outside_fences(markdown: str) -> list[str]:
 
 def test_a_forged_ops_content_never_speaks_to_the_runner(tmp_path: Path) -> None:
     bare, root, tip = _remote(tmp_path)
-    proc, files = _run_check(bare, tip, head(root, "main"), tmp_path)
+    proc, files = check_step(bare, tip, head(root, "main"), tmp_path)
     assert proc.returncode == 1, proc.stderr  # the forged op diverges: the job fails
     live = _live_commands(proc.stdout) + _live_commands(proc.stderr)
     assert [(cmd, props.strip()) for cmd, props, _ in live] == [("error", "title=gitspace diverged")], \
@@ -194,7 +166,7 @@ def test_a_pull_request_that_plants_a_link_never_writes_through_it_on_the_runner
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(bare))
     git(root, "push", "-q", str(bare), "main", "forged")
-    proc, files = _run_check(bare, planted.file, base, tmp_path)
+    proc, files = check_step(bare, planted.file, base, tmp_path)
     outside.unchanged()
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
     print(proc.returncode, read_commands(files["output"]), proc.stdout[-800:])

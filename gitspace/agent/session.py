@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadArguments, GitspaceError, NotFound
-from ..storage import bounded, ledger
+from ..storage import bounded, bounds, ledger
 from ..storage.files import FILE_MODE, Files
 from . import shapes
 from .model import Message
@@ -286,7 +286,7 @@ def _build(root: Path, state: dict[str, Any], messages: list[Message], session_i
 def _read_log(root: Path, data: bytes, path: Path, session_id: str) -> Session:
     lines = data.split(b"\n")
     torn = lines.pop() != b""  # the text after the last newline: a save cut off, if any
-    head = json.loads(lines[0]) if lines else None
+    head = bounds.loads(lines[0], "its first line") if lines else None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         if isinstance(head, dict) and isinstance(head.get("format"), int):
             raise _other_version(path)
@@ -295,7 +295,7 @@ def _read_log(root: Path, data: bytes, path: Path, session_id: str) -> Session:
     messages: list[Message] = head["messages"]
     for number, line in enumerate(lines[1:], start=2):
         try:
-            record = json.loads(line)
+            record = bounds.loads(line, f"line {number}")
         except ValueError:
             if number < len(lines):
                 raise ValueError(f"line {number} is not JSON") from None
@@ -311,7 +311,7 @@ def _read_log(root: Path, data: bytes, path: Path, session_id: str) -> Session:
 
 
 def _read_old(root: Path, data: bytes, path: Path, session_id: str) -> Session:
-    state = json.loads(data)
+    state = bounds.loads(data, "the session file")
     if state.pop("format", None) != 1:
         raise _other_version(path)
     messages = state.pop("messages", [])

@@ -16,7 +16,7 @@ from ..core.result import Result
 from ..core.transaction import Outcome, Txn
 from ..core.workspace import Workspace
 from ..errors import BadArguments, FileRefused, NotFound
-from ..storage import ledger
+from ..storage import bounds, ledger
 from ..storage.gitrepo import GitRepo
 from .session import Session
 
@@ -63,7 +63,7 @@ def load_committed(repo: GitRepo, commit: str, session_id: str) -> dict[str, Any
         raise BadArguments(f"The transcript {FOLDER}/{session_id}.json is binary or too large "
                            "to read.", hint="Read it with git show.")
     try:
-        data = json.loads(text)
+        data = bounds.loads(text, "the transcript")
     except ValueError as e:
         raise BadArguments(f"The transcript {FOLDER}/{session_id}.json is damaged ({e}).",
                            hint="Its ops are all in the git log.") from None

@@ -17,7 +17,7 @@ from typing import Annotated, Any, NoReturn, Optional
 import typer
 
 from .. import __version__, config
-from . import jsonout
+from . import jsonout, lines
 from .options import Color, colour_on, state  # noqa: F401  (re-exported)
 
 JsonOpt = Annotated[bool, typer.Option(
@@ -150,7 +150,8 @@ def render() -> ModuleType:
 
 
 def echo(text: str, *, err: bool = False) -> None:
-    typer.echo(text, err=err)
+    """A message for the person; what it quotes from history never acts on their terminal."""
+    typer.echo(lines.visible(text), err=err)
 
 
 def emit_json(data: Any, kind: str | None = None) -> None:
@@ -166,8 +167,11 @@ def emit_json(data: Any, kind: str | None = None) -> None:
 
 
 def write_raw(data: bytes, stream: Any = None) -> None:
-    """Bytes git produced (a diff), passed through as text (to ``stream``: the pager's)."""
-    (stream or sys.stdout).write(data.decode(errors="replace"))
+    """Bytes git produced (a diff), passed through as text (to ``stream``: the pager's); on a
+    terminal with git's colours kept and nothing else a terminal would act on (a file's content
+    can hold any such sequence), into a pipe or a file as git wrote them."""
+    text = data.decode(errors="replace")
+    (stream or sys.stdout).write(lines.for_terminal(text) if sys.stdout.isatty() else text)
 
 
 def show_result(result: Any, as_json: bool = False) -> None:

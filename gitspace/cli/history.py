@@ -240,8 +240,8 @@ def restore(name: str) -> None:
 
     with open_workspace() as ws:
         found = lookup.resolve(ws.repo, name)
-        if found.where == "checkpoint" and found.name == name and found.op_id is None:
-            args = {"name": name}
+        if found.where == "checkpoint" and found.name is not None and found.op_id is None:
+            args = {"name": found.name}  # (NAME, or gitspace/NAME where NAME is ambiguous)
         elif found.op_id is not None:
             args = {"op": found.op_id}
         else:

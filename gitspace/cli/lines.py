@@ -8,6 +8,7 @@ hostile subject) is written as ``\\n`` / ``\\t``.
 
 from __future__ import annotations
 
+import re
 import string
 import time
 from typing import Any
@@ -37,8 +38,42 @@ TEMPLATE_FIELDS = {
 }
 
 
+# What a terminal would act on rather than show: C0 and C1 controls (ESC starts a sequence that
+# moves the cursor, clears the screen, retitles the window or makes a link; CSI is one in C1)
+# and the bidirectional overrides that show text in another order than it is.
+_HIDDEN = "\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{_HIDDEN}]")
+_LINE = re.compile(f"[\\\\\n\t{_HIDDEN}]")
+# A colour as git's own diff writes one (bold, faint, reverse, red to white, and their
+# backgrounds): no concealed or black text, so a colour kept from a file hides none of it.
+_SGR = re.compile("\x1b\\[(?:(?:[0127]|3[1-7]|4[1-7])(?:;(?:[0127]|3[1-7]|4[1-7]))*)?m")
+_NAMED = {"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _spelled(found: re.Match[str]) -> str:
+    c = found.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
 def one_line(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    """``text`` on one line a terminal only shows: a backslash, newline or tab, and every
+    character it would act on (``_HIDDEN``), spelled as an escape."""
+    return _LINE.sub(_spelled, text)
+
+
+def visible(text: str) -> str:
+    """``text`` (lines kept) as a terminal only shows it: every character it would act on
+    spelled as an escape, so text from history never moves the cursor or hides a line."""
+    return _CONTROL.sub(_spelled, text)
+
+
+def for_terminal(text: str) -> str:
+    """Output git wrote (a diff, with its colours) for a terminal: its colours kept, every other
+    character a terminal would act on spelled (a file's content may hold any)."""
+    kept = _SGR.split(text)
+    colours = _SGR.findall(text)
+    return "".join(visible(part) + (colours[i] if i < len(colours) else "")
+                   for i, part in enumerate(kept))
 
 
 def when(ts: int) -> str:

@@ -2,7 +2,8 @@
 
 Colour follows ``--color`` and NO_COLOR (``options.colour_on``). Tables never fold a value over
 two lines: a column too narrow for its text ends it with an ellipsis, and ``log`` into a pipe
-prints whole lines without rich (``lines``).
+prints whole lines without rich (``lines``). Text from history (subjects, paths, args, reasons,
+diffs) is printed only through ``escape``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,19 @@ from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as escape_markup
 from rich.table import Table
 from rich.text import Text
 
 from ..storage import ledger
 from . import lines, options, pager
+
+
+def escape(text: str) -> str:
+    """``text`` as rich prints it and as nothing else: its markup escaped, and every character
+    a terminal would act on spelled (``lines.visible``), so history's text never moves the
+    cursor, retitles the window or hides a line. Every text this module prints goes through it."""
+    return escape_markup(lines.visible(text))
 
 
 def _console(stderr: bool = False) -> Console:

@@ -17,7 +17,7 @@ from .transaction import Outcome, Stage, Txn
 from .workspace import Workspace
 from .writer import Change, RefMove, refused_writes
 
-PREFIX = "refs/tags/gitspace/"
+PREFIX = ledger.CHECKPOINTS
 MESSAGE_CAP = 500
 NAME = refnames.CHECKPOINT  # a checkpoint name's shape (refnames.check says the rest)
 

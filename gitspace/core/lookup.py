@@ -21,38 +21,18 @@ listed; a miss is NotFound with a hint, never git's own "bad revision".
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 
-from ..errors import BadArguments, LedgerError, NotFound
+from ..errors import BadArguments, NotFound
 from ..storage import ledger, opindex
 from ..storage.gitrepo import GitRepo
-from . import branches, checkpoints, linerefs
+from . import branches, checkpoints, opnames
+from .opnames import Found
 
-MIN_PART = 4  # the fewest characters of an op id a person may type
-_PART = re.compile(rf"[0-9A-HJKMNP-TV-Z]{{{MIN_PART},25}}")  # Crockford base32, as op ids are
+MIN_PART = opnames.MIN_PART  # the fewest characters of an op id a person may type
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")  # what git may read as an abbreviated object id
 HINT = ("'gitspace log' lists ops (the last 8 characters of an op id are enough), "
         "'gitspace checkpoints' and 'gitspace branches' the names.")
-
-
-@dataclass(frozen=True)
-class Found:
-    """Where something was found: always a commit, and the op when it is one."""
-
-    commit: str
-    op_id: str | None = None
-    where: str = "revision"  # commit (an op's own commit), checkpoint, branch or revision
-    name: str | None = None  # the checkpoint or branch, when found there
-    op: ledger.Op | None = None  # the op record, when ``commit`` is the op's commit
-
-    def describe(self) -> str:
-        what = f"op {self.op_id}" if self.op_id else f"commit {self.commit[:12]}"
-        if self.where == "checkpoint":
-            return f"{what} (checkpoint {self.name})"
-        if self.where == "branch":
-            return f"{what} (created branch {self.name})"
-        return what if self.op_id else f"{what} (a revision)"
 
 
 def find_op(repo: GitRepo, op_id: str) -> Found | None:
@@ -62,7 +42,7 @@ def find_op(repo: GitRepo, op_id: str) -> Found | None:
     here = on_branch(repo, op_id)
     if here is not None:
         return Found(here.commit.sha, op_id, "commit", op=here.op)
-    found = _search(repo, (op_id, True), re.escape(op_id), op_id.__eq__, stop_at_first=True)
+    found = opnames.search(repo, (op_id, True), re.escape(op_id), op_id.__eq__, stop_at_first=True)
     return found[0] if found else None
 
 
@@ -83,7 +63,7 @@ def op_id(repo: GitRepo, text: str) -> str:
         if find_op(repo, text) is None:
             raise NotFound(f"There is no op {text} on any branch.", hint=HINT)
         return text
-    ids = sorted({f.op_id for f in _parts(repo, text) if f.op_id})
+    ids = sorted({f.op_id for f in opnames.parts(repo, text) if f.op_id})
     if not ids:
         raise NotFound(f"{text!r} is not an op id, nor the start or end of one, on any branch.",
                        hint=HINT)
@@ -93,8 +73,10 @@ def op_id(repo: GitRepo, text: str) -> str:
 
 
 def resolve(repo: GitRepo, text: str) -> Found:
-    """The commit ``text`` names: an op id (or a unique part of one), a checkpoint, a branch or
-    any git revision."""
+    """The commit ``text`` names: an op id (or a unique part of one), a checkpoint (its name, or
+    ``gitspace/NAME``), a branch or any git revision. Text that names two different commits (a
+    checkpoint, say, and the op whose id ends with its name) is refused with both listed, never
+    settled by picking one: whoever made the other name may have meant it to win."""
     if not _typeable(text):
         raise NotFound(f"{text[:80]!r} names nothing: it is empty, too long or holds control "
                        "characters.", hint=HINT)
@@ -103,96 +85,37 @@ def resolve(repo: GitRepo, text: str) -> Found:
         if found is None:
             raise NotFound(f"There is no op {text} on any branch.", hint=HINT)
         return found
-    if _valid(checkpoints.check_name, text):
-        target = repo.rev_parse(checkpoints.PREFIX + text)
+    spelled = text.removeprefix("refs/tags/").removeprefix("gitspace/")
+    if spelled != text and _valid(checkpoints.check_name, spelled):  # a checkpoint, said so
+        target = repo.rev_parse(checkpoints.PREFIX + spelled)
         if target is not None:
-            return Found(target, where="checkpoint", name=text)
-    tip = repo.read_ref(f"refs/heads/{text}") if _valid(branches.check_name, text) else None
-    if tip is not None:
-        return Found(tip, where="branch", name=text)
-    revision = repo.rev_parse(text)
+            return Found(target, where="checkpoint", name=spelled)
+    named = _named(repo, text)
+    revision = repo.rev_parse(text) if not named else None
     if revision is not None and not _HEX.fullmatch(text):
         return Found(revision)  # a ref or an expression (HEAD~2, v1.0): never an op id
-    candidates = _distinct(_parts(repo, text))
+    candidates = _distinct_commits([*named, *opnames.parts(repo, text)])
     if revision is not None and all(f.commit != revision for f in candidates):
         candidates.append(Found(revision))
     if not candidates:
         raise NotFound(f"{text!r} is not a branch or revision here, nor a checkpoint or an op.",
                        hint=HINT)
     if len(candidates) > 1:
-        raise _ambiguous(text, [f.describe() for f in candidates])
+        raise _ambiguous(text, [f.describe() for f in candidates], named=bool(named))
     return candidates[0]
 
 
-def _parts(repo: GitRepo, text: str) -> list[Found]:
-    """Every recorded op whose id starts or ends with ``text`` (case ignored)."""
-    part = text.upper()
-    if not _PART.fullmatch(part):
-        return []
-    return _search(repo, (part, False), f"({part}[0-9A-Z]*|[0-9A-Z]*{part})",
-                   lambda found: found.startswith(part) or found.endswith(part))
-
-
-def _search(repo: GitRepo, part: tuple[str, bool], pattern: str, accept: Callable[[str], bool],
-            *, stop_at_first: bool = False) -> list[Found]:
-    """Ops whose id is, starts or ends with ``part`` (text, and whether it must be the whole id)
-    for the op index, matches ``pattern`` (the same as an extended regex) for git's ``--grep``,
-    and satisfies ``accept``: their commits on the current branch, then on other branches, then
-    checkpoints, then created branches."""
-    heads = repo.refs("refs/heads")  # (ref, tip, peeled): read once for both uses
-    found = _committed(repo, heads, part, pattern, accept, stop_at_first)
-    if found and stop_at_first:
-        return found
-    for ref, _, target, _, message in repo.tags(checkpoints.PREFIX.rstrip("/")):
-        note = _checkpoint(message)
-        if note is not None and note.op_id is not None and accept(note.op_id):
-            found.append(Found(target, note.op_id, "checkpoint", ref[len(checkpoints.PREFIX):]))
-    for ref, _, _ in heads:
-        first = repo.first_reflog(ref)
-        recorded = ledger.parse_branch_note(first[1]) if first else None
-        if first is not None and recorded is not None and accept(recorded):
-            found.append(Found(first[0], recorded, "branch", ref[len("refs/heads/"):]))
+def _named(repo: GitRepo, text: str) -> list[Found]:
+    """The checkpoint and the branch called ``text``, those that exist."""
+    found = []
+    if _valid(checkpoints.check_name, text):
+        target = repo.rev_parse(checkpoints.PREFIX + text)
+        if target is not None:
+            found.append(Found(target, where="checkpoint", name=text))
+    tip = repo.read_ref(f"refs/heads/{text}") if _valid(branches.check_name, text) else None
+    if tip is not None:
+        found.append(Found(tip, where="branch", name=text))
     return found
-
-
-def _committed(repo: GitRepo, heads: list[tuple[str, str, str]], part: tuple[str, bool], pattern: str,
-               accept: Callable[[str], bool], stop_at_first: bool) -> list[Found]:
-    """The op commits of ``_search``: from the op index, which covers the history of every
-    branch in ``heads`` (so what a search costs does not grow with it), or, with HEAD detached or
-    no index to be had, from git's walk of HEAD and every branch."""
-    current = repo.head_branch()
-    tips = {ref[len("refs/heads/"):]: sha for ref, sha, _ in heads}
-    # Lines recorded in place (core/linerefs.py), named by their full ref: the current branch's
-    # line first, then the current branch, then the other lines and branches.
-    lines = dict(linerefs.lines(repo))
-    mine = linerefs.ref_for(current) if current is not None else None  # (detached: walked below)
-    if current is not None and current in tips:
-        here = {mine: lines.pop(mine)} if mine in lines else {}
-        ordered = {**here, current: tips.pop(current), **lines, **tips}
-        hits = opindex.search(repo, ordered, *part)
-        if hits is not None:
-            return _distinct_commits(Found(h.commit.sha, h.op.op_id, "commit", op=h.op)
-                                     for h in hits if accept(h.op.op_id))
-    found: list[Found] = []
-    seen: set[str] = set()
-    for rev in ("HEAD", "--branches", f"--glob={linerefs.ROOT}*"):
-        for commit in repo.log(rev, first_parent=False, grep=f"^Gitspace-Op: {pattern}$"):
-            if commit.sha in seen:
-                continue
-            seen.add(commit.sha)
-            op = _parsed(commit.message)
-            if op is not None and accept(op.op_id):
-                found.append(Found(commit.sha, op.op_id, "commit", op=op))
-        if found and stop_at_first:
-            break
-    return found
-
-
-def _distinct_commits(found: Iterable[Found]) -> list[Found]:
-    out: dict[str, Found] = {}
-    for f in found:
-        out.setdefault(f.commit, f)
-    return list(out.values())
 
 
 def _typeable(text: str) -> bool:
@@ -217,22 +140,20 @@ def _distinct(found: list[Found]) -> list[Found]:
     return list(out.values())
 
 
-def _parsed(message: str) -> ledger.Op | None:
-    try:
-        return ledger.parse_message(message)
-    except LedgerError:
-        return None  # a malformed block records no op (verify reports it)
+def _distinct_commits(found: list[Found]) -> list[Found]:
+    """One entry per commit named (the first: a checkpoint or branch of that name before an op
+    there), then one per op id: names of one commit agree on what they name."""
+    out: dict[str, Found] = {}
+    for f in _distinct(found):
+        out.setdefault(f.commit, f)
+    return list(out.values())
 
 
-def _checkpoint(message: str) -> ledger.CheckpointNote | None:
-    try:
-        return ledger.parse_checkpoint(message)
-    except LedgerError:
-        return None
-
-
-def _ambiguous(text: str, candidates: list[str]) -> BadArguments:
+def _ambiguous(text: str, candidates: list[str], *, named: bool = False) -> BadArguments:
     shown = "; ".join(candidates[:10]) + (f"; and {len(candidates) - 10} more"
                                           if len(candidates) > 10 else "")
-    return BadArguments(f"{text!r} could name {len(candidates)} things: {shown}.",
-                        hint="Type more characters of the op id, or the whole of it.")
+    hint = "Type more characters of the op id, or the whole of it."
+    if named:
+        hint = ("Name the op by its whole id ('gitspace log --format {op}' shows it), a "
+                "checkpoint as gitspace/NAME, a branch as refs/heads/NAME.")
+    return BadArguments(f"{text!r} could name {len(candidates)} things: {shown}.", hint=hint)

@@ -100,10 +100,31 @@ def unreadable(value: object, where: str) -> str | None:
 
 def _first_problem(schema: Mapping[str, Any], value: object, where: str,
                    root: Mapping[str, Any]) -> str | None:
-    if "$ref" in schema:  # 2020-12: the schema referred to applies beside the siblings
-        problem = _first_problem(resolve(root, schema["$ref"]), value, where, root)
+    # 2020-12: the schema a $ref names applies beside its siblings, so the end of the chain is
+    # checked first. The chain is followed in a loop, never a call deeper per step: a chain and
+    # a value each as deep as allowed would otherwise multiply into the recursion limit.
+    for step in reversed(_ref_chain(schema, root)):
+        problem = _own_problem(step, value, where, root)
         if problem is not None:
             return problem
+    return None
+
+
+def _ref_chain(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """``schema`` and each schema its ``$ref`` chain leads to, in order (``check_schema`` has
+    refused a chain that loops or runs past ``MAX_DEPTH``; one that does here just ends)."""
+    chain = [schema]
+    while "$ref" in chain[-1] and len(chain) <= MAX_DEPTH + 1:
+        target = resolve(root, chain[-1]["$ref"])
+        if any(target is seen for seen in chain):
+            break
+        chain.append(target)
+    return chain
+
+
+def _own_problem(schema: Mapping[str, Any], value: object, where: str,
+                 root: Mapping[str, Any]) -> str | None:
+    """The first problem of ``value`` against ``schema``'s own keywords (its ``$ref`` aside)."""
     # Type first: every other keyword's message assumes the value has the declared type.
     if "type" in schema and not _has_type(value, schema["type"]):
         return f"{where} must be {describe(schema)}, got {_value_noun(value)}."

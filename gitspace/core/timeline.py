@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..errors import BadArguments, LedgerError, NotFound
-from ..storage import ledger
+from ..storage import ledger, opchain
 from ..storage.gitrepo import GitRepo
 from . import checkpoints, depth, linerefs, lookup
 from .person import token
@@ -114,6 +114,7 @@ def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> Re
     target = rev or ("HEAD" if ws.repo.read_ref("HEAD") else None)  # detached (CI) too
     commits = ws.repo.log(f"{base}..{target}" if base and target else target) if target else []
     depth.require(ws.repo, (c.sha for c in commits), "verify")
+    ledger.require_known((c.message for c in commits), "verify")
     for commit in commits:
         report.commits += 1
         try:
@@ -125,6 +126,9 @@ def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> Re
             report.foreign += 1
             continue
         report.ops += 1
+        misplaced = opchain.misplaced(ws.repo, commit, op)
+        if misplaced is not None:
+            report.problems.append((commit.sha, f"op {op.op_id} {misplaced}"))
         if op.op_id in seen:
             report.problems.append((commit.sha, f"op id {op.op_id} appears twice"))
         seen.add(op.op_id)

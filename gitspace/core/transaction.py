@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import Conflict, FileRefused, GitspaceError, ToolFailed
-from ..storage import ledger
+from ..storage import ledger, opchain
 from ..storage.files import Files, State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import FILE_MODE, Entry, Signature
@@ -197,7 +197,7 @@ def _commit(ws: Host, op: ledger.Op, txn: Txn, outcome: Outcome, author: Signatu
             session=op.session, caller=(op.parent_session, op.parent_tool_use_id))
     new_tree = repo.update_tree(base_tree, tool_changes)
     body = "\n\n".join(p for p in (outcome.body.strip(), ledger.result_body(outcome.text)) if p)
-    message = ledger.encode_message(op, outcome.subject, body)
+    message = opchain.message(repo, parent, op, outcome.subject, body)
     commit = repo.write_commit(new_tree, [parent], message, author, COMMITTER, outcome.when)
     known = {rel: st for rel, st in txn.stats.items() if rel not in txn.writes}
     # A file or link recorded where the tree had a folder drops every file beneath it from
@@ -226,7 +226,7 @@ def commit_external(ws: Host, parent: str, tree: str, changes: dict[str, Entry |
     them (``snapshot -m``). Only objects are written: the caller's change moves the branch."""
     op, found, body = external_edit(list(changes), note, ws.external_author, session, caller)
     new_tree = ws.repo.update_tree(tree, changes)
-    message = ledger.encode_message(op, subject or found, body)
+    message = opchain.message(ws.repo, parent, op, subject or found, body)
     commit = ws.repo.write_commit(new_tree, [parent], message, ws.external_identity, COMMITTER)
     return commit, new_tree, op.op_id
 

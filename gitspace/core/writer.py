@@ -44,7 +44,7 @@ from ..errors import (
     WriteFailed,
     system_hint,
 )
-from ..storage import gitnames, lockfile, statefiles
+from ..storage import bounds, gitnames, lockfile, statefiles
 from ..storage.files import Files, InTheWay, State, is_plain, order
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Signature
@@ -450,7 +450,9 @@ class Writer:
             raw = statefiles.read(self.repo.gitdir, JOURNAL)  # a fifo there is refused, unread
             if raw is None:
                 return False
-            record = json.loads(raw)
+            record = bounds.load_state(raw, "the journal")
+        except bounds.OutOfBounds:
+            record = None  # whole, but nothing gitspace writes: refused below, and kept
         except ValueError:
             # The journal is written by rename, so a torn one means it never took effect.
             statefiles.remove(self.repo.gitdir, JOURNAL)

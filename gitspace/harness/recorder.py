@@ -42,7 +42,7 @@ import time
 
 from ..core.identity import Identity, external_edit
 from ..errors import FileRefused, GitspaceError, PathRefused
-from ..storage import ledger
+from ..storage import ledger, opchain
 from ..storage.files import Files
 from ..storage.objects import Entry
 from . import state
@@ -426,7 +426,7 @@ class Recorder:
         from ..core.writer import COMMITTER
 
         tree = self.repo.update_tree(self.tree, changes)
-        message = ledger.encode_message(op, subject_line, body)
+        message = opchain.message(self.repo, self.parent, op, subject_line, body)
         self.parent = self.repo.write_commit(tree, [self.parent], message, ident, COMMITTER)
         self.tree = tree
         self.touched |= set(changes)

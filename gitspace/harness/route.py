@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..core import owner
 from ..errors import GitspaceError, NotAWorkspace
-from ..storage import loose, statefiles
+from ..storage import bounds, loose, statefiles
 from . import state
 from .announce import announce
 from .events import Event, NothingRecorded, Options, Recorded
@@ -116,7 +116,7 @@ def _full(event: Event, repo: GitRepo, asked: bool) -> str | None:
 def recording(gitdir: Path) -> list[str]:
     """The harnesses recorded in place in this checkout (``gitspace hooks install`` there)."""
     try:
-        data = json.loads(statefiles.read(gitdir, RECORDING) or b"[]")
+        data = bounds.load_state(statefiles.read(gitdir, RECORDING) or b"[]")
     except (OSError, ValueError, RecursionError, statefiles.StateRefused):
         return []
     found = data.get("harnesses") if isinstance(data, dict) else None

@@ -15,12 +15,11 @@ committed. A line that is not JSON, or not of a known shape, is skipped and coun
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import GitspaceError
-from ..storage import bounded
+from ..storage import bounded, bounds
 from . import state
 
 LIMIT = 32 << 20
@@ -73,7 +72,7 @@ def _messages(lines: list[bytes]) -> tuple[list[dict[str, Any]], int]:
         if not raw.strip():
             continue
         try:
-            entry = json.loads(raw)
+            entry = bounds.loads(raw, "a transcript line")
         except ValueError:
             skipped += 1
             continue

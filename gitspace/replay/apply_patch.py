@@ -3,7 +3,10 @@
 Invariant: ``apply`` maps the files a patch names (their bytes before, None when absent) to
 their bytes after (None: deleted); it reads and writes nothing. A patch Codex would have refused
 (bad grammar, context that is not in the file, a file to update that does not exist) raises
-``edits.Refused``.
+``edits.Refused``. Its work is spent from the op's ``Budget`` (``budget.py``): each file a hunk
+reads, each line compared while a chunk is looked for, each file it builds. Each way of
+comparing lines reads the file's lines once per hunk, so a search costs the lines it passes, not
+a normalisation of each line at each place tried.
 
 The format, as Codex documents it::
 
@@ -27,8 +30,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .budget import Budget
 from .edits import Refused, Result, read_text
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
@@ -102,11 +107,13 @@ def _line(hunk: Hunk, line: str) -> None:
             chunk.new.append(rest)
 
 
-def apply(hunks: list[Hunk], files: dict[str, bytes | None]) -> dict[str, Result | None]:
+def apply(hunks: list[Hunk], files: dict[str, bytes | None],
+          cost: Budget) -> dict[str, Result | None]:
     """The patch's effect on ``files`` (every path it names): new content, or None (deleted)."""
     out: dict[str, Result | None] = {}
     for hunk in hunks:
         before = files.get(hunk.path)
+        cost.spend(1 + sum(map(len, hunk.lines)))
         if hunk.kind == "add":
             out[hunk.path] = Result("".join(f"{line}\n" for line in hunk.lines).encode())
         elif before is None:
@@ -114,22 +121,24 @@ def apply(hunks: list[Hunk], files: dict[str, bytes | None]) -> dict[str, Result
         elif hunk.kind == "delete":
             out[hunk.path] = None
         else:
-            out[hunk.move_to or hunk.path] = _update(before, hunk)
+            out[hunk.move_to or hunk.path] = _update(before, hunk, cost)
             if hunk.move_to and hunk.move_to != hunk.path:
                 out[hunk.path] = None
     return out
 
 
-def _update(before: bytes, hunk: Hunk) -> Result:
+def _update(before: bytes, hunk: Hunk, cost: Budget) -> Result:
+    cost.spend(2 * len(before))  # read as text, split in lines
     text = read_text(before)
     assert text is not None
     lines = text.body.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     at, swaps = 0, []
+    seen: dict[int, list[str]] = {}  # the lines as each way of comparing reads them
     for chunk in hunk.chunks:
         if chunk.context is not None:
-            found = _seek(lines, [chunk.context], at, False)
+            found = _seek(lines, [chunk.context], at, False, seen, cost)
             if found is None:
                 raise Refused(f"the context line {chunk.context[:80]!r} is not in {hunk.path}")
             at = found + 1
@@ -137,10 +146,10 @@ def _update(before: bytes, hunk: Hunk) -> Result:
             swaps.append((len(lines), 0, chunk.new))
             continue
         old, new = chunk.old, chunk.new
-        found = _seek(lines, old, at, chunk.at_end)
+        found = _seek(lines, old, at, chunk.at_end, seen, cost)
         if found is None and old[-1] == "":
             old, new = old[:-1], new[:-1] if new and new[-1] == "" else new
-            found = _seek(lines, old, at, chunk.at_end)
+            found = _seek(lines, old, at, chunk.at_end, seen, cost)
         if found is None:
             raise Refused(f"the lines a chunk changes are not in {hunk.path}: "
                           f"{chr(10).join(chunk.old)[:120]!r}")
@@ -148,22 +157,49 @@ def _update(before: bytes, hunk: Hunk) -> Result:
         at = found + len(old)
     for start, length, new in sorted(swaps, reverse=True):
         lines[start:start + length] = new
+    cost.holds(sum(map(len, lines)) + len(lines))
     body = "\n".join(lines) + "\n"
+    cost.spend(2 * len(body))
     lf = body.encode(text.encoding, "surrogatepass")
     return Result(text.encode(body), lf if text.crlf else None)
 
 
-def _seek(lines: list[str], pattern: list[str], start: int, at_end: bool) -> int | None:
+def _seek(lines: list[str], pattern: list[str], start: int, at_end: bool,
+          seen: dict[int, list[str]], cost: Budget) -> int | None:
+    """Where ``pattern`` starts in ``lines`` from ``start`` (or at the end): exactly, then each
+    looser way of comparing in turn, as Codex looks (``seen`` keeps each way's reading of
+    ``lines`` for the hunk's other chunks)."""
     if len(pattern) > len(lines):
         return None
-    first = len(lines) - len(pattern) if at_end else start
-    for same in (lambda a, b: a == b, lambda a, b: a.rstrip() == b.rstrip(),
-                 lambda a, b: a.strip() == b.strip(), lambda a, b: _ascii(a) == _ascii(b)):
-        for i in range(max(first, 0), len(lines) - len(pattern) + 1):
-            if all(same(lines[i + k], p) for k, p in enumerate(pattern)):
-                return i
+    first = max(len(lines) - len(pattern) if at_end else start, 0)
+    last = len(lines) - len(pattern)
+    for way, read in enumerate(_WAYS):
+        if way not in seen:
+            cost.spend(sum(map(len, lines)) + len(lines))
+            seen[way] = [read(line) for line in lines]
+        have, want = seen[way], [read(p) for p in pattern]
+        head, size, work = want[0], len(want), 0
+        for i in range(first, last + 1):
+            work += 1
+            if have[i] == head:
+                work += size
+                if have[i:i + size] == want:
+                    cost.spend(work)
+                    return i
+            if work > 65536:  # (counted in batches: a call per place tried would double it)
+                cost.spend(work)
+                work = 0
+        cost.spend(work)
     return None
 
 
 def _ascii(text: str) -> str:
     return "".join(ASCII.get(c, c) for c in unicodedata.normalize("NFC", text.strip()))
+
+
+def _exact(text: str) -> str:
+    return text
+
+
+# How Codex compares a chunk's lines with the file's, strictest first.
+_WAYS: tuple[Callable[[str], str], ...] = (_exact, str.rstrip, str.strip, _ascii)

@@ -3,7 +3,9 @@
 Invariant: pure functions from (the file's bytes before, or None when it did not exist; the
 tool's input) to its bytes after. Nothing here reads or writes a file. A call the harness itself
 would have refused raises ``Refused`` with its reason: such a call changes nothing, so no
-recorded op can be it.
+recorded op can be it. Each spends its work from the op's ``Budget`` (``budget.py``): every pass
+over the text, and every text it builds, is counted before it is made, so a forged input that
+would make the text huge or the search long stops at ``OverBudget``.
 
 Claude Code (observed with the real binary, tests/replay/test_harness_replay.py):
 - ``Write`` writes ``content`` as sent (its line ends too), keeping an existing file's encoding
@@ -33,6 +35,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from .budget import Budget
 
 BOM = "\ufeff"
 OPENERS = " \t\n\r([{\u2014\u2013"  # a straight quote after one of these opens a quotation
@@ -91,12 +95,13 @@ def read_text(data: bytes | None) -> Text | None:
 
 # -- Claude Code -----------------------------------------------------------------------------
 
-def claude_write(before: bytes | None, content: str) -> Result:
+def claude_write(before: bytes | None, content: str, cost: Budget) -> Result:
+    cost.spend(len(before or b"") + len(content))
     text = read_text(before) or Text("")
     return Result(text.encode(content, line_ends=False))
 
 
-def claude_edit(before: bytes | None, path: str, edits: Sequence[Edit]) -> Result:
+def claude_edit(before: bytes | None, path: str, edits: Sequence[Edit], cost: Budget) -> Result:
     if path.endswith(".ipynb"):
         raise Refused("the file is a Jupyter notebook, which Claude Code edits with NotebookEdit")
     text = read_text(before)
@@ -106,16 +111,19 @@ def claude_edit(before: bytes | None, path: str, edits: Sequence[Edit]) -> Resul
         raise Refused("the file does not exist, and only an edit with an empty old_string "
                       "creates one")
     body = text.body if text is not None else ""
+    cost.spend(len(before or b""))
     written: list[str] = []
     for edit in edits:
-        body = _claude_one(body, edit, written, exists=text is not None)
+        cost.spend(2 * len(body) + sum(map(len, written)))  # its search, and the earlier edits'
+        body = _claude_one(body, edit, written, cost, exists=text is not None)
         written.append(edit.new)
     if text is not None and body == text.body:
         raise Refused("the edited file matches the original exactly")
     return Result((text or Text("")).encode(body))
 
 
-def _claude_one(body: str, edit: Edit, written: list[str], *, exists: bool) -> str:
+def _claude_one(body: str, edit: Edit, written: list[str], cost: Budget, *,
+                exists: bool) -> str:
     if edit.old == "":
         if exists and body.strip():
             raise Refused("an empty old_string creates a file, and this file already exists")
@@ -131,10 +139,18 @@ def _claude_one(body: str, edit: Edit, written: list[str], *, exists: bool) -> s
         raise Refused(f"old_string occurs {body.count(actual)} times and replace_all is false")
     if new == "" and not actual.endswith("\n") and actual + "\n" in body:
         actual += "\n"
+    _grows(cost, body, actual, new, body.count(actual) if edit.every else 1)
     after = body.replace(actual, new) if edit.every else body.replace(actual, new, 1)
     if after == body:
         raise Refused("the edit changes nothing")
     return after
+
+
+def _grows(cost: Budget, body: str, old: str, new: str, times: int) -> None:
+    """Count the text replacing ``old`` by ``new`` ``times`` in ``body`` builds, before it is."""
+    size = len(body) + times * (len(new) - len(old))
+    cost.holds(size)
+    cost.spend(size)
 
 
 def _claude_find(body: str, old: str) -> str | None:
@@ -167,11 +183,14 @@ def _curl_like(actual: str, new: str) -> str:
 
 # -- Gemini CLI ------------------------------------------------------------------------------
 
-def gemini_write(before: bytes | None, content: str) -> Result:
+def gemini_write(before: bytes | None, content: str, cost: Budget) -> Result:
+    cost.spend(len(content))
     return Result(content.encode("utf-8", "surrogatepass"))
 
 
-def gemini_replace(before: bytes | None, old: str, new: str, expected: int) -> Result:
+def gemini_replace(before: bytes | None, old: str, new: str, expected: int,
+                   cost: Budget) -> Result:
+    cost.spend(2 * len(before or b""))
     text = read_text(before)
     if text is None:
         if old != "":
@@ -184,6 +203,7 @@ def gemini_replace(before: bytes | None, old: str, new: str, expected: int) -> R
         raise Refused(f"old_string occurs {found} time(s), and {expected} were expected")
     if old == new:
         raise Refused("old_string and new_string are identical")
+    _grows(cost, text.body, old, new, found)
     body = text.body.replace(old, new)
     lf = Text(body, text.encoding, text.bom).encode(body)
     return Result(text.encode(body), lf if text.crlf else None)
@@ -191,10 +211,13 @@ def gemini_replace(before: bytes | None, old: str, new: str, expected: int) -> R
 
 # -- Cursor ----------------------------------------------------------------------------------
 
-def cursor_edits(before: bytes | None, edits: Sequence[Edit]) -> Result:
+def cursor_edits(before: bytes | None, edits: Sequence[Edit], cost: Budget) -> Result:
+    cost.spend(len(before or b""))
     text = read_text(before) or Text("")
     body, at = text.body, 0
     for edit in edits:
+        cost.spend(len(body))
+        _grows(cost, body, edit.old, edit.new, 1)
         found = body.find(edit.old, at) if edit.old else at
         if found < 0:
             found = body.find(edit.old)

@@ -72,7 +72,7 @@ from typing import Any
 from ..core import checkpoints, depth
 from ..core.workspace import Workspace
 from ..errors import LedgerError, NotFound, PathRefused
-from ..storage import ledger
+from ..storage import ledger, opchain
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Commit
 from ..tools import builtins
@@ -156,6 +156,7 @@ def replay(ws: Workspace, tip: str, base: str | None = None,
     ``scripts=False`` leaves workspace scripts unrun (see the module docstring). A replay that
     re-executed no op of a branch that has some fails (``Report.empty``) unless ``allow_empty``."""
     commits, start = branch_commits(ws.repo, tip, base)
+    ledger.require_known((c.message for c in commits), "replay")
     report = Report(tip, base, len(commits) + (base is None), start=start, scripts=scripts)
     if base is None:
         report.record("root commit")
@@ -283,6 +284,9 @@ def _replay_one(sc: Scratch, commit: Commit, report: Report,
     verdict = judge(sc.repo, commit, op)
     if verdict.wrong is not None:
         return diverged(sc, commit, op, verdict.wrong, verdict.against)
+    misplaced = opchain.misplaced(sc.repo, commit, op) if compare and op is not None else None
+    if misplaced is not None:  # (before anything re-runs: an op moved, or one before it lost)
+        return diverged(sc, commit, op, misplaced)
     if verdict.because is not None and op is not None and op.source == "harness" and compare:
         checked = harness_ops.recheck(sc, commit, op)
         if checked.divergence is not None:

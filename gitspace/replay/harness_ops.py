@@ -8,17 +8,21 @@ files with the harness's own rules (``edits``, ``apply_patch``), and the tree th
 the commit's. Anything else (a shell command, NotebookEdit, a ``gitspace record`` call) is applied
 as recorded: it changed exactly the paths it lists, and nothing more can be known.
 
-Arguments come back as for gitspace's own tools: a ``$blob`` from the object store, and an
-``$omitted`` string (longer than 4,096 characters and no file's content) from the commit's own
-files, accepted only when its SHA-1 and size are the recorded ones. An input that cannot be
-recovered exactly, or an op whose file is not one it lists, is a divergence: the op cannot be
-checked.
+Arguments come back as for gitspace's own tools: a ``$blob`` from the object store (a file the
+op wrote, as the recorder elides only those, and UTF-8 text), and an ``$omitted`` string (longer
+than 4,096 characters and no file's content) from the commit's own files, accepted only when its
+SHA-1 and size are the recorded ones. An input that cannot be recovered exactly, or an op whose
+file is not one it lists, is a divergence: the op cannot be checked.
+
+Re-doing it costs at most what its ``Budget`` allows (``budget.py``: a multiple of the bytes of
+its arguments and of the files it lists, before and after); an op that would cost more is a
+divergence too, found before the work that would exceed it is done.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,13 +30,14 @@ from ..storage import ledger
 from ..storage.loose import sha1_hex
 from ..storage.objects import Commit, Entry
 from . import apply_patch, edits
+from .budget import Budget, OverBudget
 from .edits import Edit, Refused, Result
 from .judge import Divergence, diverged
 from .scratch import Scratch
 
 Files = dict[str, bytes | None]
 # What an editor returns: each path it writes mapped to its new content (None: deleted).
-Editor = Callable[[dict[str, Any], Files], dict[str, Result | None]]
+Editor = Callable[[dict[str, Any], Files, Budget], dict[str, Result | None]]
 
 
 @dataclass(frozen=True)
@@ -50,15 +55,19 @@ def recheck(sc: Scratch, commit: Commit, op: ledger.Op) -> Recheck:
                        else "harness op, not re-executable")
     harness = HARNESSES.get(op.agent or "", op.agent or "the harness")
     listed = list(op.paths or ())
+    cost = Budget(recorded_size(sc, commit, op, listed))
     try:
-        args = recovered(sc, commit, op, listed)
+        args = recovered(sc, commit, op, listed, cost)
         targets = editor.targets(args, listed)
-        before: Files = {p: _file(sc, sc.tree(), p) for p in targets}
-    except (Unchecked, Refused) as e:
+        before = _targets(sc, targets, listed, op, cost)
+    except (Unchecked, Refused, OverBudget) as e:
         return Recheck(divergence=diverged(sc, commit, op, f"its {op.tool} call cannot be "
                                            f"checked: {e}."))
     try:
-        after = editor.run(args, before)
+        after = editor.run(args, before, cost)
+    except OverBudget as e:
+        return Recheck(divergence=diverged(sc, commit, op, f"its {op.tool} call cannot be "
+                                           f"checked: {e}."))
     except Refused as e:
         return Recheck(divergence=diverged(sc, commit, op, f"re-doing {harness}'s {op.tool} from "
                                            f"its recorded input is refused: {e}. {harness} would "
@@ -70,6 +79,34 @@ def recheck(sc: Scratch, commit: Commit, op: ledger.Op) -> Recheck:
     return Recheck(divergence=diverged(sc, commit, op, f"re-doing {harness}'s {op.tool} from its "
                                        "recorded input gives different files than the commit "
                                        "has.", tree))
+
+
+def recorded_size(sc: Scratch, commit: Commit, op: ledger.Op, listed: list[str]) -> int:
+    """The bytes an op recorded: its arguments, and the files it lists before and after."""
+    size = len(ledger.canonical_json(op.args))
+    for tree in (sc.tree(), commit.tree):
+        for path in listed:
+            entry = sc.repo.entry_at(tree, path)
+            if entry is not None and not entry.is_tree:
+                size += len(sc.repo.read_blob(entry.sha))
+    return size
+
+
+def _targets(sc: Scratch, targets: list[str], listed: list[str], op: ledger.Op,
+             cost: Budget) -> Files:
+    """The files the call writes, as the replayed tree holds them. A path it does not list is
+    read only when the op says it changed more paths than it lists (and costs its size)."""
+    out: Files = {}
+    for path in targets:
+        if path not in listed:
+            if (op.path_count or 0) <= len(listed):
+                raise Unchecked(f"it writes {path[:200]!r}, which is not one of the paths it "
+                                "lists")
+            entry = sc.repo.entry_at(sc.tree(), path)
+            if entry is not None and not entry.is_tree:  # (its size is counted before it is read)
+                cost.spend(int(sc.repo.git("cat-file", "-s", entry.sha).decode().strip()))
+        out[path] = _file(sc, sc.tree(), path)
+    return out
 
 
 class Unchecked(Exception):  # noqa: N818 (a reason, shown in the divergence)
@@ -106,9 +143,12 @@ def _replayed_tree(sc: Scratch, commit: Commit, after: dict[str, Result | None])
 
 # -- arguments -------------------------------------------------------------------------------
 
-def recovered(sc: Scratch, commit: Commit, op: ledger.Op, listed: list[str]) -> dict[str, Any]:
+def recovered(sc: Scratch, commit: Commit, op: ledger.Op, listed: list[str],
+              cost: Budget) -> dict[str, Any]:
     """The op's input with ``$blob`` and ``$omitted`` strings restored (see the docstring)."""
-    args = _blobs(sc, op.args)
+    written = {entry.sha for path in listed
+               if (entry := sc.repo.entry_at(commit.tree, path)) is not None}
+    args = _blobs(sc, op.args, written, cost)
     omitted = [key for key, value in args.items() if _is_omitted(value)]
     rest = [value for key, value in args.items() if key not in omitted]
     if _has_omitted(rest) or any(key not in RECOVERABLE for key in omitted):
@@ -116,25 +156,33 @@ def recovered(sc: Scratch, commit: Commit, op: ledger.Op, listed: list[str]) -> 
                         "no file's content), and only a file's whole content, an old_string or a "
                         "new_string can be recovered from the commit")
     for key in omitted:
-        args[key] = _recover(sc, commit, args, key, listed)
+        args[key] = _recover(sc, commit, args, key, listed, cost)
     return args
 
 
-def _blobs(sc: Scratch, value: Any) -> Any:
+def _blobs(sc: Scratch, value: Any, written: set[str], cost: Budget) -> Any:
     if isinstance(value, dict) and set(value) == {"$blob", "bytes"}:
         sha = value["$blob"]
         if not (isinstance(sha, str) and ledger.SHA.fullmatch(sha) and sc.repo.has_object(sha)):
             raise Unchecked(f"its elided argument names blob {str(sha)[:12]}, which is not in the "
                           "repository")
+        if sha not in written:  # (the recorder elides only a file the call wrote)
+            raise Unchecked(f"its elided argument names blob {sha[:12]}, which is none of the "
+                            "files it lists as it left them")
         data = sc.repo.read_blob(sha)
+        cost.spend(len(data))
         if len(data) != value["bytes"]:
             raise Unchecked(f"its elided argument says {value['bytes']} bytes, but blob {sha[:12]} "
                           f"has {len(data)}")
-        return data.decode("utf-8", "surrogatepass")
+        try:
+            return data.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            raise Unchecked(f"its elided argument names blob {sha[:12]}, which is not UTF-8 text, "
+                            "so no harness sent it as a string") from None
     if isinstance(value, dict):
-        return {k: _blobs(sc, v) for k, v in value.items()}
+        return {k: _blobs(sc, v, written, cost) for k, v in value.items()}
     if isinstance(value, list):
-        return [_blobs(sc, v) for v in value]
+        return [_blobs(sc, v, written, cost) for v in value]
     return value
 
 
@@ -151,7 +199,7 @@ def _has_omitted(value: Any) -> bool:
 
 
 def _recover(sc: Scratch, commit: Commit, args: dict[str, Any], key: str,
-             listed: list[str]) -> str:
+             listed: list[str], cost: Budget) -> str:
     """An omitted ``content``, ``new_string`` or ``old_string``, read from the files around the
     edit and accepted only if it has the recorded SHA-1 and size."""
     want = args[key]
@@ -159,14 +207,16 @@ def _recover(sc: Scratch, commit: Commit, args: dict[str, Any], key: str,
     before, after = _file(sc, sc.tree(), path), _file(sc, commit.tree, path)
     if after is None:
         raise Unchecked(f"its {key} was not recorded, and the commit removes {path}")
+    cost.spend(2 * (len(before or b"") + len(after)))  # read as text, compared for where it changed
     if key == "content":
-        candidates = [_as_sent(after)]
+        candidates: Iterator[str] = iter([_as_sent(after)])
     else:
         old, new = edits.read_text(before), edits.read_text(after)
         assert new is not None
         candidates = _edit_candidates(old.body if old else "", new.body, args, key)
     for text in candidates:
         data = text.encode("utf-8", "surrogatepass")
+        cost.spend(len(data))
         if len(data) == want.get("bytes") and sha1_hex(data) == want.get("$omitted"):
             return text
     raise Unchecked(f"its {key} was not recorded, and no text around the change in {path} has "
@@ -181,24 +231,31 @@ def _as_sent(data: bytes) -> str:
     return raw[1:] if text.bom else raw
 
 
-def _edit_candidates(before: str, after: str, args: dict[str, Any], key: str) -> list[str]:
-    """The one text an edit's omitted string can be: where the edit starts, as long as recorded."""
+def _edit_candidates(before: str, after: str, args: dict[str, Any], key: str) -> Iterator[str]:
+    """The texts an edit's omitted string can be, one at a time (each is as long as the file
+    may be): where the edit starts, as long as recorded."""
     old, new, size = args.get("old_string"), args.get("new_string"), args[key].get("bytes")
     if not isinstance(size, int):
-        return []
+        return
     if key == "new_string" and isinstance(old, str) and old:
         at = before.find(old)
-        return [] if at < 0 else _prefix_of_size(after[at:], size)
+        if at >= 0:
+            yield from _prefix_of_size(after[at:], size)
+        return
     if key == "old_string" and isinstance(new, str):
         # The edit replaced before[i:i + length] by new: the files agree before i and after it.
         length = len(before) - len(after) + len(new)
+        if length <= 0 or not length <= size <= 4 * length or (
+                before.isascii() and size != length):
+            return  # no text of that many characters has that many bytes in UTF-8
         shared = len(posixpath.commonprefix([before, after]))
         tail = len(posixpath.commonprefix([before[::-1], after[::-1]]))
         lowest = max(shared - len(new), len(before) - tail - length, 0)
-        if length <= 0 or shared - lowest > RECOVERY_TRIES:
-            return []
-        return [before[i:i + length] for i in range(shared, lowest - 1, -1)]
-    return []
+        if shared - lowest > RECOVERY_TRIES:
+            return
+        for i in range(shared, lowest - 1, -1):
+            if after.startswith(new, i):  # (else the edit did not put new there)
+                yield before[i:i + length]
 
 
 def _prefix_of_size(text: str, size: int) -> list[str]:
@@ -230,14 +287,14 @@ class FileTool:
     run: Editor
 
 
-def _single(fn: Callable[[dict[str, Any], bytes | None, str], Result]) -> FileTool:
+def _single(fn: Callable[[dict[str, Any], bytes | None, str, Budget], Result]) -> FileTool:
     def targets(args: dict[str, Any], listed: list[str]) -> list[str]:
         args["file_path"] = path = _one_path(args, listed)
         return [path]
 
-    def run(args: dict[str, Any], files: Files) -> dict[str, Result | None]:
+    def run(args: dict[str, Any], files: Files, cost: Budget) -> dict[str, Result | None]:
         path = args["file_path"]
-        return {path: fn(args, files[path], path)}
+        return {path: fn(args, files[path], path, cost)}
 
     return FileTool(targets, run)
 
@@ -256,19 +313,20 @@ def _edit_list(items: Any, every_key: str = "replace_all") -> list[Edit]:
             for e in items]
 
 
-def _claude_edit(args: dict[str, Any], before: bytes | None, path: str) -> Result:
+def _claude_edit(args: dict[str, Any], before: bytes | None, path: str, cost: Budget) -> Result:
     if "edits" in args:
-        return edits.claude_edit(before, path, _edit_list(args["edits"]))
+        return edits.claude_edit(before, path, _edit_list(args["edits"]), cost)
     one = Edit(_text(args, "old_string"), _text(args, "new_string"), args.get("replace_all") is True)
-    return edits.claude_edit(before, path, [one])
+    return edits.claude_edit(before, path, [one], cost)
 
 
-def _gemini_replace(args: dict[str, Any], before: bytes | None, path: str) -> Result:
+def _gemini_replace(args: dict[str, Any], before: bytes | None, path: str,
+                    cost: Budget) -> Result:
     expected = args.get("expected_replacements", 1)
     if not isinstance(expected, int) or isinstance(expected, bool) or expected < 1:
         raise Refused("its expected_replacements is not a positive number")
     return edits.gemini_replace(before, _text(args, "old_string"), _text(args, "new_string"),
-                                expected)
+                                expected, cost)
 
 
 def _patch_targets(args: dict[str, Any], listed: list[str]) -> list[str]:
@@ -289,17 +347,20 @@ def _listed_as(given: str, listed: list[str]) -> str:
     return clean.lstrip("/")  # a path it does not list: the tree comparison reports it
 
 
-def _patch(args: dict[str, Any], files: Files) -> dict[str, Result | None]:
-    return apply_patch.apply(args["hunks"], files)
+def _patch(args: dict[str, Any], files: Files, cost: Budget) -> dict[str, Result | None]:
+    return apply_patch.apply(args["hunks"], files, cost)
 
 
 EDITORS: dict[tuple[str, str], FileTool] = {
-    ("claude-code", "Write"): _single(lambda a, b, p: edits.claude_write(b, _text(a, "content"))),
+    ("claude-code", "Write"): _single(lambda a, b, p, c: edits.claude_write(b, _text(a, "content"),
+                                                                         c)),
     ("claude-code", "Edit"): _single(_claude_edit),
     ("claude-code", "MultiEdit"): _single(_claude_edit),
-    ("gemini-cli", "write_file"): _single(lambda a, b, p: edits.gemini_write(b, _text(a, "content"))),
+    ("gemini-cli", "write_file"): _single(lambda a, b, p, c: edits.gemini_write(
+        b, _text(a, "content"), c)),
     ("gemini-cli", "replace"): _single(_gemini_replace),
-    ("cursor", "Edit"): _single(lambda a, b, p: edits.cursor_edits(b, _edit_list(a.get("edits")))),
+    ("cursor", "Edit"): _single(lambda a, b, p, c: edits.cursor_edits(b, _edit_list(a.get("edits")),
+                                                                      c)),
     ("codex", "apply_patch"): FileTool(_patch_targets, _patch),
 }
 # Omitted strings recovered from the commit (a Write's content, an Edit's one replacement), and

@@ -5,6 +5,12 @@ Invariant: ``aliases(name, word)`` is true whenever NTFS or HFS+ would open ``na
 ports of git's ``is_ntfs_dot_generic`` and ``is_hfs_dot_generic`` (path.c, utf8.c), a little
 stricter where that costs nothing (``git~2``, Unicode case folds). The path policy
 (core/paths.py) and the work-tree writer (files.py) both ask here, so there is one answer.
+
+Refs too: ``ref_refusal`` is git's own ``check-ref-format`` for a ref name, and ``reads_as_id``
+says whether a name has the form of an object id or an op id. Every ref gitspace makes or takes
+from a remote (checkpoints, branches, turn marks, lines) is named so that both say no
+(``core/refnames.py`` adds the names gitspace and git mean something by, and the op ids
+recorded here).
 """
 
 from __future__ import annotations
@@ -58,6 +64,30 @@ def _hfs_alias(name: str, word: str) -> bool:
 def is_dotgit(name: str) -> bool:
     """Is this one path component a spelling of ``.git`` on some file system?"""
     return aliases(name, ".git")
+
+
+_REF_CHARS = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+_OP_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")  # = ledger.OP_ID, in any case (below)
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}", re.I)
+
+
+def ref_refusal(ref: str) -> str | None:
+    """Why ``git check-ref-format`` would refuse ``ref`` (a full name, ``refs/...``), in a
+    clause, or None when git accepts it."""
+    if _REF_CHARS.search(ref):
+        return "it holds a space, a control character or one of ~ ^ : ? * [ \\"
+    if "@{" in ref or ref == "@":
+        return "it holds '@{'"
+    if ref_parts_refused(ref):
+        return ("it has an empty part, a part starting with '.' or ending in '.' or '.lock', or "
+                "'..'")
+    return None
+
+
+def reads_as_id(name: str) -> bool:
+    """Does ``name`` have the form of an object id (40 or 64 hex digits) or of an op id (26
+    characters of Crockford base32, in any case)?"""
+    return bool(_OBJECT_ID.fullmatch(name) or _OP_ID.fullmatch(name.upper()))
 
 
 def ref_parts_refused(name: str) -> bool:

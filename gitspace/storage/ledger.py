@@ -81,16 +81,36 @@ written as before. A reader of format 3 reads formats 1 and 2 unchanged.
   chain of them is the tree of calls: a grandchild's op names the child, whose ops (or session
   file) name the parent.
 
+Format 4 (additive: where an op stands)
+---------------------------------------
+Format 4 is formats 1, 2 and 3 together, for ops of every source, plus the op before it: every op
+is written in format 4. A reader of format 4 reads formats 1 to 3 unchanged.
+
+- ``Gitspace-Format``: ``4``.
+- ``Gitspace-Source``: any source of the formats before; ``Gitspace-Tool`` is the harness's own
+  name for source ``harness`` (as in format 2) and a gitspace tool's name for every other.
+- ``Gitspace-Paths``: as in format 2, required with source ``harness`` and allowed with no other;
+  ``Gitspace-Parent-Session`` and ``Gitspace-Parent-Tool-Use-Id``: as in format 3.
+- ``Gitspace-After`` (new, last; optional): the op id that the op's commit's first parent records,
+  the op before it on its branch or line. It is absent exactly when that parent records no op (a
+  person's commit, a merge) or there is none (the first commit). ``storage/opchain.py`` writes
+  it (``message``) and checks it (``misplaced``): an op whose first parent records another op,
+  or none where it names one, has been moved, or an op before it dropped or copied, and
+  ``replay`` and ``verify`` report it at that op.
+
 Format versions
 ---------------
 ``FORMATS`` holds every version this gitspace reads: which op sources are written in it, what a
 tool name looks like in it, and which keys it may hold (all keys keep the order of ``_KEYS``).
-An op is written in ``FORMAT`` unless its source needs another (``version_for``: a harness op is
-written in 2) or it names a parent call (written in 3). A change to the block is a new version:
-append any new key to ``_KEYS``, add ``FORMATS[n]`` (copy the last and change what changes),
-make it ``FORMAT`` if every op should be written in it, and document it above. Never change or
-drop an old version, so old history still reads. An ``Op`` read back remembers its version
-(``Op.format``) and is written back in it.
+An op is written in ``FORMAT`` unless its source needs another (``version_for``); since format 4
+every source is written in it, delegated ops too (``PARENTED``). A change to the block is a new
+version: append any new key to ``_KEYS``, add ``FORMATS[n]`` (copy the last and change what
+changes), make it ``FORMAT`` if every op should be written in it, and document it above. Never
+change or drop an old version, so old history still reads. An ``Op`` read back remembers its
+version (``Op.format``) and is written back in it. A block that declares a version above every
+one in ``FORMATS`` was written by a newer gitspace: reading it raises ``NewerFormat`` (a
+``LedgerError``), so that a check of such history can refuse it as such, with the fix (a newer
+gitspace), rather than report it as forged.
 
 Checkpoint tags and branch reflogs
 ----------------------------------
@@ -119,11 +139,13 @@ import time
 import unicodedata
 
 from ..errors import BadArguments, LedgerError
+from . import bounds
 from .loose import sha1_hex
 from .records import field, record, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 PATHS_LISTED = 100  # Gitspace-Paths lists the first 100 changed paths
@@ -167,6 +189,7 @@ _KEYS = (
     "Gitspace-Paths",
     "Gitspace-Parent-Session",
     "Gitspace-Parent-Tool-Use-Id",
+    "Gitspace-After",
 )
 _PARENT = ("Gitspace-Parent-Session", "Gitspace-Parent-Tool-Use-Id")
 _REQUIRED = ("Gitspace-Format", "Gitspace-Op", "Gitspace-Tool", "Gitspace-Source", "Gitspace-Args")
@@ -182,17 +205,45 @@ class Format:
     written_for: str  # which ops it is written for, as ``gitspace --version`` says it
 
 
+_AFTER = "Gitspace-After"
 FORMATS: dict[int, Format] = {
     1: Format(("tool", "external", "init", "transcript"), TOOL_NAME,
-              frozenset(_KEYS) - {"Gitspace-Paths", *_PARENT}, "every other op"),
-    2: Format(("harness",), HARNESS_TOOL_NAME, frozenset(_KEYS) - set(_PARENT),  # "Format 2"
+              frozenset(_KEYS) - {"Gitspace-Paths", *_PARENT, _AFTER}, "every other op"),
+    2: Format(("harness",), HARNESS_TOOL_NAME, frozenset(_KEYS) - {*_PARENT, _AFTER},  # "Format 2"
               "harness ops"),
-    3: Format(("tool", "external"), TOOL_NAME, frozenset(_KEYS) - {"Gitspace-Paths"},  # "Format 3"
-              "the ops of a delegated call"),
+    3: Format(("tool", "external"), TOOL_NAME, frozenset(_KEYS) - {"Gitspace-Paths", _AFTER},
+              "the ops of a delegated call"),  # "Format 3"
+    4: Format(("tool", "external", "init", "transcript", "harness"), TOOL_NAME,  # "Format 4"
+              frozenset(_KEYS), "every op"),
 }
-FORMAT = 1  # what an op is written in unless its source needs another
-PARENTED = 3  # what an op that names a parent call is written in
+FORMAT = 4  # what an op is written in unless its source needs another
+PARENTED = 4  # what an op that names a parent call is written in
 SOURCES = tuple(dict.fromkeys(s for f in FORMATS.values() for s in f.sources))
+
+
+class NewerFormat(LedgerError):
+    """A trailer block in a ledger format newer than any this gitspace reads."""
+
+
+def require_known(messages: Iterable[str], what: str) -> None:
+    """Refuse history a newer gitspace recorded (``NewerFormat``, with the fix): ``what`` would
+    take each of its ops for a forged one. Blocks that are malformed otherwise are left to it."""
+    for message in messages:
+        try:
+            parse_message(message)
+        except NewerFormat as e:
+            raise NewerFormat(f"{e.message} {what} cannot check ops it cannot read.",
+                              hint="Run a gitspace that reads it ('pip install --upgrade "
+                                   "gitspace'; 'gitspace --version' lists the formats read).") \
+                from None
+        except LedgerError:
+            continue
+
+
+def tool_name(spec: Format, source: str) -> re.Pattern[str]:
+    """What a tool name looks like for an op of ``source`` in format ``spec``: the harness's own
+    name for a harness op, in every version that has them."""
+    return HARNESS_TOOL_NAME if source == "harness" else spec.tool_name
 
 
 def formats_note() -> str:
@@ -200,8 +251,9 @@ def formats_note() -> str:
     gitspace reads, and which it writes for what."""
     versions = sorted(FORMATS)
     span = f"{versions[0]}-{versions[-1]}" if len(versions) > 1 else str(versions[0])
-    written = [f"{v} for {FORMATS[v].written_for}" for v in versions if v != FORMAT]
-    return (f"ledger formats {span}: writes {', '.join(written)}, {FORMAT} for "
+    written = sorted({version_for(s) for s in SOURCES} | {PARENTED})
+    said = [f"{v} for {FORMATS[v].written_for}" for v in written if v != FORMAT]
+    return (f"ledger formats {span}: writes {', '.join([*said, ''])}{FORMAT} for "
             f"{FORMATS[FORMAT].written_for}")
 
 
@@ -269,18 +321,28 @@ class Op:
     path_count: int | None = None  # how many paths it changed (Gitspace-Paths count)
     parent_session: str | None = None  # the delegating agent's session (format 3)
     parent_tool_use_id: str | None = None  # ... and its delegate call
+    # The op its commit's first parent records (format 4, ``opchain``): where it stands, not
+    # what it is, so not compared either.
+    after: str | None = field(default=None, compare=False)
     # The version it was read in (None: made here, written as ``version_for(source)``). Not part
     # of what the op means, so not compared.
     format: int | None = field(default=None, compare=False)
 
+    def version(self) -> int:
+        """The format it is written in: the one it was read in, else the one its source (or a
+        parent call) needs."""
+        if self.format is not None:
+            return self.format
+        parented = self.parent_session is not None or self.parent_tool_use_id is not None
+        return PARENTED if parented else version_for(self.source)
+
     def trailers(self) -> str:
         parented = self.parent_session is not None or self.parent_tool_use_id is not None
-        version = self.format if self.format is not None else \
-            PARENTED if parented else version_for(self.source)
+        version = self.version()
         spec = FORMATS[version]
         if self.source not in spec.sources:
             raise BadArguments(f"The op source {self.source!r} is not one of {spec.sources}.")
-        if not spec.tool_name.fullmatch(self.tool):
+        if not tool_name(spec, self.source).fullmatch(self.tool):
             raise BadArguments(f"The tool name {self.tool!r} is not valid.")
         if (self.source == "harness") != (self.paths is not None):
             raise BadArguments("Changed paths are recorded for harness ops, and only for them.")
@@ -319,6 +381,10 @@ class Op:
                          check_token("parent session id", self.parent_session)))
             rows.append(("Gitspace-Parent-Tool-Use-Id",
                          check_token("parent tool-use id", self.parent_tool_use_id)))
+        if self.after is not None:
+            if not OP_ID.fullmatch(self.after):
+                raise BadArguments(f"{self.after!r} is not an op id.")
+            rows.append((_AFTER, self.after))
         if any(key not in spec.keys for key, _ in rows):
             raise BadArguments(f"Ledger format {version} cannot record this op: it has no "
                                f"{next(k for k, _ in rows if k not in spec.keys)}.")
@@ -387,6 +453,9 @@ def _op_from(seen: dict[str, str]) -> Op:
     declared = seen["Gitspace-Format"]
     version = int(declared) if declared.isdigit() and str(int(declared)) == declared else None
     spec = FORMATS.get(version) if version is not None else None
+    if version is not None and version > max(FORMATS):
+        raise NewerFormat(f"Ledger format {version} is newer than this gitspace reads "
+                          f"({formats_note().split(':')[0]}): a newer gitspace recorded it.")
     if version is None or spec is None:
         raise LedgerError(f"Unsupported ledger format {declared!r}.")
     if not OP_ID.fullmatch(seen["Gitspace-Op"]):
@@ -397,7 +466,7 @@ def _op_from(seen: dict[str, str]) -> Op:
     if source not in spec.sources:
         raise LedgerError(f"An op of source {source!r} is written in format "
                           f"{version_for(source)}, not {declared}.")
-    if not spec.tool_name.fullmatch(seen["Gitspace-Tool"]):
+    if not tool_name(spec, source).fullmatch(seen["Gitspace-Tool"]):
         raise LedgerError(f"Malformed tool name {seen['Gitspace-Tool']!r}.")
     harness = source == "harness"
     if harness != ("Gitspace-Paths" in seen):
@@ -408,7 +477,10 @@ def _op_from(seen: dict[str, str]) -> Op:
     paths, count = _paths(seen["Gitspace-Paths"]) if harness else (None, None)
     raw_args = seen["Gitspace-Args"]
     try:
+        bounds.check_nesting(raw_args, "Gitspace-Args")  # (before the parser's own recursion)
         args = json.loads(raw_args)
+    except bounds.TooDeep as e:
+        raise LedgerError(f"{e}, deeper than any op's arguments.") from None
     except ValueError as e:
         raise LedgerError(f"Gitspace-Args is not valid JSON: {e}.") from None
     if not isinstance(args, dict) or canonical_json(args) != raw_args:
@@ -428,6 +500,8 @@ def _op_from(seen: dict[str, str]) -> Op:
         raise LedgerError("Gitspace-Script is not an object id.")
     if "Gitspace-Rebased-From" in seen and not SHA.fullmatch(seen["Gitspace-Rebased-From"]):
         raise LedgerError("Gitspace-Rebased-From is not a commit id.")
+    if _AFTER in seen and not OP_ID.fullmatch(seen[_AFTER]):
+        raise LedgerError(f"{_AFTER} has a malformed op id.")
     return Op(
         op_id=seen["Gitspace-Op"],
         tool=seen["Gitspace-Tool"],
@@ -444,18 +518,22 @@ def _op_from(seen: dict[str, str]) -> Op:
         path_count=count,
         parent_session=seen.get(_PARENT[0]),
         parent_tool_use_id=seen.get(_PARENT[1]),
+        after=seen.get(_AFTER),
         format=version,
     )
 
 
 def in_format(message: str, op: Op, version: int) -> str:
-    """``message`` (which records ``op``) with its trailer block written in format ``version``."""
+    """``message`` (which records ``op``) with its trailer block written in format ``version``
+    (without the op before it, in a version that does not record it)."""
     head = message[:message.rindex("\n\nGitspace-Format: ")]
-    return f"{head}\n\n{replace(op, format=version).trailers()}\n"
+    after = op.after if _AFTER in FORMATS[version].keys else None
+    return f"{head}\n\n{replace(op, format=version, after=after).trailers()}\n"
 
 
 def _paths(raw: str) -> tuple[tuple[str, ...], int]:
     try:
+        bounds.check_nesting(raw, "Gitspace-Paths", 2)  # {"count", "paths": [...]}: two levels
         value = json.loads(raw)
     except ValueError:
         value = None
@@ -471,6 +549,7 @@ def _paths(raw: str) -> tuple[tuple[str, ...], int]:
 
 # -- checkpoint tags and branch reflogs -------------------------------------------------------
 
+CHECKPOINTS = "refs/tags/gitspace/"  # where checkpoint tags live
 _CHECKPOINT_KEYS = ("Gitspace-Checkpoint", "Gitspace-Branch", "Gitspace-Agent", "Gitspace-Op")
 _BRANCH_NOTE = re.compile(r"gitspace: branch (\S+) \(op (\S+)\)")
 

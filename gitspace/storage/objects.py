@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..errors import NotFound, PathRefused
-from . import loose, packs, records
+from . import bounds, loose, packs, records
 from .loose import EXEC_MODE, FILE_MODE, LINK_MODE, TREE_MODE  # noqa: F401  (re-exported)
 
 TYPE_CHECKING = False  # (typing is not imported at run time: a hook's after path reads this)
@@ -285,6 +285,7 @@ class Objects:
                 continue
             path = prefix + name
             if old is not None and old.is_tree or new is not None and new.is_tree:
+                bounds.check_tree_depth(path)  # (before the recursion a forged tree aims at)
                 yield from self.diff_trees(
                     old.sha if old and old.is_tree else None,
                     new.sha if new and new.is_tree else None,
@@ -300,6 +301,7 @@ class Objects:
     def walk_files(self, tree: str | None, prefix: bytes = b"") -> Iterator[tuple[str, Entry]]:
         for name, entry in sorted(self.tree(tree).items()):
             if entry.is_tree:
+                bounds.check_tree_depth(prefix + name)
                 yield from self.walk_files(entry.sha, prefix + name + b"/")
             else:
                 yield os.fsdecode(prefix + name), entry

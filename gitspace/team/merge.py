@@ -43,6 +43,7 @@ from ..core.writer import COMMITTER, Change, RefMove, Writer
 from ..errors import Conflict, GitCommandError, GitspaceError, NotFound
 from ..harness.hookentries import without_gitspace_hooks
 from ..provenance.squash import commits_between, note_squash
+from ..storage import bounds
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry, Signature
 from . import merge_journal
@@ -220,7 +221,7 @@ def _without_hook_settings(repo: GitRepo, ours: str, merged: str) -> str:
         if change.new is None or not change.path.endswith(".json") or change.new.is_tree:
             continue
         try:
-            data = json.loads(repo.read_blob(change.new.sha))
+            data = bounds.loads(repo.read_blob(change.new.sha), change.path)
         except (ValueError, UnicodeDecodeError, GitspaceError):
             continue
         kept, removed = without_gitspace_hooks(data)
@@ -229,7 +230,7 @@ def _without_hook_settings(repo: GitRepo, ours: str, merged: str) -> str:
         before: Any = None
         if change.old is not None:
             try:
-                before = json.loads(repo.read_blob(change.old.sha))
+                before = bounds.loads(repo.read_blob(change.old.sha), change.path)
             except (ValueError, UnicodeDecodeError, GitspaceError):
                 before = None
         if kept == before or (change.old is None and kept == {}):

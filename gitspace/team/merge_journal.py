@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.writer import Writer, break_stale_locks, object_id, ref_name
-from ..storage import lockfile, statefiles
+from ..storage import bounds, lockfile, statefiles
 from ..storage.files import Files, is_plain
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
@@ -77,10 +77,12 @@ class MergeJournal:
             raw = statefiles.read(self.repo.gitdir, f"gitspace/{JOURNAL}")
             if raw is None:
                 return False
-            record = json.loads(raw)
+            record = bounds.load_state(raw, "the merge journal")
             since = self.path.stat().st_mtime_ns
         except FileNotFoundError:
             return False
+        except bounds.OutOfBounds:  # whole, but none a merge writes: refused below, and kept
+            record, since = None, 0
         except ValueError:  # written by rename: a torn journal never took effect
             self.end()
             return False

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import branches, checkpoints
+from ..core import branches, checkpoints, opnames, refnames
 from ..core.transaction import checkout_changes
 from ..core.workspace import Workspace
 from ..core.writer import COMMITTER, Change, RefMove
@@ -280,6 +280,7 @@ def pull(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
             report.notes.append(f"{remote} has no branch {name} yet.")
     wanted.update({ref: sha for ref, sha in theirs.items() if ref.startswith(TAGS)})
     fetch(repo, remote, wanted)
+    wanted = rightly_named(repo, remote, wanted, report.notes)
     with ws.writer.locked():
         moves, current_move = _plan_pull(ws, remote, wanted, report, owned)
         # One change: every ref locked and verified first, the checkout's files and index
@@ -299,6 +300,29 @@ def pull(ws: Workspace, remote: str = "origin", extra: tuple[str, ...] = ()) -> 
             ws.writer.apply(Change(f"gitspace: pull {remote}", COMMITTER, refs, at=at,
                                    files=writes, before=before))
     return report
+
+
+def rightly_named(repo: GitRepo, remote: str, refs: dict[str, str],
+                  notes: list[str]) -> dict[str, str]:
+    """The refs of ``refs`` ({ref: object}, fetched) this clone may take: those it has, and each
+    new branch or checkpoint whose name the naming rule (``refnames.refusal``, the rule a branch
+    or checkpoint made here follows) accepts, reading as no op recorded here or brought by the
+    fetch. Every other one stays on the remote, with a note in ``notes`` saying why."""
+    have = {r for r, _, _ in repo.refs("refs/heads") + repo.refs("refs/tags")}
+    new = {ref: sha for ref, sha in refs.items() if ref not in have}
+    ops = opnames.incoming(repo, new.values()) if any(
+        opnames.PART.fullmatch(ref.rsplit("/", 1)[-1].upper()) for ref in new) else set()
+    taken = {ref: sha for ref, sha in refs.items() if ref in have}
+    for ref, sha in new.items():
+        kind = "checkpoint" if ref.startswith(TAGS) else "branch"
+        name = ref.removeprefix(refnames.PREFIXES[kind])
+        why = refnames.refusal(repo, kind, name, (), ops)
+        if why is None:
+            taken[ref] = sha
+        else:
+            notes.append(f"{_short(ref)} on {remote} was not taken: {why}. It stays on "
+                         f"{remote}; rename it there to share it.")
+    return taken
 
 
 def fetch(repo: GitRepo, remote: str, wanted: dict[str, str]) -> None:

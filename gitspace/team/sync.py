@@ -61,6 +61,7 @@ from .remote import (
     fetch,
     ls_remote,
     push_refspecs,
+    rightly_named,
     unreachable,
 )
 from .sync_pace import Pace, Random
@@ -232,6 +233,7 @@ def _attempt(ws: Workspace, remote: str, branch: str, drop: set[str], turns: _Tu
     _check_not_rewritten(repo, remote, branch, repo.read_ref(tracking), their_tip)
     local = _tip(repo, branch)  # (an op may have landed here meanwhile: it goes out too)
     report = Synced(remote, branch, local)
+    remote_tags = rightly_named(repo, remote, remote_tags, report.notes)
     new, tag_moves = local, {}
     if their_tip is not None and their_tip != local:
         base = merge_base(repo, local, their_tip)

@@ -53,13 +53,13 @@ keeps a ``Pace`` per remote branch).
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 ROUND = 0.25  # seconds: the first guess at a round, before one is measured
 ROUND_MIN, ROUND_MAX = 0.01, 10.0
 CYCLE_MAX = 64  # landings: a cycle read back from a file is held to this (a bigger fleet splits)
+NUMBER_MAX = 2 ** 53  # any number read back from a file (seconds since 1970, counts): far more
 WEIGHT = 0.25  # of a new round in the moving average
 PEEK_NEXT = 0.2  # rounds between looks of the clone next in line (``next_up``)
 QUIET = 2.5  # rounds of quiet a clone waits after its own landing before its turn round
@@ -202,14 +202,15 @@ class Pace:
         for name, kinds in _KINDS.items():
             value = data.get(name, getattr(pace, name))
             if isinstance(value, bool) != (bool in kinds) or not isinstance(value, kinds) or (
-                    isinstance(value, float) and not math.isfinite(value)):
-                return cls()
+                    isinstance(value, int | float) and not abs(value) <= NUMBER_MAX):
+                return cls()  # (NaN fails the bound too; a huge integer would overflow a float)
             setattr(pace, name, value)
         pace.round_s = min(ROUND_MAX, max(ROUND_MIN, float(pace.round_s)))
         pace.fast_s = min(ROUND_MAX, max(ROUND_MIN, float(pace.fast_s)))
         pace.cycle = min(CYCLE_MAX, max(0, pace.cycle))
         if pace.counted is not None:
             pace.counted = min(CYCLE_MAX, max(0, pace.counted))
+        pace.lost, pace.landings = (min(NUMBER_MAX, max(0, n)) for n in (pace.lost, pace.landings))
         return pace
 
 

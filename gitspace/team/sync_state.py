@@ -31,7 +31,7 @@ from pathlib import Path
 from ..core.workspace import Workspace
 from ..core.writer import COMMITTER, Change, RefMove
 from ..errors import GitspaceError, LockTimeout
-from ..storage import lockfile, statefiles
+from ..storage import bounds, lockfile, statefiles
 from .sync_pace import Pace
 
 PACE = "sync-pace.json"
@@ -94,7 +94,7 @@ def save_pace(ws: Workspace, remote: str, branch: str, pace: Pace) -> None:
 def _paces(ws: Workspace) -> dict[str, object]:
     try:
         raw = statefiles.read(ws.repo.gitdir, f"gitspace/{PACE}")
-        found = json.loads(raw) if raw is not None else {}
+        found = bounds.load_state(raw, "the pace file") if raw is not None else {}
     except (OSError, ValueError, RecursionError, statefiles.StateRefused):
         return {}
     return found if isinstance(found, dict) else {}

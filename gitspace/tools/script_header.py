@@ -78,6 +78,7 @@ from typing import Any, Literal
 
 from ..core import schema
 from ..errors import BadArguments, ConstraintError
+from ..storage import bounds
 
 HEADER_MARK = "---gitspace---"
 HEADER_END = "---"
@@ -274,8 +275,8 @@ def _parse_description(path: Path, description: str) -> str:
 
 def _parse_json_object(path: Path, key: str, raw: str) -> dict[str, Any]:
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as error:
+        value = bounds.loads(raw, f"field {key!r}")
+    except ValueError as error:
         raise DeclarationError(path, key, f"field {key!r} is not valid JSON: {error}.") from None
     if not isinstance(value, dict):
         raise DeclarationError(path, key, f"field {key!r} must be a JSON object, got {raw!r}.")

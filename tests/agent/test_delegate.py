@@ -22,6 +22,7 @@ import gitspace
 from gitspace.agent.clients import AnthropicClient
 from gitspace.agent.loop import Loop, Options
 from gitspace.agent.session import Session, listing
+from gitspace.storage import ledger
 
 
 def client(fake: FakeAnthropic) -> AnthropicClient:
@@ -103,7 +104,7 @@ def check_depth_3(root: Path, top: str) -> None:
     assert [s.value for s in chain[1:]] == [1, 2, 3]
     assert [s.parent_tool_use_id for s in chain[1:]] == ["toolu_p1", "toolu_a2", "toolu_b2"]
     for op, session in zip(made, chain[1:], strict=True):
-        assert op.session == session.id and op.format == 3
+        assert op.session == session.id and op.format == ledger.PARENTED
         assert (op.parent_session, op.parent_tool_use_id) == (session.parent_session,
                                                              session.parent_tool_use_id)
         assert op.agent == "boss"
@@ -148,7 +149,7 @@ def test_a_child_runs_fresh_on_its_own_branch_and_its_value_is_the_result(
     assert made.parent_tool_use_id == "toolu_p1"
     message = message_of(ws_root)
     assert f"Gitspace-Parent-Session: {outcome.session.id}\nGitspace-Parent-Tool-Use-Id: toolu_p1" \
-        in message and "Gitspace-Format: 3" in message
+        in message and f"Gitspace-Format: {ledger.PARENTED}" in message
     assert child.joined == git(ws_root, "rev-parse", "HEAD").strip()  # a fast-forward
     assert git(ws_root, "rev-list", "--merges", "HEAD").strip() == ""
     # The parent's conversation holds the call and its value, nothing of the child's.
@@ -189,7 +190,7 @@ def test_an_outside_change_a_childs_op_finds_names_the_parent_call_too(
                                                            "str_replace")
     for op in (external, edit):
         assert (op.session, op.parent_session, op.parent_tool_use_id, op.format) == (
-            child.id, outcome.session.id, "toolu_p1", 3)
+            child.id, outcome.session.id, "toolu_p1", ledger.PARENTED)
     assert files(ws_root)["note.md"] == "final\nby hand\n"
     assert_clean(ws_root)
     git(ws_root, "fsck", "--no-progress", "--strict")

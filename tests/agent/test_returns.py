@@ -318,3 +318,26 @@ def test_ask_forks_from_an_op_and_returns_from_there(agent_ws, fake_api: FakeAnt
     assert files(agent_ws.root).get("b.md") == "a\n" and "a.md" not in files(agent_ws.root)
     with pytest.raises(BadArguments, match="not both"):
         ask(agent_ws, "x", fork=made.op_id, resume=first.session, client=fake_api.client())
+
+
+def _chained_schema(hops: int) -> dict[str, object]:
+    """A value schema reached through ``hops`` $refs, recursive through its items."""
+    defs: dict[str, object] = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(hops)}
+    defs[f"d{hops}"] = {"type": ["array", "integer"], "items": {"$ref": "#"}}
+    return {"$ref": "#/$defs/d0", "$defs": defs}
+
+
+def _nested(levels: int, leaf: object = 1) -> object:
+    value = leaf
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_a_ref_chain_and_a_value_at_their_limits_are_checked_through_the_api() -> None:
+    returns = Returns.of(_chained_schema(31))  # 32 $refs in a row: the documented limit
+    value = _nested(31)  # 32 levels with {"value": ...}: the arguments' limit
+    assert returns.check({"value": value}) == value
+    with pytest.raises(BadArguments) as refused:
+        returns.check({"value": _nested(31, "one")})
+    assert "must be an array or an integer" in refused.value.message

@@ -66,13 +66,14 @@ def test_one_op_is_one_commit_with_trailers_author_and_committer(ws: gitspace.Wo
     assert message_of(root) == (
         "create notes/todo.md\n\n"
         "Result:\nFile created successfully at: notes/todo.md\n\n"
-        "Gitspace-Format: 1\n"
+        "Gitspace-Format: 4\n"
         f"Gitspace-Op: {result.op}\n"
         "Gitspace-Tool: create\n"
         "Gitspace-Source: tool\n"
         'Gitspace-Args: {"file_text":"- explore\\n","path":"notes/todo.md"}\n'
         "Gitspace-Agent: tester\n"
-        "Gitspace-Tool-Use-Id: toolu_01ABC\n\n"
+        "Gitspace-Tool-Use-Id: toolu_01ABC\n"
+        f"Gitspace-After: {trailer(root, 'Gitspace-Op', 'HEAD~1')}\n\n"
     )
     assert trailer(root, "Gitspace-Op") == result.op
     assert trailer(root, "Gitspace-Tool") == "create"

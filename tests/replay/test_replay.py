@@ -7,6 +7,7 @@ history by hand would, never by calling gitspace internals.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_clean, call_ok, git, git_env, git_run, head
+from conftest import assert_clean, call_ok, git, git_env, git_run, head, parse_or_error
 
 import gitspace
 from gitspace.core.identity import Identity
@@ -22,6 +23,7 @@ from gitspace.core.result import Result
 from gitspace.core.workspace import Workspace
 from gitspace.replay.engine import BadRange, Report, replay
 from gitspace.replay.onto import replay_onto
+from gitspace.storage.ledger import Op
 from gitspace.tools import builtins, registry
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -38,8 +40,13 @@ def author(root: Path, rev: str) -> str:
 
 
 def commit_tree(root: Path, tree: str, *parents: str, msg: str | bytes,
-                by: str | None = None) -> str:
-    """A commit made with plumbing; ``by`` ("Name <email>") is its author, else the test's."""
+                by: str | None = None, placed: bool = True) -> str:
+    """A commit made with plumbing; ``by`` ("Name <email>") is its author, else the test's. An
+    op's message (ledger format 4) is ``placed``: it names the op its first parent records, as a
+    forger who knows the format writes it, so that each test meets the check it is about (the
+    chain itself is tried in test_hostile_dropped_ops.py)."""
+    if placed and parents and isinstance(msg, str):
+        msg = placed_on(root, msg, parents[0])
     env = git_env()
     if by is not None:
         name, email = by.removesuffix(">").split(" <")
@@ -48,6 +55,19 @@ def commit_tree(root: Path, tree: str, *parents: str, msg: str | bytes,
     data = msg.encode() if isinstance(msg, str) else msg
     return subprocess.run(["git", "commit-tree", tree, *args], cwd=root, env=env, input=data,
                           capture_output=True, check=True).stdout.decode().strip()
+
+
+def placed_on(root: Path, msg: str, parent: str) -> str:
+    """``msg`` with its ``Gitspace-After`` naming the op ``parent`` records (format 4 only)."""
+    op = parse_or_error(msg)
+    if not isinstance(op, Op) or op.format != 4:
+        return msg
+    parents = git(root, "rev-list", "--parents", "-n1", parent).split()[1:]
+    before = parse_or_error(message(root, parent)) if len(parents) <= 1 else None
+    kept = re.sub(r"^Gitspace-After: .*\n", "", msg, flags=re.M)
+    if not isinstance(before, Op):
+        return kept
+    return f"{kept.rstrip(chr(10))}\nGitspace-After: {before.op_id}\n"
 
 
 def like(root: Path, rev: str, tree: str, parent: str, msg: str | None = None) -> str:
@@ -237,7 +257,8 @@ def test_a_hand_edit_under_a_forged_tool_trailer_is_caught_at_that_commit(ws: Wo
     (ws.root / "notes.md").write_text("title\nA+\nbeta (edited by hand)\ngamma\n")
     (ws.root / "secret.txt").write_text("slipped in\n")
     git(ws.root, "add", "-A")
-    forged = honest.replace('"new_str":"ALPHA","old_str":"alpha"', '"new_str":"x","old_str":"beta"')
+    forged = placed_on(ws.root, honest.replace('"new_str":"ALPHA","old_str":"alpha"',
+                                               '"new_str":"x","old_str":"beta"'), head(ws.root))
     git(ws.root, "commit", "-q", "-F", "-", input=forged.encode())
     call_ok(ws, "create", {"path": "after.md", "file_text": "later\n"})
     report = replayed(ws)

@@ -70,9 +70,12 @@ def root(tmp_path: Path) -> Path:
         call_ok(ws, "str_replace", {"path": "notes.md", "old_str": "two", "new_str": "2"})
         git(target, "switch", "-q", "-c", "lie")
         (target / "notes.md").write_text("one\n2\nthree\n")
+        before, last = (git(target, "log", "-1", "--format=%(trailers:key=Gitspace-Op,valueonly)",
+                            rev).strip() for rev in ("HEAD~1", "HEAD"))
         git(target, "commit", "-qam", "append three\n\n" + git(target, "log", "-1", "--format=%B")
             .split("\n\n", 1)[1].replace('"new_str":"2","old_str":"two"',
-                                         '"new_str":"3","old_str":"2"'))
+                                         '"new_str":"3","old_str":"2"')
+            .replace(f"Gitspace-After: {before}", f"Gitspace-After: {last}"))  # (placed)
         git(target, "switch", "-q", "main")
     return target
 

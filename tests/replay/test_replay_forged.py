@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import call_ok, git, git_env, head
+from conftest import call_ok, git, git_env, head, ops
 from hostile import raw_tree
 from test_replay import (
     add_script,
@@ -61,8 +61,12 @@ def op_message(subject: str, tool: str, source: str, args: str, agent: str | Non
 
 
 def forged_create(ws: Workspace, args: str, extra_trailer: str = "") -> str:
-    """The tip's create op of a.md again, with ``args`` (and a trailer line) swapped in."""
-    msg = with_args(message(ws.root, "HEAD"), args).rstrip("\n") + "\n" + extra_trailer
+    """The tip's create op of a.md again, with ``args`` (and a trailer line, before the op it
+    names as the one before it, which is last) swapped in."""
+    msg = with_args(message(ws.root, "HEAD"), args).rstrip("\n") + "\n"
+    after = re.search(r"^Gitspace-After: .*\n", msg, flags=re.M)
+    msg = msg + extra_trailer if after is None else \
+        msg[:after.start()] + extra_trailer + msg[after.start():]
     return like(ws.root, "HEAD", tree_of(ws.root, "HEAD"), head(ws.root, "HEAD~1"), msg)
 
 
@@ -319,11 +323,16 @@ def test_a_script_changed_under_an_op_that_is_not_re_run_is_caught(ws: Workspace
 
 def test_an_op_of_an_older_format_is_compared_in_that_format(
         ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
-    """After a format bump the tool writes format 3; the format-1 op is compared as format 1."""
+    """After a format bump the tool writes format 5; the format-4 op is compared as format 4,
+    the format-1 op as format 1 (which names no op before it)."""
+    monkeypatch.setattr(ledger, "FORMAT", 1)
     call_ok(ws, "create", {"path": "a.md", "file_text": "one\n"})
-    v1 = ledger.FORMATS[1]
-    monkeypatch.setitem(ledger.FORMATS, 3, records.replace(v1, sources=(*v1.sources, "hook")))
-    monkeypatch.setattr(ledger, "FORMAT", 3)
+    monkeypatch.setattr(ledger, "FORMAT", 4)
+    call_ok(ws, "create", {"path": "b.md", "file_text": "two\n"})
+    v4 = ledger.FORMATS[4]
+    monkeypatch.setitem(ledger.FORMATS, 5, records.replace(v4, sources=(*v4.sources, "hook")))
+    monkeypatch.setattr(ledger, "FORMAT", 5)
+    assert [op.format for op in ops(ws.root)] == [4, 1, 4]
     report = replay(ws, head(ws.root))
     assert report.ok, report.divergence
 

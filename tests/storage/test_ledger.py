@@ -12,7 +12,7 @@ from conftest import assert_clean, call_ok, git, head, message_of, ops
 import gitspace
 from gitspace.core.timeline import verify
 from gitspace.errors import BadArguments, LedgerError
-from gitspace.storage import records
+from gitspace.storage import ledger, records
 from gitspace.storage.ledger import Op, canonical_json, encode_message, new_op_id, parse_message
 
 FAKE_ID = "01AAAAAAAAAAAAAAAAAAAAAAAA"
@@ -133,7 +133,12 @@ def test_verify_reports_a_duplicate_op_id(ws: gitspace.Workspace, tmp_path: Path
     git(ws.root, "-c", "user.name=x", "-c", "user.email=y@z", "commit", "-q", "--allow-empty",
         "--cleanup=verbatim", "-F", str(msg))
     report = verify(ws)
-    assert [p for _, p in report.problems] == [f"op id {ops(ws.root)[-1].op_id} appears twice"]
+    init, twice = ops(ws.root)[0].op_id, ops(ws.root)[-1].op_id
+    # The copy says it was made after the op before the original, and follows the original.
+    assert [p for _, p in report.problems] == [
+        f"op {twice} it was made after op {init}, but the op before it is {twice}: op {init} was "
+        "dropped, or the ops were reordered, or this one was copied here.",
+        f"op id {twice} appears twice"]
 
 
 # -- forgery through every text field --------------------------------------------------------
@@ -246,13 +251,13 @@ def test_large_create_args_are_elided_to_a_blob_that_survives_gc_and_clone(
 
 @pytest.fixture
 def bumped(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Format 4 as a future gitspace could add it: format 1 and one more source, written for
-    every op from now on. Formats 1 to 3 stay readable."""
+    """Format 5 as a future gitspace could add it: format 4 and one more source, written for
+    every op from now on. Formats 1 to 4 stay readable."""
     from gitspace.storage import ledger
 
-    v1 = ledger.FORMATS[1]
-    monkeypatch.setitem(ledger.FORMATS, 4, records.replace(v1, sources=(*v1.sources, "hook")))
-    monkeypatch.setattr(ledger, "FORMAT", 4)
+    v4 = ledger.FORMATS[4]
+    monkeypatch.setitem(ledger.FORMATS, 5, records.replace(v4, sources=(*v4.sources, "hook")))
+    monkeypatch.setattr(ledger, "FORMAT", 5)
     return ledger
 
 
@@ -266,15 +271,16 @@ def test_old_history_still_reads_after_a_format_bump(ws: gitspace.Workspace, bum
     ws.call("checkpoint", {"name": "old"}, op_id=new_op_id())
     call_ok(ws, "str_replace", {"path": "a.md", "old_str": "one", "new_str": "two"})
     old = ops(root)
-    bumped.FORMAT = 4
+    bumped.FORMAT = 5
     call_ok(ws, "append", {"path": "b.md", "text": "three\n"})
-    assert "Gitspace-Format: 4\n" in message_of(root)
+    assert "Gitspace-Format: 5\n" in message_of(root)
+    assert f"Gitspace-After: {old[-1].op_id}\n" in message_of(root)  # (5 has what 4 added)
     assert "Gitspace-Format: 1\n" in message_of(root, "HEAD~1")
-    assert [op.format for op in ops(root)] == [1, 1, 1, 4]
+    assert [op.format for op in ops(root)] == [4, 1, 1, 5]  # (init came before the bump)
     report = verify(ws)
     assert report.ok and report.ops == 4, report.problems
     assert lookup.find_op(ws.repo, old[-1].op_id).op == old[-1]  # type: ignore[union-attr]
-    undone = ws.call("undo", {"op": old[-1].op_id[-8:]})  # a v2 op undoing a v1 op
+    undone = ws.call("undo", {"op": old[-1].op_id[-8:]})  # a v5 op undoing a v1 op
     assert undone.ok and (root / "a.md").read_text() == "one\n"
     assert replay(ws, head(root)).ok  # old ops re-run and compare in the format they were written
     assert_clean(root)
@@ -284,23 +290,24 @@ def test_a_parsed_op_is_written_back_in_its_own_format(bumped: Any) -> None:
     op = Op(op_id=new_op_id(), tool="create", args={"path": "a"}, format=1)
     assert "Gitspace-Format: 1\n" in encode_message(op, "create a")
     fresh = parse_message(encode_message(Op(op_id=new_op_id(), tool="create", args={}), "c"))
-    assert fresh is not None and fresh.format == 4
+    assert fresh is not None and fresh.format == 5
     hook = Op(op_id=new_op_id(), tool="create", args={}, source="hook")
-    assert parse_message(encode_message(hook, "hook")) == hook  # new in 4
+    assert parse_message(encode_message(hook, "hook")) == hook  # new in 5
     with pytest.raises(BadArguments):  # format 1 never had it
         encode_message(records.replace(hook, format=1), "hook")
-    in_one = encode_message(hook, "x").replace("Gitspace-Format: 4", "Gitspace-Format: 1")
-    with pytest.raises(LedgerError, match="written in format 4, not 1"):
+    in_one = encode_message(hook, "x").replace("Gitspace-Format: 5", "Gitspace-Format: 1")
+    with pytest.raises(LedgerError, match="written in format 5, not 1"):
         parse_message(in_one)
-    five = encode_message(op, "x").replace("Gitspace-Format: 1", "Gitspace-Format: 5")
-    with pytest.raises(LedgerError, match="Unsupported ledger format '5'"):
-        parse_message(five)
+    six = encode_message(op, "x").replace("Gitspace-Format: 1", "Gitspace-Format: 6")
+    with pytest.raises(ledger.NewerFormat, match="Ledger format 6 is newer than this gitspace "
+                       "reads"):
+        parse_message(six)
 
 
 # -- format 3: delegated calls ----------------------------------------------------------------
 
 
-def test_an_op_with_a_parent_call_is_written_in_format_3_and_reads_back() -> None:
+def test_an_op_with_a_parent_call_is_written_in_format_4_and_reads_back() -> None:
     op = Op(op_id=new_op_id(), tool="create", args={"path": "a"}, agent="boss",
             session=new_op_id(), tool_use_id="toolu_c1", parent_session=new_op_id(),
             parent_tool_use_id="toolu_p1")
@@ -308,21 +315,23 @@ def test_an_op_with_a_parent_call_is_written_in_format_3_and_reads_back() -> Non
     assert message.endswith(f"Gitspace-Tool-Use-Id: toolu_c1\n"
                             f"Gitspace-Parent-Session: {op.parent_session}\n"
                             f"Gitspace-Parent-Tool-Use-Id: toolu_p1\n")
-    assert "Gitspace-Format: 3\n" in message
-    assert parse_message(message) == op and parse_message(message).format == 3  # type: ignore[union-attr]
+    assert "Gitspace-Format: 4\n" in message
+    assert parse_message(message) == op and parse_message(message).format == 4  # type: ignore[union-attr]
     plain = records.replace(op, parent_session=None, parent_tool_use_id=None)
-    assert "Gitspace-Format: 1\n" in encode_message(plain, "create a")  # others stay in 1
+    assert "Gitspace-Format: 4\n" in encode_message(plain, "create a")  # every op is in 4
+    in_three = message.replace("Gitspace-Format: 4", "Gitspace-Format: 3")  # as written before
+    assert parse_message(in_three) == op and parse_message(in_three).format == 3  # type: ignore[union-attr]
 
 
-def test_an_outside_change_a_delegated_op_found_is_format_3_and_no_other_source_is() -> None:
+def test_an_outside_change_a_delegated_op_found_is_format_4_and_no_other_source_is() -> None:
     external = Op(op_id=new_op_id(), tool="external_edit", args={"count": 0, "paths": []},
                   source="external", session=new_op_id(), parent_session=new_op_id(),
                   parent_tool_use_id="toolu_p1")
     message = encode_message(external, "external edit")
-    assert "Gitspace-Format: 3\n" in message and parse_message(message) == external
-    transcript = records.replace(external, tool="transcript", source="transcript")
+    assert "Gitspace-Format: 4\n" in message and parse_message(message) == external
+    transcript = records.replace(external, tool="transcript", source="transcript", format=3)
     with pytest.raises(BadArguments, match="source 'transcript' is not one of"):
-        encode_message(transcript, "x")
+        encode_message(transcript, "x")  # (format 3 never held a transcript)
 
 
 PARENTED = ("Gitspace-Format: {v}\nGitspace-Op: {id}\nGitspace-Tool: create\n"

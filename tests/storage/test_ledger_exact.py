@@ -34,9 +34,16 @@ def error_of(block: str) -> str:
     (HEAD, "Missing trailer(s): Gitspace-Args."),
     (f"Gitspace-Format: 1\nGitspace-Op: {ID}", "Missing trailer(s): Gitspace-Tool, "
      "Gitspace-Source, Gitspace-Args."),
-    (HEAD.replace("Format: 1", "Format: 9") + "Gitspace-Args: {}", "Unsupported ledger format '9'."),
+    (HEAD.replace("Format: 1", "Format: 9") + "Gitspace-Args: {}",
+     "Ledger format 9 is newer than this gitspace reads (ledger formats 1-4): a newer gitspace "
+     "recorded it."),
+    (HEAD.replace("Format: 1", "Format: 09") + "Gitspace-Args: {}", "Unsupported ledger format '09'."),
     (HEAD.replace("Format: 1", "Format: 2") + "Gitspace-Args: {}",
-     "An op of source 'tool' is written in format 1, not 2."),
+     "An op of source 'tool' is written in format 4, not 2."),
+    (HEAD.replace("Format: 1", "Format: 4") + "Gitspace-Args: {}\nGitspace-After: 01arz",
+     "Gitspace-After has a malformed op id."),
+    (HEAD + "Gitspace-Args: {}\nGitspace-After: " + ID, "Trailer Gitspace-After is not part of "
+     "ledger format 1."),
     (HEAD.replace(ID, "01arz") + "Gitspace-Args: {}", "Malformed op id '01arz'."),
     (HEAD.replace("Tool: create", "Tool: Create") + "Gitspace-Args: {}",
      "Malformed tool name 'Create'."),

@@ -33,10 +33,15 @@ def _busy_workspace(ws: gitspace.Workspace) -> None:
 
 
 def _fingerprint(root: Path) -> dict[str, str]:
-    """Every file under ``root`` (with .git) by content and metadata."""
+    """Every file under ``root`` (with .git) by content and metadata, but the op index: a cache
+    beside the repository that every reader brings up to date before it answers
+    (``storage/opindex.py``), as naming a checkpoint does (the resolver asks whether an op's id
+    reads as the name too)."""
     found = {}
     for folder, _, names in os.walk(root):
         for name in names:
+            if name.startswith("opindex.sqlite") and Path(folder).name == "gitspace":
+                continue
             path = Path(folder, name)
             st = path.lstat()
             found[str(path.relative_to(root))] = (

@@ -50,7 +50,7 @@ from ...core.identity import Identity
 from ...core.linerefs import FOLLOW, GONE, LINES, MODEL, MOVING, ROOT, branch_of, ref_for
 from ...core.writer import COMMITTER, Change, RefMove, Writer
 from ...errors import GitspaceError
-from ...storage import ledger, statefiles
+from ...storage import bounds, ledger, opchain, statefiles
 from ...storage.files import State
 from ...storage.gitrepo import GitRepo
 from ...storage.objects import EMPTY_TREE, Entry, Signature
@@ -101,7 +101,7 @@ def load(gitdir: Path) -> Model | None:
     """The model this checkout's recorder saved; None when there is none, or when the file is
     not one it writes (a cache: a bad one costs a scan, never an op)."""
     try:
-        data = json.loads(statefiles.read(gitdir, MODEL) or b"null")
+        data = bounds.load_state(statefiles.read(gitdir, MODEL) or b"null")
         model = Model(**{k: data[k] for k in ("ref", "tip", "base", "index_at")},
                       stash=data.get("stash"))
     except (OSError, ValueError, TypeError, KeyError, RecursionError, statefiles.StateRefused):
@@ -227,7 +227,7 @@ def follow(repo: GitRepo, here: Where, tree: str, since: Model | None, person: S
         "The files are the work tree as found: the commit plus every change not committed yet.")
     if changed:
         body += "\n\nFiles:\n" + "\n".join(ledger.canonical_json(p) for p in changed[:200])
-    message = ledger.encode_message(op, what, body)
+    message = opchain.message(repo, parent, op, what, body)
     return repo.write_commit(tree, [parent], message, person, COMMITTER)
 
 
