@@ -17,7 +17,6 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..core import owner
