@@ -565,14 +565,12 @@ def _move(value: object) -> tuple[str, str | None, str | None]:
     return ref_name(value[0]), object_id(value[1]), object_id(value[2])
 
 
-_REF = re.compile(r"refs/[^\x00-\x20\x7f~^:?*\[\\]+")
-
-
 def ref_name(value: object) -> str:
-    """``value``, a ref name under ``refs/`` that git would accept (``git check-ref-format``),
-    or ValueError: what a journal (read back as untrusted data) may name."""
-    if not isinstance(value, str) or not _REF.fullmatch(value) or "@{" in value \
-            or gitnames.ref_parts_refused(value):
+    """``value``, a ref name under ``refs/`` that git would accept (``git check-ref-format``:
+    ``gitnames.ref_refusal``), or ValueError: what a journal (read back as untrusted data) may
+    name."""
+    if not isinstance(value, str) or not value.startswith("refs/") \
+            or gitnames.ref_refusal(value) is not None:
         raise ValueError(f"not a ref name: {value!r}")
     return value
 

@@ -44,9 +44,14 @@ def plain_name(text: str) -> str:
 
 
 def turn_name(agent: str, session: str | None, number: int) -> str:
-    """The checkpoint a turn ends at: ``<agent>-<first 8 of the session>-turn-<n>``."""
+    """The checkpoint a turn ends at: ``<agent>-<first 8 of the session>-turn-<n>``, a name git
+    accepts whatever the harness sent (``gitnames.ref_refusal``)."""
+    from ..storage.gitnames import ref_refusal
+
     middle = f"-{plain_name(session)[:8]}" if session else ""
-    return f"{plain_name(agent)}{middle}-turn-{number}"
+    name = f"{plain_name(agent)}{middle}-turn-{number}"
+    assert ref_refusal(f"refs/gitspace/turns/{name}") is None, name  # (plain_name makes it so)
+    return name
 
 
 def free_turn_name(agent: str, session: str | None, number: int,

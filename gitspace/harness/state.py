@@ -69,10 +69,14 @@ def _write(gitdir: Path, rel: str, data: Any) -> None:
 
 
 def _read(gitdir: Path, rel: str) -> Any:
+    """What state file ``rel`` holds; None when it is absent or not one this module writes (a
+    link, a fifo, JSON deeper or numbers larger than it keeps: ``bounds.load_state``)."""
+    from ..storage import bounds
+
     try:
         raw = statefiles.read(gitdir, f"{FOLDER}/{rel}")
-        return None if raw is None else json.loads(raw)
-    except (statefiles.StateRefused, ValueError, RecursionError):
+        return None if raw is None else bounds.load_state(raw)
+    except (statefiles.StateRefused, ValueError, RecursionError, bounds.OutOfBounds):
         return None
 
 
