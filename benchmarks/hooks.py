@@ -47,7 +47,6 @@ what is measured there, not its time).
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import resource
 import shlex
@@ -62,37 +61,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import hermetic, log  # noqa: E402
+from _bench import hermetic, install_like_a_wheel, log  # noqa: E402
 
-PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
 SESSION = "0b5e1a2c-3d4e-4f50-8a6b-7c8d9e0f1a2b"
-SCRIPT = """#!{python}
-import sys
-from gitspace.__main__ import main
-if __name__ == "__main__":
-    sys.exit(main())
-"""
-
-
-def install_like_a_wheel(folder: Path) -> Path:
-    """A virtual environment holding a byte-compiled copy of the package and its console script,
-    as a wheel install leaves them (dependencies from this interpreter's site-packages, through
-    a ``.pth`` line, which does not run their ``.pth`` files: no editable finder). Its python."""
-    venv = folder / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = next(venv.glob("lib/python*/site-packages"))
-    deps = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
-    (site / "gitspace-bench-deps.pth").write_text("\n".join(deps) + "\n")
-    shutil.copytree(PACKAGE, site / "gitspace", ignore=shutil.ignore_patterns("__pycache__"))
-    if not compileall.compile_dir(site / "gitspace", quiet=1):
-        raise SystemExit("could not byte-compile the package copy")
-    python = venv / "bin" / "python"
-    script = venv / "bin" / "gitspace"
-    script.write_text(SCRIPT.format(python=python))
-    script.chmod(0o755)
-    return python
-
-
 def make_workspace(gitspace: str, root: Path, files: int) -> None:
     subprocess.run([gitspace, "init", str(root)], check=True, capture_output=True)
     for i in range(files):

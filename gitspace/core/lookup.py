@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger, opindex
 from ..storage.gitrepo import GitRepo
-from . import branches, checkpoints, linerefs
+from ..storage.records import record
+from . import linerefs, refnames
 
 MIN_PART = 4  # the fewest characters of an op id a person may type
 _PART = re.compile(rf"[0-9A-HJKMNP-TV-Z]{{{MIN_PART},25}}")  # Crockford base32, as op ids are
@@ -36,7 +36,7 @@ HINT = ("'gitspace log' lists ops (the last 8 characters of an op id are enough)
         "'gitspace checkpoints' and 'gitspace branches' the names.")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Found:
     """Where something was found: always a commit, and the op when it is one."""
 
@@ -103,11 +103,11 @@ def resolve(repo: GitRepo, text: str) -> Found:
         if found is None:
             raise NotFound(f"There is no op {text} on any branch.", hint=HINT)
         return found
-    if _valid(checkpoints.check_name, text):
-        target = repo.rev_parse(checkpoints.PREFIX + text)
+    if _valid("checkpoint", text):
+        target = repo.rev_parse(refnames.CHECKPOINTS + text)
         if target is not None:
             return Found(target, where="checkpoint", name=text)
-    tip = repo.read_ref(f"refs/heads/{text}") if _valid(branches.check_name, text) else None
+    tip = repo.read_ref(f"refs/heads/{text}") if _valid("branch", text) else None
     if tip is not None:
         return Found(tip, where="branch", name=text)
     revision = repo.rev_parse(text)
@@ -143,10 +143,10 @@ def _search(repo: GitRepo, part: tuple[str, bool], pattern: str, accept: Callabl
     found = _committed(repo, heads, part, pattern, accept, stop_at_first)
     if found and stop_at_first:
         return found
-    for ref, _, target, _, message in repo.tags(checkpoints.PREFIX.rstrip("/")):
+    for ref, _, target, _, message in repo.tags(refnames.CHECKPOINTS.rstrip("/")):
         note = _checkpoint(message)
         if note is not None and note.op_id is not None and accept(note.op_id):
-            found.append(Found(target, note.op_id, "checkpoint", ref[len(checkpoints.PREFIX):]))
+            found.append(Found(target, note.op_id, "checkpoint", ref[len(refnames.CHECKPOINTS):]))
     for ref, _, _ in heads:
         first = repo.first_reflog(ref)
         recorded = ledger.parse_branch_note(first[1]) if first else None
@@ -200,10 +200,10 @@ def _typeable(text: str) -> bool:
     return 0 < len(text) <= 1000 and text.isprintable()
 
 
-def _valid(check: Callable[[str], str], name: str) -> bool:
-    """Is ``name`` one ``check`` accepts (so it is safe to look up as a ref)?"""
+def _valid(kind: str, name: str) -> bool:
+    """Is ``name`` a valid ``kind`` name (checkpoint, branch), so safe to look up as a ref?"""
     try:
-        check(name)
+        refnames.check(kind, name)
     except BadArguments:
         return False
     return True

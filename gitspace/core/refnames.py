@@ -19,12 +19,16 @@ import re
 
 from ..errors import BadArguments, GitspaceError
 from ..storage import gitnames, ledger
-from .workspace import Workspace
+
+TYPE_CHECKING = False  # (the workspace is only named here: a read imports refnames without it)
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 _PSEUDO = re.compile(r"(?:[a-z_]*_)?head", re.I)  # HEAD, FETCH_HEAD, ORIG_HEAD, MERGE_HEAD...
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}", re.I)
 BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 CHECKPOINT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+CHECKPOINTS = "refs/tags/gitspace/"  # where checkpoint NAME's tag is: CHECKPOINTS + NAME
 HINTS = {
     "branch": "Use letters, digits, '.', '_', '-' and '/', like 'explore/east'.",
     "checkpoint": "Use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit, "

@@ -112,7 +112,6 @@ malformed, and ``verify`` reports it.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -237,6 +236,8 @@ def new_op_id(now: float | None = None) -> str:
 
 
 def canonical_json(value: Any) -> str:
+    import json  # (here, and in the two parsers below: a reader that parses no op never loads it)
+
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
@@ -407,6 +408,8 @@ def _op_from(seen: dict[str, str]) -> Op:
         raise LedgerError(f"Trailer {foreign[0]} is not part of ledger format {version}.")
     paths, count = _paths(seen["Gitspace-Paths"]) if harness else (None, None)
     raw_args = seen["Gitspace-Args"]
+    import json
+
     try:
         args = json.loads(raw_args)
     except ValueError as e:
@@ -455,6 +458,8 @@ def in_format(message: str, op: Op, version: int) -> str:
 
 
 def _paths(raw: str) -> tuple[tuple[str, ...], int]:
+    import json
+
     try:
         value = json.loads(raw)
     except ValueError:
