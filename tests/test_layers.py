@@ -225,11 +225,11 @@ ALLOWED_MOVERS: dict[str, str] = {
     "gitspace/harness/inplace/place.py": "the private index (storage/privateindex.py) is a "
                                           "cache of stat data, never a record: made afresh from "
                                           "the person's index whenever it is missing or stale",
-    "gitspace/team/attach.py": "an agent's worktree is another checkout: 'git worktree add' "
-                               "makes its HEAD, index and files whole (the branch is the "
-                               "writer's, made first), 'git worktree remove' removes them whole",
-    "gitspace/agent/delegate.py": "a child's worktree, likewise (made afresh from its branch, "
-                                  "which the writer made, every time the child runs)",
+    "gitspace/team/agent_worktrees.py": "an attached agent's or a delegated child's worktree is "
+                                        "another checkout, of a branch the writer made first: "
+                                        "'git worktree' makes and removes it whole, and a "
+                                        "child's is filled by git's 'read-tree' and "
+                                        "'checkout-index' there when it must be whole",
     "gitspace/team/remote.py": "'git push' moves the remote's refs (and git's remote-tracking "
                                "copies of them); a bare remote's HEAD is that repository's",
 }
