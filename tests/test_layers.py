@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
 
 # Lowest first. A module may import its own layer and the layers below it, never one above.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"errors", "config", "faults", "extras", "progress"}),
+    ("foundation", {"errors", "config", "faults", "extras", "progress", "http_guard"}),
     ("storage", {"storage"}),  # git itself: objects, refs, index, the ledger format
     ("core", {"core"}),  # the op: workspace, transaction, undo, checkpoints, branches, lookup
     # what a tool is, every built-in tool, constraint scripts; and recording the calls of another
@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("tools and recording", {"tools", "harness"}),
     ("api", {"api", "__init__"}),  # gitspace.open/init: a workspace wired with the tools
     ("runtimes", {"agent", "replay", "team"}),  # what runs tools: agents, replay, many actors
-    ("front ends", {"cli", "mcp_server", "http_guard", "ui", "__main__"}),
+    ("front ends", {"cli", "mcp_server", "ui", "__main__"}),
 ]
 
 # (importer, imported) -> why this upward import is allowed. Keep it empty if you can.
