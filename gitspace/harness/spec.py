@@ -20,6 +20,7 @@ class HookSpec:
     files: tuple[tuple[str, str], ...]  # (scope, settings path: relative to the project, or ~/...)
     stdout: str = ""  # what the hook prints on success (some harnesses parse stdout as JSON)
     project_dir: str | None = None  # the variable it sets to its project folder for its hooks
+    http: bool = False  # it can post an event to a URL (the resident recorder's, in place)
 
     def path_for(self, scope: str) -> str:
         for known, path in self.files:
