@@ -106,6 +106,12 @@ def resident_environment(extra: Mapping[str, str]) -> dict[str, str]:
     return {**os.environ, **extra}
 
 
+def resident_enabled() -> bool:
+    """May hooks hand their calls to a resident recorder, and installs set one up? Not with
+    GITSPACE_RESIDENT=off: every hook then records in its own process, as before."""
+    return os.environ.get("GITSPACE_RESIDENT", "on").strip().lower() != "off"
+
+
 def resident_idle(default: float = 900.0) -> float:
     """Seconds without a request after which a resident recorder stops
     (GITSPACE_RESIDENT_IDLE)."""

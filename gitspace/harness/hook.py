@@ -89,10 +89,12 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO,
             raise PayloadRefused(event.note, hint="See 'gitspace record --help'.")
         project = config.project_dir(project_dir_variable(event.agent))
         start = Path(project or event.cwd or start)
-        if resident:
+        if resident and config.resident_enabled():
             from .resident import client
 
-            if client.forward(start, name, sorted(flags), raw):
+            notes = client.forward(start, name, sorted(flags), raw)
+            if notes is not None:
+                err.write(notes)
                 return 0
             said = client.without(start, name, sorted(flags), event)
             if said and _first_time(start, session, "resident"):

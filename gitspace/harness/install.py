@@ -79,7 +79,7 @@ def install(name: str, scope: str | None, start: Path, home: Path, program: str,
             http = _resident(repo, spec, program, commit_transcript)
             return Wired(spec, scope, path, settings.install(path, spec, command, repo.root,
                                                              http=http), excluded=excluded)
-        wiring.set_up(repo.gitdir)  # (a committed file holds no secret: its hooks are commands)
+        _resident(repo, spec, program, False, posts=False)  # (a committed file holds no secret)
         changed = settings.install(path, spec, command, repo.root)
         return Wired(spec, scope, path, changed, _record(repo, path) if changed else None)
     finally:
@@ -155,6 +155,10 @@ def _resident(repo: GitRepo, spec: HookSpec, program: str, commit_transcript: bo
     """Set up the checkout's resident recorder; how a harness that posts its events reaches it,
     from a settings file no commit holds (``posts``: its secret is in it). None: the hooks are
     commands, which hand their calls to it (``client.forward``)."""
+    from .. import config
+
+    if not config.resident_enabled():  # (GITSPACE_RESIDENT=off: command hooks, as before)
+        return None
     if not (spec.http and posts):
         wiring.set_up(repo.gitdir)
         return None

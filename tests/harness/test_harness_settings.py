@@ -50,8 +50,9 @@ def test_install_merges_and_is_idempotent(root: Path, tmp_path: Path) -> None:
     assert post[1]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit|Bash"
     assert post[1]["hooks"][0]["command"] == f"{PROGRAM} hook claude-code"
     assert data["hooks"]["Notification"] == USERS_OWN["hooks"]["Notification"]
-    assert set(data["hooks"]) == {"PreToolUse", "PostToolUse", "PostToolUseFailure",
-                                  "UserPromptSubmit", "Stop", "Notification"}
+    assert set(data["hooks"]) == {"SessionStart", "PreToolUse", "PostToolUse",
+                                  "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionEnd",
+                                  "Notification"}
     assert ops(root)[-1].source == "external"
     assert_clean(root)
 

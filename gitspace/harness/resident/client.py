@@ -1,10 +1,11 @@
 """A hook's side of the resident recorder: hand it the call, or record without it.
 
 Invariants:
-- ``forward`` hands a payload to the checkout's resident and says whether it recorded it (an
-  answer of 200: the resident keeps a request in its journal until it is recorded). Anything
-  else (no resident set up, none running, a refusal, no answer in time) is False, and the hook
-  records in its own process. It costs a checkout without a resident one file read; with one, a
+- ``forward`` hands a payload to the checkout's resident and, once it recorded it (an answer of
+  200: the resident keeps a request in its journal until it is recorded), hands back what the
+  recording had to say (the notes the hook writes to stderr). Anything else (no resident set
+  up, none running, a refusal, no answer in time) is None, and the hook records in its own
+  process. It costs a checkout without a resident one file read; with one, a
   connection on the loopback address (standard library sockets: no HTTP client is imported).
 - ``without`` is what a hook does first when it records in its own process in a checkout where a
   resident is set up: it records what a killed resident left (``journal.replay``), starts a new
@@ -23,34 +24,42 @@ if TYPE_CHECKING:
     from ..events import Event
 
 TIMEOUT = 25.0  # seconds a hook waits for the resident (the harness gives up on it at 30)
+NOTES = "X-Gitspace-Notes"  # a hook asks for the recording's notes instead of the harness's output
 SAYS = ("before", "after", "failed", "prompt", "stop")  # the events a person is told about
 
 
-def forward(start: Path, harness: str, flags: list[str], payload: bytes) -> bool:
-    """Has the checkout's resident recorder recorded this call (see the module docstring)?"""
+def forward(start: Path, harness: str, flags: list[str], payload: bytes) -> str | None:
+    """What the checkout's resident recorder said once it recorded this call; None when it did
+    not (see the module docstring)."""
     found = loose.find(start)
     if found is None:
-        return False
+        return None
     gitdir = found[1]
     port = home.port(gitdir)
     if port is None:
-        return False
+        return None
     key = home.secret(gitdir)
     if not key or home.alive(gitdir) is None:
-        return False
+        return None
     import socket
 
     query = "?" + "&".join(f.lstrip("-") for f in flags) if flags else ""
     head = (f"POST /hook/{harness}{query} HTTP/1.1\r\nHost: {home.HOST}:{port}\r\n"
             f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n").encode()
+            f"{NOTES}: 1\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+    answer = b""
     try:
         with socket.create_connection((home.HOST, port), timeout=TIMEOUT) as conn:
             conn.sendall(head + payload)
-            answer = conn.recv(64)
+            while chunk := conn.recv(65536):
+                answer += chunk
     except OSError:
-        return False
-    return answer.startswith((b"HTTP/1.1 200 ", b"HTTP/1.0 200 "))
+        return None
+    status, _, rest = answer.partition(b"\r\n")
+    if not status.startswith((b"HTTP/1.1 200 ", b"HTTP/1.0 200 ")):
+        return None
+    return rest.partition(b"\r\n\r\n")[2].decode("utf-8", "replace")
 
 
 def without(start: Path, harness: str, flags: list[str], event: Event) -> str | None:
