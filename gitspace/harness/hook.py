@@ -55,16 +55,19 @@ def main(argv: list[str], stdin: Any = None, stdout: TextIO | None = None,
     return code
 
 
-def run(name: str, flags: set[str], payload: bytes, err: TextIO, cwd: str | None = None) -> int:
+def run(name: str, flags: set[str], payload: bytes, err: TextIO, cwd: str | None = None,
+        changed: frozenset[str] | None = None) -> int:
     """One hook call of harness ``name`` on ``payload``, recorded in this process exactly as
-    ``gitspace hook NAME`` records it: how the resident recorder records (harness/resident/)."""
+    ``gitspace hook NAME`` records it: how the resident recorder records (harness/resident/);
+    ``changed``: what its watcher saw change since the last scan (``Options.changed``)."""
     import io
 
-    return _run(name, True, flags, io.BytesIO(payload), err, None, cwd)
+    return _run(name, True, flags, io.BytesIO(payload), err, None, cwd, changed=changed)
 
 
 def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO,
-         out: TextIO | None = None, cwd: str | None = None, resident: bool = False) -> int:
+         out: TextIO | None = None, cwd: str | None = None, resident: bool = False,
+         changed: frozenset[str] | None = None) -> int:
     """One hook call (``out``: where ``record`` says what it recorded; a hook says nothing).
     ``resident``: hand it to the checkout's resident recorder when one answers, and otherwise
     first record what a killed one left (harness/resident/client.py)."""
@@ -101,7 +104,8 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO,
                 err.write(f"gitspace: {said}\n")
         options = Options(quiet_outside="--quiet-outside" in flags,
                           commit_transcript="--commit-transcript" in flags,
-                          max_file_bytes=config.max_file_bytes(), author=config.default_author())
+                          max_file_bytes=config.max_file_bytes(), author=config.default_author(),
+                          changed=changed)
         from .route import handle
 
         outcome = handle(event, start, options, asked=not hook)

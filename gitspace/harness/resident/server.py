@@ -12,6 +12,9 @@ Invariants (the package's docstring says what the resident is for):
   journal first, what a killed resident left is recorded before it, and it is recorded by
   ``hook.run``, what the hook runs in its own process. The answer (200, with what the harness's
   hook prints) is sent once it is recorded.
+- A shell command's end is handed what the watcher saw change since the last scan
+  (``watch.Watcher``: the scan then starts no ``git status``); a turn's start and end, and a
+  shell command's end, are scans, after which what the watcher saw before them is forgotten.
 - It stops after ``config.resident_idle()`` seconds without a request while no session it saw
   start is still open (a ``SessionEnd`` closes one), after four times that in any case (a
   session whose harness died sends no end), and after answering a request that found the
@@ -35,6 +38,7 @@ from ...storage import loose, statefiles
 from .. import adapters
 from . import home, journal
 from .client import NOTES
+from .watch import Watcher
 
 CHECK_EVERY = 2.0  # seconds between two looks at whether the installed gitspace changed
 
@@ -63,6 +67,8 @@ class Resident:
         self.made_of, self.looked = installed(), time.monotonic()
         self.stale = False
         self.sessions: set[str] = set()  # sessions seen starting and not yet ending
+        self.watcher = Watcher(root, gitdir)
+        self.scanned: int | None = None  # the watcher's count when the last scan began
 
     def refusal(self, method: str, headers: dict[str, str]) -> tuple[int, str] | None:
         refused = http_guard.refusal(headers, self.hosts, self.secret, method, ("POST",))
@@ -77,7 +83,13 @@ class Resident:
             kept = journal.keep(self.gitdir, harness, flags, payload)
             try:
                 journal.replay(self.gitdir, self._run, keep_only={kept})
-                said = self._run(harness, flags, payload)
+                shell_end, scans = _scans(harness, payload)
+                mark = self.watcher.mark() if scans else None
+                hint = self.watcher.since(self.scanned) if shell_end else None
+                said = self._run(harness, flags, payload, hint)
+                if mark is not None:
+                    self.scanned = mark
+                    self.watcher.forget(mark)
             finally:
                 journal.done(self.gitdir, kept)
                 self.last = time.monotonic()
@@ -104,11 +116,12 @@ class Resident:
         return not self.lock.locked() and (quiet >= limit * 4 or quiet >= limit
                                            and not self.sessions)
 
-    def _run(self, harness: str, flags: list[str], payload: bytes) -> str:
+    def _run(self, harness: str, flags: list[str], payload: bytes,
+             changed: frozenset[str] | None = None) -> str:
         from ..hook import run
 
         said = io.StringIO()
-        run(harness, set(flags), payload, said, str(self.root))
+        run(harness, set(flags), payload, said, str(self.root), changed)
         if said.getvalue():
             sys.stderr.write(said.getvalue())
             sys.stderr.flush()
@@ -120,6 +133,19 @@ class Resident:
         self.looked = time.monotonic()
         if installed() != self.made_of:
             self.stale = True
+
+
+def _scans(harness: str, payload: bytes) -> tuple[bool, bool]:
+    """(Is this a shell command's end, does its recording scan the work tree?)"""
+    from ..payload import parse
+
+    try:
+        event = adapters.adapter(harness).event(parse(payload))
+    except Exception:  # noqa: BLE001  (hook.run says what is wrong with it)
+        return False, False
+    shell_end = event.kind in ("after", "failed") and event.call is not None \
+        and event.call.paths is None
+    return shell_end, shell_end or event.kind in ("prompt", "stop")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -225,6 +251,7 @@ def serve(root: Path) -> int:
         return 1
     try:
         server = _Server(Resident(top, gitdir, port, secret))
+        server.resident.watcher.start()
     except OSError as e:  # the port is taken: most likely by another resident of this checkout
         if home.alive(gitdir) is None:
             sys.stderr.write(f"gitspace: port {port} is taken ({e.strerror}); the hooks record "
