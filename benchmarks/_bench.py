@@ -3,11 +3,15 @@ report ends (the table, or JSON with the table on stderr; the work folder remove
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
 
 
 def log(msg: str) -> None:
@@ -43,3 +47,30 @@ def finish(work: Path, keep: bool) -> None:
         log(f"kept {work}")
     else:
         shutil.rmtree(work, ignore_errors=True)
+
+
+SCRIPT = """#!{python}
+import sys
+from gitspace.__main__ import main
+if __name__ == "__main__":
+    sys.exit(main())
+"""
+
+
+def install_like_a_wheel(folder: Path) -> Path:
+    """A virtual environment holding a byte-compiled copy of the package and its console script,
+    as a wheel install leaves them (dependencies from this interpreter's site-packages, through
+    a ``.pth`` line, which does not run their ``.pth`` files: no editable finder). Its python."""
+    venv = folder / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*/site-packages"))
+    deps = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    (site / "gitspace-bench-deps.pth").write_text("\n".join(deps) + "\n")
+    shutil.copytree(PACKAGE, site / "gitspace", ignore=shutil.ignore_patterns("__pycache__"))
+    if not compileall.compile_dir(site / "gitspace", quiet=1):
+        raise SystemExit("could not byte-compile the package copy")
+    python = venv / "bin" / "python"
+    script = venv / "bin" / "gitspace"
+    script.write_text(SCRIPT.format(python=python))
+    script.chmod(0o755)
+    return python

@@ -16,7 +16,7 @@ def main() -> None:
         sys.exit(hook_main(sys.argv[1:]))
     from gitspace.cli import main as cli_main
 
-    cli_main()
+    cli_main(process=True)
 
 
 if __name__ == "__main__":

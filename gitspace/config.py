@@ -99,6 +99,28 @@ def project_dir(variable: str | None) -> str | None:
     return (os.environ.get(variable) or None) if variable else None
 
 
+def resident_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a checkout's resident recorder, started by one of its hooks: the hook's
+    own (gitspace's settings, HOME for git's identity, PATH), with ``extra`` (each harness's
+    project-folder variable naming the checkout: harness/resident/client.py)."""
+    return {**os.environ, **extra}
+
+
+def resident_enabled() -> bool:
+    """May hooks hand their calls to a resident recorder, and installs set one up? Not with
+    GITSPACE_RESIDENT=off: every hook then records in its own process, as before."""
+    return os.environ.get("GITSPACE_RESIDENT", "on").strip().lower() != "off"
+
+
+def resident_idle(default: float = 900.0) -> float:
+    """Seconds without a request after which a resident recorder stops
+    (GITSPACE_RESIDENT_IDLE)."""
+    try:
+        return max(0.1, float(os.environ.get("GITSPACE_RESIDENT_IDLE", default)))
+    except ValueError:
+        return default
+
+
 def home() -> Path:
     """The user's home folder (HOME), where harnesses keep their user-wide settings."""
     return Path(os.path.expanduser("~"))

@@ -6,7 +6,8 @@ Invariants:
   any other address is refused before a socket is opened unless a bearer token is configured,
   because whoever can reach the server can change the workspace. ``loopback_only`` (the web
   view, which has no login): anything but loopback is refused.
-- ``Guard``, on every address, before the app sees a request: the ``Host`` header must name this
+- ``Guard`` (``refusal``, for a server that is no ASGI app), on every address, before the app
+  sees a request: the ``Host`` header must name this
   server (one of its names with its port; 421 otherwise), so a web page whose DNS name was
   re-pointed at this machine cannot talk to it; an ``Origin``, when a browser sends one, must be
   this server too (403); when a token is set, ``Authorization: Bearer <token>`` must carry it
@@ -124,31 +125,35 @@ class Guard:
         headers: dict[str, str] = {}
         for key, value in scope["headers"]:
             headers.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
-        hosts = self.hosts()
-        if headers.get("host", "").lower() not in hosts:
-            await refuse(send, 421, "This server answers only to its own names (the Host header "
-                         "names another).")
-            return
-        origin = headers.get("origin")
-        if origin is not None and origin.lower().partition("://")[2] not in hosts:
-            await refuse(send, 403, "Requests from other sites are refused (the Origin header "
-                         "names another).")
-            return
-        if self.token is not None:
-            given = headers.get("authorization", "")
-            scheme, _, value = given.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                    value.strip().encode(), self.token.encode()):
-                await refuse(send, 401, "A bearer token is required: send "
-                             "'Authorization: Bearer <token>'.",
-                             [(b"www-authenticate", b'Bearer realm="gitspace"')])
-                return
-        if self.methods is not None and scope["method"] not in self.methods:
-            allowed = ", ".join(self.methods)
-            await refuse(send, 405, f"This server is read-only: only {allowed} are served.",
-                         [(b"allow", allowed.encode())])
+        refused = refusal(headers, self.hosts(), self.token, scope["method"], self.methods)
+        if refused is not None:
+            status, text, extra = refused
+            await refuse(send, status, text, [(k.encode(), v.encode()) for k, v in extra])
             return
         await self.app(scope, receive, send)
+
+
+def refusal(headers: dict[str, str], hosts: frozenset[str], token: str | None, method: str,
+            methods: tuple[str, ...] | None = None
+            ) -> tuple[int, str, list[tuple[str, str]]] | None:
+    """Why a request is refused (status, sentence, extra headers), or None: the checks of
+    ``Guard``, for any server (``headers``: lower-case names, each header's first value)."""
+    if headers.get("host", "").lower() not in hosts:
+        return 421, ("This server answers only to its own names (the Host header names "
+                     "another)."), []
+    origin = headers.get("origin")
+    if origin is not None and origin.lower().partition("://")[2] not in hosts:
+        return 403, "Requests from other sites are refused (the Origin header names another).", []
+    if token is not None:
+        scheme, _, value = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(),
+                                                                 token.encode()):
+            return 401, "A bearer token is required: send 'Authorization: Bearer <token>'.", [
+                ("www-authenticate", 'Bearer realm="gitspace"')]
+    if methods is not None and method not in methods:
+        allowed = ", ".join(methods)
+        return 405, f"This server is read-only: only {allowed} are served.", [("allow", allowed)]
+    return None
 
 
 async def refuse(send: Send, status: int, text: str,

@@ -28,6 +28,11 @@ from gitspace.storage.ledger import LedgerError, Op, parse_message
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# No resident recorder unless a test asks for one (GITSPACE_RESIDENT=on in its environment): a
+# hook then records in its own process and leaves no server running, in every fixture, module
+# and session wide ones too (``hermetic`` sets it again for each test).
+os.environ["GITSPACE_RESIDENT"] = "off"
+
 REPO = Path(__file__).resolve().parent.parent  # the checkout: tests/<layer>/ files ask here
 SAMPLE = REPO / "sample_workspace"
 REAL_HOME = Path(os.path.expanduser("~")).resolve()
@@ -117,6 +122,9 @@ def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     # No background repack unless a test asks for one: git fsck run while a repack prunes loose
     # objects reports them missing. tests/storage/test_packing.py turns it on and waits for it.
     monkeypatch.setenv("GITSPACE_PACK_THRESHOLD", "0")
+    # No resident recorder unless a test asks for one (tests/harness/resident/): a hook called
+    # in a test's own process then records there, and leaves no server running.
+    monkeypatch.setenv("GITSPACE_RESIDENT", "off")
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
                  "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CEILING_DIRECTORIES", "GITSPACE_AGENT"):
         monkeypatch.delenv(name, raising=False)

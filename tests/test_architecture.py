@@ -133,14 +133,15 @@ def test_public_api_is_small() -> None:
 
 
 def test_only_the_front_door_imports_command_modules() -> None:
-    """cli/__init__ builds the app from the command modules; they share cli/common and import
-    neither the app nor each other (pre-commit's main.py and commands/*). The shared pieces are
-    common, render, and what render and common build on (the global options, json output,
-    lines, the pager)."""
-    shared = {"common", "render", "options", "jsonout", "lines", "pager"}
+    """cli/__init__ (the front door) and cli/commands (the app built from the command modules)
+    import command modules; those share cli/common and import neither the app nor each other
+    (pre-commit's main.py and commands/*). The shared pieces are common, render, and what render
+    and common build on (what a read needs without typer, the declared parameters, the global
+    options, json output, lines, the pager)."""
+    shared = {"common", "render", "shared", "params", "options", "jsonout", "lines", "pager"}
     offenders = []
     for path in sorted((PACKAGE / "cli").glob("*.py")):
-        if path.name == "__init__.py":
+        if path.name in ("__init__.py", "commands.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 1:

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gitspace"
 
 # Lowest first. A module may import its own layer and the layers below it, never one above.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"errors", "config", "faults", "extras", "progress"}),
+    ("foundation", {"errors", "config", "faults", "extras", "progress", "http_guard"}),
     ("storage", {"storage"}),  # git itself: objects, refs, index, the ledger format
     ("core", {"core"}),  # the op: workspace, transaction, undo, checkpoints, branches, lookup
     # what a tool is, every built-in tool, constraint scripts; and recording the calls of another
@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("tools and recording", {"tools", "harness", "provenance"}),
     ("api", {"api", "__init__"}),  # gitspace.open/init: a workspace wired with the tools
     ("runtimes", {"agent", "replay", "team"}),  # what runs tools: agents, replay, many actors
-    ("front ends", {"cli", "mcp_server", "http_guard", "ui", "__main__"}),
+    ("front ends", {"cli", "mcp_server", "ui", "__main__"}),
 ]
 
 # (importer, imported) -> why this upward import is allowed. Keep it empty if you can.
@@ -227,11 +227,11 @@ ALLOWED_MOVERS: dict[str, str] = {
     "gitspace/harness/inplace/place.py": "the private index (storage/privateindex.py) is a "
                                           "cache of stat data, never a record: made afresh from "
                                           "the person's index whenever it is missing or stale",
-    "gitspace/team/attach.py": "an agent's worktree is another checkout: 'git worktree add' "
-                               "makes its HEAD, index and files whole (the branch is the "
-                               "writer's, made first), 'git worktree remove' removes them whole",
-    "gitspace/agent/delegate.py": "a child's worktree, likewise (made afresh from its branch, "
-                                  "which the writer made, every time the child runs)",
+    "gitspace/team/agent_worktrees.py": "an attached agent's or a delegated child's worktree is "
+                                        "another checkout, of a branch the writer made first: "
+                                        "'git worktree' makes and removes it whole, and a "
+                                        "child's is filled by git's 'read-tree' and "
+                                        "'checkout-index' there when it must be whole",
     "gitspace/team/remote.py": "'git push' moves the remote's refs (and git's remote-tracking "
                                "copies of them); a bare remote's HEAD is that repository's",
 }

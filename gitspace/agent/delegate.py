@@ -4,7 +4,9 @@ Invariants:
 - A child starts a fresh conversation: its task is the call's ``task`` and nothing of the
   parent's conversation, so the parent's context pays only for the child's value. It works on
   the branch ``delegate/<its session id>``, forked at the parent's current tip, in a linked
-  worktree of its own (``<common git dir>/gitspace/delegates/<its session id>``), with the
+  worktree of its own (``<common git dir>/gitspace/delegates/<its session id>``) filled only
+  with what the child touches (team/agent_worktrees.py: its start costs the same in a workspace
+  of any size), with the
   parent's model (a fresh player, for a scripted policy), the parent's tools, ``return`` (its
   value's schema: the call's ``returns``, by default any JSON value) and ``delegate`` while it is
   less than ``Options.max_depth`` calls deep. Nesting has no special case: a child's child is a
@@ -50,6 +52,7 @@ from ..errors import Conflict, GitspaceError, NotFound
 from ..storage import ledger, statefiles
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Signature
+from ..team import agent_worktrees
 from .model import Block
 from .returns import ANY, Returns, dumps
 from .session import Session, answer
@@ -181,8 +184,9 @@ def _player(client: Any) -> Any:
 
 
 def _run(parent: Parent, child: Session, returns: Returns, max_steps: int | None) -> None:
-    path = _worktree(parent.ws, child)
-    ws = Workspace(GitRepo.open(path), tools=parent.ws.tools, agent=child.agent,
+    repo = GitRepo.open(_worktree(parent.ws, child))
+    files = agent_worktrees.LazyFiles(repo, parent.ws.files, parent.ws.repo.gitdir)
+    ws = Workspace(repo, tools=parent.ws.tools, agent=child.agent, files=files,
                    max_file_bytes=parent.ws.max_file_bytes, check_owner=False)
     try:
         options = dataclasses.replace(parent.options, returns=returns,
@@ -200,7 +204,8 @@ def _run(parent: Parent, child: Session, returns: Returns, max_steps: int | None
 
 def _worktree(ws: Workspace, child: Session) -> Path:
     """The child's worktree, made afresh from its branch (created at the fork when missing):
-    whatever a crash left there is not trusted, and nothing there is needed but the branch."""
+    whatever a crash left there is not trusted, and nothing there is needed but the branch.
+    Only its HEAD is written: the child's files come as it touches them (``LazyFiles``)."""
     assert child.branch is not None and child.base is not None
     repo = ws.repo
     path = statefiles.folder(repo.commondir, "gitspace", FOLDER) / child.id
@@ -210,16 +215,13 @@ def _worktree(ws: Workspace, child: Session) -> Path:
         with ws.writer.locked():
             ws.writer.apply(Change(f"gitspace: delegate to session {child.id}",
                                    author_of(child.agent), [RefMove(ref, None, child.base)]))
-    repo.place_worktree(path, child.branch)  # (git follows a link planted at the path itself)
+    agent_worktrees.make(repo, path, child.branch, whole=False)
     return path
 
 
 def _remove_worktree(repo: GitRepo, name: str) -> None:
-    """Remove child ``name``'s worktree folder, never through a link (not ``git worktree
-    remove``: it follows one, to whatever work tree it names), and git's record of it."""
-    statefiles.remove_tree(repo.commondir, f"gitspace/{FOLDER}/{name}")
-    with contextlib.suppress(GitspaceError):  # (also the record of one a crash left half gone)
-        repo.forget_worktree(repo.commondir / "gitspace" / FOLDER / name)
+    """Remove child ``name``'s worktree and git's record of it (agent_worktrees.discard)."""
+    agent_worktrees.discard(repo, f"gitspace/{FOLDER}/{name}")
 
 
 def _answer(ws: Workspace, child: Session) -> Result:

@@ -1,154 +1,117 @@
 """The command line: parse, call the library, render. No logic lives here.
 
-This module is the front door: it builds the app from ``COMMANDS``, the one list of every command
-(each a function in a command module: workspace, history, agent_run, team, fleet, replay, mcp,
-ui, harness, fork), and holds the single error handler (``main``): expected errors (GitspaceError) print
-a sentence and a hint and exit 1; usage errors exit 2 (typer); anything else is a bug and exits
-3; Ctrl-C exits 130. Command modules share ``common`` and never import this module.
+This module is the front door and holds the single error handler (``main``): expected errors
+(GitspaceError) print a sentence and a hint and exit 1; usage errors exit 2 (typer); anything
+else is a bug and exits 3; Ctrl-C exits 130. A read (``reads.READS``) whose command line
+``params.parse`` can read runs without typer; every other run, and a read's help, completion and
+usage errors, goes through the typer app of ``commands.py`` (``COMMANDS``, ``build`` and ``app``
+are its, reached from here too). Command modules share ``common`` and never import this module.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any
 
-import typer
-
-from .. import config, extras
+from .. import config
 from ..errors import GitspaceError, from_os_error
-from . import (
-    agent_run,
-    common,
-    fleet,
-    fork,
-    harness,
-    history,
-    jsonout,
-    mcp,
-    provenance,
-    replay,
-    team,
-    ui,
-    workspace,
-)
+from . import jsonout, shared
+from .options import state
 
-# Every command, in the order ``gitspace --help`` lists them.
-COMMANDS: list[tuple[str, Callable[..., Any]]] = [
-    ("init", workspace.init),
-    ("status", workspace.status),
-    ("log", history.log),
-    ("show", history.show),
-    ("diff", history.diff),
-    ("checkpoints", history.checkpoints),
-    ("branches", history.branches),
-    ("tools", workspace.tools),
-    ("call", workspace.call),
-    ("checkpoint", history.checkpoint),
-    ("restore", history.restore),
-    ("undo", history.undo),
-    ("redo", history.redo),
-    ("branch", history.branch),
-    ("switch", history.switch),
-    ("snapshot", workspace.snapshot),
-    ("exclude", workspace.exclude),
-    ("verify", history.verify),
-    ("demo", agent_run.demo),
-    ("run", agent_run.run),
-    ("mcp", mcp.mcp),
-    ("ui", ui.ui),
-    ("watch", team.watch),
-    ("attach", team.attach),
-    ("agents", team.agents),
-    ("merge", team.merge),
-    ("detach", team.detach),
-    ("push", team.push),
-    ("pull", team.pull),
-    ("sync", fleet.sync),
-    ("replay", replay.replay),
-    ("rewind", harness.rewind),
-    ("fork", fork.fork),
-    ("gc", harness.gc),
-    ("blame", provenance.blame),
-    ("provenance", provenance.provenance),
-    ("purge", provenance.purge),
-    ("hook", harness.hook),
-    ("record", harness.record),
-]
-
-# Commands with subcommands: `gitspace sessions` lists, `gitspace sessions show ID` shows one.
-GROUPS: list[tuple[str, typer.Typer]] = [
-    ("sessions", agent_run.sessions_app),
-    ("hooks", harness.hooks_app),  # install | uninstall | status
-    ("notes", provenance.notes_app),  # fetch | push
-]
-
-def build(command: str | None = None, *, whole: bool = True) -> typer.Typer:
-    """The app. ``whole``: every command as it is. Otherwise only ``command`` (when it is one)
-    is real, and the others are listed by name and help alone: typer reads every parameter of
-    every command it registers on each run, which for 40 commands costs about 100 ms before
-    anything happens; a run needs one command's (``benchmarks/cli.py``)."""
-    app = typer.Typer(
-        help="A workspace for AI agents that is an ordinary git repository.",
-        no_args_is_help=True,
-        # typer's --install-completion / --show-completion: shell completion, installed on request.
-        add_completion=True,
-        context_settings={"help_option_names": ["-h", "--help"]},
-        # Plain help and error text, as git prints them: greppable, no boxes, no <bool> metavars,
-        # and no rich/markdown import before the first line (--help answers in tens of ms).
-        rich_markup_mode=None,
-        pretty_exceptions_enable=False,
-        pretty_exceptions_show_locals=False,
-    )
-    app.callback()(common.global_options)
-    for name, function in COMMANDS:
-        if whole or name == command:
-            app.command(name=name)(function)
-        else:
-            app.command(name=name, help=function.__doc__)(_listed_only)
-    for name, group in GROUPS:
-        if whole or name == command:
-            app.add_typer(group, name=name)
-        else:
-            app.add_typer(typer.Typer(), name=name, help=group.info.help)
-    return app
+TYPE_CHECKING = False  # typing is not imported at run time: a read starts without it
+if TYPE_CHECKING:
+    from typing import Any
 
 
-def _listed_only() -> None:
-    """Stands in for a command this run does not run (see ``build``); never called."""
-    raise AssertionError("a listed-only command ran")
+def __getattr__(name: str) -> Any:
+    if name in ("COMMANDS", "GROUPS", "build", "app"):
+        from . import commands
+
+        return getattr(commands, name)
+    raise AttributeError(f"module 'gitspace.cli' has no attribute {name!r}")
 
 
-app = build()
+def _run_read(args: list[str]) -> bool:
+    """Run the read ``args`` name when ``params.parse`` reads its command line; False for typer
+    to run it (another command, completion, help, an option it does not know, a usage error)."""
+    if state.command is None or config.completing():
+        return False
+    from . import params, reads
 
-
-def main() -> None:
+    command = reads.READS.get(state.command)
+    if command is None:
+        return False
+    given = params.parse(shared.global_options, args[:state.at])
+    values = params.parse(command, args[state.at + 1:])
+    if given is None or values is None:
+        return False
+    paths, state.plain = list(state.paths), True
     try:
-        args = common.take_arguments(sys.argv[1:])
+        shared.global_options(**given)
+        command(**values)
+    except shared.Usage:  # typer reads it again, and words the error with the usage line
+        state.paths = paths
+        return False
+    except BrokenPipeError:  # a reader such as head stopped reading: as click ends, quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    finally:
+        state.plain = False
+    return True
+
+
+def _end_now() -> None:
+    """End the process as soon as a read has said everything: its output flushed, nothing left
+    open, no thread running; what the interpreter would do next (collecting every object and
+    module it loaded) costs a short read a good part of its time, and changes nothing."""
+    import os
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        os._exit(1)
+    os._exit(0)
+
+
+def main(process: bool = False) -> None:
+    """The CLI. ``process``: this is the whole process (``python -m gitspace``, the console
+    script), which a read then ends at once (``_end_now``)."""
+    try:
+        args = shared.take_arguments(sys.argv[1:])
     except jsonout.UnknownField as e:
-        common.render().usage_error(str(e))
+        shared.render().usage_error(str(e))
         sys.exit(2)
     try:
-        build(common.state.command, whole=config.completing())(args=args, prog_name="gitspace")
+        if _run_read(args):
+            if process:
+                _end_now()
+        else:
+            from .commands import build
+
+            build(state.command, whole=config.completing())(args=args, prog_name="gitspace")
     except GitspaceError as e:
-        common.render().error(e)
+        shared.render().error(e)
         sys.exit(1)
     except OSError as e:  # a full disk, a read-only file: the machine's, not a bug
         expected = from_os_error(e)
         if expected is None:
-            common.render().bug(e)
+            shared.render().bug(e)
             sys.exit(3)
-        common.render().error(expected)
+        shared.render().error(expected)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     except ModuleNotFoundError as e:
+        from .. import extras
+
         missing = extras.for_missing(e)
         if missing is None:
-            common.render().bug(e)
+            shared.render().bug(e)
             sys.exit(3)
-        common.render().error(missing)
+        shared.render().error(missing)
         sys.exit(1)
     except Exception as e:  # noqa: BLE001 — the one place bugs are reported
-        common.render().bug(e)
+        shared.render().bug(e)
         sys.exit(3)

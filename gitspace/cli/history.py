@@ -1,21 +1,16 @@
-"""Commands on the op history: log, show, diff, verify, checkpoints and branches (listing,
-creating, restoring, switching), undo and redo."""
+"""Commands on the op history: verify, checkpoints and branches (listing, creating, restoring,
+switching), undo and redo. (log, show and diff are reads: ``reads.py``.)"""
 
 from __future__ import annotations
 
-import sys
-from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from ..errors import BadArguments
-from . import lines
 from .common import (
     JsonOpt,
     call_tool,
-    colour_on,
     echo,
     emit_json,
     find_entry,
@@ -23,191 +18,8 @@ from .common import (
     open_workspace,
     render,
     show_result,
-    state,
-    take_paths,
     usage,
-    write_raw,
 )
-from .pager import paged
-
-
-class Source(StrEnum):
-    tool = "tool"
-    script = "script"
-    harness = "harness"
-    external = "external"
-    init = "init"
-    transcript = "transcript"
-    commit = "commit"
-
-
-def log(
-    rev: Annotated[Optional[str], typer.Argument(metavar="REV", help=(  # noqa: UP045
-        "Where to start: a branch, a checkpoint, an op id (or the part of one log shows) or "
-        "any git revision. Default: HEAD."))] = None,
-    n: Annotated[int, typer.Option("-n", "--max-count", min=1, help="How many entries.")] = 20,
-    skip: Annotated[int, typer.Option(min=0, help="Skip this many entries first.")] = 0,
-    agent: Annotated[Optional[str], typer.Option(help="Only ops by this agent.")] = None,  # noqa: UP045
-    session: Annotated[Optional[str], typer.Option(help=(  # noqa: UP045
-        "Only ops of this session: its id, or a unique start or end of it (the 8 characters "
-        "a turn's checkpoint name shows)."))] = None,
-    tool: Annotated[Optional[str], typer.Option(help="Only ops of this tool.")] = None,  # noqa: UP045
-    source: Annotated[Optional[Source], typer.Option(help=(  # noqa: UP045
-        "Only entries from this source: a tool call, a constraint script, another harness's "
-        "tool (Claude Code...), an outside edit, the first commit, a committed transcript, or "
-        "a commit that is no op."))] = None,
-    since: Annotated[Optional[str], typer.Option(help="Only entries after this date ('2 days ago', 2025-01-31).")] = None,  # noqa: UP045,E501
-    until: Annotated[Optional[str], typer.Option(help="Only entries before this date.")] = None,  # noqa: UP045
-    fmt: Annotated[Optional[str], typer.Option("--format", help=(  # noqa: UP045
-        "table (the default on a terminal), line (one line per entry: the default into a pipe) "
-        "or a template such as '{op_short} {tool} {files}' (fields: gitspace log --format help)."
-    ))] = None,
-    every: Annotated[bool, typer.Option("--all", help=(
-        "Every branch (and every line recorded in place), not only the current one."))] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """The op timeline, newest first: time, op, agent, tool, args, files, checkpoints.
-
-    'gitspace log -- PATH...' keeps the entries that changed those paths (a file, or anything
-    under a folder).
-    """
-    from ..core import timeline
-
-    fmt = _log_format(fmt)
-    if every and rev:
-        usage("Give a REV or --all, not both.")
-    filters = timeline.Filters(agent=agent, session=session, tool=tool,
-                               source=source.value if source else None, since=since, until=until,
-                               paths=tuple(take_paths()))
-    with open_workspace() as ws:
-        start: str | None = find_entry(ws, rev).commit if rev else "HEAD"  # HEAD: or detached in CI
-        also: tuple[str, ...] = ()
-        here = in_place(ws) if rev is None and not every else None
-        if here is not None and here.tip is not None:  # the line's ops and your commits
-            start, also = here.ref, ("HEAD",)
-        if every:
-            start = None  # every branch and line, each child before its parents
-        entries = timeline.query(ws.repo, start, filters, offset=skip, limit=n, count=False,
-                                 also=also, first_parent=not also and not every).entries
-        if as_json:
-            emit_json([e.as_json() for e in entries], "log")
-            return
-        depths = _call_depths(ws.root, entries)
-        if fmt == "table":
-            with render().paged():
-                render().timeline(entries, depths)
-        else:
-            with paged(state.pager) as stream:
-                for e in entries:
-                    depth = depths.get(e.op.op_id, 0) if e.op else 0
-                    stream.write((lines.compact(e, depth) if fmt == "line" else
-                                  lines.render_template(fmt, e, depth)) + "\n")
-            if not entries:  # said beside the output, so a pipe still reads nothing
-                echo("No entries match.", err=True)
-
-
-def _call_depths(root: Path, entries: list[Any]) -> dict[str, int]:
-    """How deep in delegated calls each op was made (only looked into when one was)."""
-    if not any(e.op is not None and e.op.parent_session for e in entries):
-        return {}
-    from ..agent import calls
-
-    return calls.depths([e.op for e in entries], calls.saved_parent(root))
-
-
-def _log_format(fmt: str | None) -> str:
-    if fmt is None:
-        return "table" if sys.stdout.isatty() else "line"
-    if fmt == "help":
-        echo("--format takes table, line, or a template of these fields:\n" + "\n".join(
-            f"  {{{name}}}  {what}" for name, what in lines.TEMPLATE_FIELDS.items()))
-        raise typer.Exit()
-    if fmt in ("table", "line"):
-        return fmt
-    try:
-        lines.check_template(fmt)
-    except lines.BadTemplate as e:
-        usage(str(e))
-    return fmt
-
-
-def show(
-    ref: Annotated[str, typer.Argument(metavar="OP", help=(
-        "An op id (or the part of one log shows), a checkpoint, a branch or any commit."))],
-    stat: Annotated[bool, typer.Option("--stat", help="Only the files changed, with counts.")] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """One op or commit: its record and its diff."""
-    from ..storage.objects import EMPTY_TREE
-
-    with open_workspace() as ws:
-        entry = find_entry(ws, ref)
-        if as_json:
-            emit_json(entry.as_json(), "show")
-            return
-        parent = entry.parents[0] if entry.parents else EMPTY_TREE
-        diff = ["--stat"] if stat else ["--stat", "-p"]
-        with render().paged():
-            render().op_detail(entry)
-            write_raw(ws.repo.git("diff", *_color(), *diff, parent, entry.commit), render().out.file)
-
-
-def diff(
-    a: Annotated[Optional[str], typer.Argument(metavar="A", help=(  # noqa: UP045
-        "An op, checkpoint, branch or revision (none: the changes not recorded yet)."))] = None,
-    b: Annotated[Optional[str], typer.Argument(metavar="B", help="The other side (default: HEAD).")] = None,  # noqa: UP045,E501
-    stat: Annotated[bool, typer.Option("--stat", help="Only the files changed, with counts.")] = False,
-) -> None:
-    """The diff from A to B (ops, checkpoints, branches or revisions); with no A, the changes
-    made outside gitspace that are not recorded yet, as 'gitspace snapshot' would record them."""
-    with open_workspace() as ws:
-        if a is None:
-            _unrecorded(ws, stat)
-            return
-        left = find_entry(ws, a).commit
-        here = in_place(ws) if not b else None
-        right = find_entry(ws, b).commit if b else (
-            here.tip if here is not None and here.tip else ws.repo.read_ref("HEAD") or left)
-        patch = ws.repo.git("diff", *_color(), *(["--stat"] if stat else []), left, right)
-        if not patch:
-            what = f"{a} and {b}" if b else f"{a} and {'the line' if here else 'HEAD'}"
-            echo(f"No differences: {what} have the same files.")
-            return
-        with render().paged():
-            write_raw(patch, render().out.file)
-
-
-def _unrecorded(ws: Any, stat: bool) -> None:
-    """``gitspace diff`` alone: what is on disk and not recorded yet, against the tip."""
-    from ..core import unrecorded
-
-    here = in_place(ws)
-    if here is not None:
-        from ..harness.events import Options
-        from ..harness.inplace.place import pending
-
-        found = pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
-        base, (paths, skipped) = here.tip or here.head, found or ([], [])
-    else:
-        from ..core.snapshot import pending_changes
-
-        base = ws.repo.read_ref("HEAD")
-        changes, skipped = pending_changes(ws) if base else ({}, [])
-        paths = sorted(changes)
-    patch = unrecorded.patch(ws.repo, base, paths, stat_only=stat,
-                             color=colour_on()) if paths else b""
-    if not patch:
-        echo("No changes to record: the files are as the last op left them."
-             if here is None else "No changes to record: the files are as the line has them.")
-    else:
-        with render().paged():
-            write_raw(patch, render().out.file)
-    for note in skipped:
-        echo(f"not recorded: {note}", err=True)
-
-
-def _color() -> list[str]:
-    return ["--color=always" if colour_on() else "--color=never"]
 
 
 def checkpoints(as_json: JsonOpt = False) -> None:

@@ -9,8 +9,9 @@ usage error that lists the known ones.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+TYPE_CHECKING = False  # typing is not imported at run time: a read starts without it
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = 1
 
@@ -99,4 +100,6 @@ def select(data: Any, fields: list[str] | None) -> Any:
 
 
 def dumps(data: Any) -> str:
+    import json  # (here: a read without --json never loads it)
+
     return json.dumps(data, indent=2, ensure_ascii=False)

@@ -9,11 +9,13 @@ hostile subject) is written as ``\\n`` / ``\\t``.
 from __future__ import annotations
 
 import re
-import string
 import time
-from typing import Any
 
 from ..storage import ledger
+
+TYPE_CHECKING = False  # typing is not imported at run time: a read starts without it
+if TYPE_CHECKING:
+    from typing import Any
 
 OP_SHORT = ledger.SHORT  # the op-id suffix gitspace shows everywhere (ledger.short_id)
 TEMPLATE_FIELDS = {
@@ -127,11 +129,35 @@ def compact(e: Any, depth: int = 0) -> str:
     return "  ".join(parts)
 
 
+# What a terminal would act on rather than show (bell, backspace, vertical tab, form feed,
+# carriage return): ``show`` drops them from a record's text, as rich did when it drew it.
+_CONTROLS = dict.fromkeys((7, 8, 11, 12, 13))
+
+
+def op_detail(e: Any) -> list[str]:
+    """``show``'s record of one entry (the diff follows it), plain lines."""
+    out = [f"commit {e.commit}  {when(e.time)}  {e.agent}", e.subject]
+    op = e.op
+    if op is None:
+        return [line.translate(_CONTROLS).expandtabs(8) for line in out]
+    out.append(f"op {e.short} ({op.op_id})  tool {op.tool}  source {op.source}  agent {e.agent}")
+    if op.session or op.tool_use_id:
+        out.append(f"session {op.session or '-'}  tool_use_id {op.tool_use_id or '-'}")
+    out.append(f"args {ledger.args_summary(op.args, 200)}")
+    if op.undo_of:
+        out.append(f"undoes {', '.join(ledger.short_id(u) for u in op.undo_of)}")
+    if op.redo_of:
+        out.append(f"redoes {ledger.short_id(op.redo_of)}")
+    return [line.translate(_CONTROLS).expandtabs(8) for line in out]
+
+
 class BadTemplate(ValueError):
     """A --format template with an unknown field or a malformed brace."""
 
 
 def check_template(template: str) -> None:
+    import string  # (here: only a --format template needs it)
+
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as e:

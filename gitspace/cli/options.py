@@ -7,12 +7,14 @@ Invariant: this module imports nothing of the CLI, so both ``common`` (which set
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from .. import config
+
+TYPE_CHECKING = False  # typing is not imported at run time: a read starts without it
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Color(StrEnum):
@@ -21,18 +23,20 @@ class Color(StrEnum):
     never = "never"
 
 
-@dataclass
 class Globals:
     """The options given before the command, and what ``main`` took out of the arguments:
     ``--json=FIELDS`` and the paths after ``--``."""
 
-    directory: Path = Path(".")
-    agent: str | None = None
-    color: Color = Color.auto
-    pager: bool = True
-    json_fields: list[str] | None = None
-    paths: list[str] = field(default_factory=list)
-    command: str | None = None  # the command named on the command line (take_arguments)
+    def __init__(self) -> None:
+        self.directory = Path(".")
+        self.agent: str | None = None
+        self.color = Color.auto
+        self.pager = True
+        self.json_fields: list[str] | None = None
+        self.paths: list[str] = []
+        self.command: str | None = None  # the command named on the command line (take_arguments)
+        self.at = 0  # where in the arguments it is named
+        self.plain = False  # params.parse read them, not typer (a usage error goes back to typer)
 
 
 state = Globals()

@@ -7,20 +7,23 @@ BrokenPipeError traceback.
 
 from __future__ import annotations
 
-import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO
 
 from .. import config
+
+TYPE_CHECKING = False  # typing is not imported at run time (nor shlex, shutil: a pipe needs none)
+if TYPE_CHECKING:
+    from typing import IO
 
 
 def wanted(enabled: bool) -> bool:
     if not enabled or not sys.stdout.isatty():
         return False
+    import shlex
+    import shutil
+
     command = config.pager_command()
     try:
         program = shlex.split(command)[0] if command else None
@@ -35,6 +38,8 @@ def paged(enabled: bool) -> Iterator[IO[str]]:
     if not wanted(enabled):
         yield sys.stdout
         return
+    import subprocess
+
     command = config.pager_command()
     assert command is not None
     proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, text=True,

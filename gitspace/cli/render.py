@@ -64,7 +64,6 @@ def _when(ts: int) -> str:
     return lines.when(ts)
 
 
-
 def result(res: Any) -> None:
     if res.ok:
         out.print(escape(res.text))
@@ -139,25 +138,6 @@ def timeline(entries: list[Any], depths: dict[str, int] | None = None) -> None:
                      ("args", "files", "")))
     if not entries:
         out.print("No ops match.")
-
-
-def op_detail(e: Any) -> None:
-    out.print(f"commit {e.commit}  {_when(e.time)}  {escape(e.agent)}")
-    if e.op:
-        op = e.op
-        out.print(escape(e.subject))
-        out.print(f"op {e.short} ({op.op_id})  tool {escape(op.tool)}  source {op.source}  "
-                  f"agent {escape(e.agent)}")
-        if op.session or op.tool_use_id:
-            out.print(f"session {escape(op.session or '-')}  tool_use_id "
-                      f"{escape(op.tool_use_id or '-')}")
-        out.print(f"args {escape(ledger.args_summary(op.args, 200))}")
-        if op.undo_of:
-            out.print(f"undoes {', '.join(ledger.short_id(u) for u in op.undo_of)}")
-        if op.redo_of:
-            out.print(f"redoes {ledger.short_id(op.redo_of)}")
-    else:
-        out.print(escape(e.subject))
 
 
 def checkpoints(rows: list[Any]) -> None:

@@ -1,4 +1,5 @@
-"""Commands on the workspace itself: init, status, tools, call, snapshot."""
+"""Commands on the workspace itself: init, tools, call, snapshot, exclude. (status is a read:
+``reads.py``.)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import typer
 from .. import config
 from ..errors import BadArguments, GitspaceError
 from ..storage import bounded
-from . import lines
 from .common import (
     JsonOpt,
     call_tool,
@@ -35,49 +35,6 @@ def init(directory: Annotated[Path, typer.Argument()] = Path(".")) -> None:
     with gitspace.init(here(directory), agent=state.agent,
                        max_file_bytes=config.max_file_bytes()) as ws:
         echo(f"Initialised gitspace workspace in {ws.root} on branch {ws.branch()}.")
-
-
-def status(as_json: JsonOpt = False) -> None:
-    """Branch, tip op, and outside changes not yet snapshotted."""
-    from ..core.snapshot import pending_changes
-
-    with open_workspace() as ws:
-        branch, tip = ws.repo.head_branch(), ws.repo.read_ref("HEAD")
-        here = in_place(ws)
-        if here is not None:
-            data = _status_in_place(ws, here)
-            emit_json(data, "status") if as_json else echo("\n".join(lines.status(data)))
-            return
-        changes, skipped = pending_changes(ws) if tip else ({}, [])
-        data = {"root": str(ws.root), "branch": branch, "detached": branch is None, "tip": tip,
-                "pending": sorted(changes), "too_large": skipped}
-        if tip is not None and _not_owned(ws):
-            data["own"] = True  # a checkout of the person's own, where nothing is recorded
-        if as_json:
-            emit_json(data, "status")
-        else:
-            echo("\n".join(lines.status(data)))
-
-
-def _not_owned(ws: Any) -> bool:
-    """Is this plainly a checkout of the person's own? (False when that cannot be told: a
-    shallow clone's history ends before the root a workspace starts from.)"""
-    try:
-        return not ws.owned
-    except GitspaceError:
-        return False
-
-
-def _status_in_place(ws: Any, here: Any) -> dict[str, Any]:
-    from ..harness.events import Options
-    from ..harness.inplace.place import pending
-    from ..harness.route import recording
-
-    found = pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
-    return {"root": str(ws.root), "branch": here.branch, "detached": here.branch is None,
-            "tip": here.head, "in_place": True, "line": here.ref, "line_tip": here.tip,
-            "recording": recording(ws.repo.gitdir),
-            "pending": found[0] if found else [], "too_large": found[1] if found else []}
 
 
 def tools(as_json: JsonOpt = False) -> None:

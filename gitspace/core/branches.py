@@ -9,11 +9,10 @@ finished on the next open.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import Conflict, GitspaceError, NotFound
 from ..storage import ledger
 from ..storage.files import State
+from ..storage.records import record
 from . import refnames
 from .identity import Identity
 from .transaction import checkout_changes
@@ -21,7 +20,7 @@ from .workspace import Workspace
 from .writer import Change, RefMove
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Branch:
     name: str
     tip: str

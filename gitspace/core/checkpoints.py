@@ -7,10 +7,9 @@ restored or undone. Outside changes to the files a restore replaces are committe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import BadArguments, GitspaceError, LedgerError, NotFound
 from ..storage import ledger
+from ..storage.records import record
 from . import refnames
 from .identity import Identity
 from .transaction import Outcome, Stage, Txn
@@ -22,7 +21,7 @@ MESSAGE_CAP = 500
 NAME = refnames.CHECKPOINT  # a checkpoint name's shape (refnames.check says the rest)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Checkpoint:
     name: str
     commit: str

@@ -65,4 +65,17 @@ def in_place(repo: GitRepo) -> bool:
         model = statefiles.read(repo.gitdir, MODEL, limit=1 << 16)
     except (OSError, statefiles.StateRefused):
         model = None
-    return model is not None or bool(lines(repo))
+    return model is not None or (_may_have_lines(repo) and bool(lines(repo)))
+
+
+def _may_have_lines(repo: GitRepo) -> bool:
+    """False when no ref under ``ROOT`` can exist, read without starting git: no loose ones (no
+    such folder) and none in ``packed-refs`` (a workspace, or a checkout nothing recorded in)."""
+    if (repo.commondir / ROOT).exists():
+        return True
+    try:
+        return ROOT.encode() in (repo.commondir / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True

@@ -21,12 +21,11 @@ listed; a miss is NotFound with a hint, never git's own "bad revision".
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from ..errors import BadArguments, NotFound
 from ..storage import ledger, opindex
 from ..storage.gitrepo import GitRepo
-from . import branches, checkpoints, opnames
+from . import opnames, refnames
 from .opnames import Found
 
 MIN_PART = opnames.MIN_PART  # the fewest characters of an op id a person may type
@@ -86,8 +85,8 @@ def resolve(repo: GitRepo, text: str) -> Found:
             raise NotFound(f"There is no op {text} on any branch.", hint=HINT)
         return found
     spelled = text.removeprefix("refs/tags/").removeprefix("gitspace/")
-    if spelled != text and _valid(checkpoints.check_name, spelled):  # a checkpoint, said so
-        target = repo.rev_parse(checkpoints.PREFIX + spelled)
+    if spelled != text and _valid("checkpoint", spelled):  # a checkpoint, said so
+        target = repo.rev_parse(ledger.CHECKPOINTS + spelled)
         if target is not None:
             return Found(target, where="checkpoint", name=spelled)
     named = _named(repo, text)
@@ -108,11 +107,11 @@ def resolve(repo: GitRepo, text: str) -> Found:
 def _named(repo: GitRepo, text: str) -> list[Found]:
     """The checkpoint and the branch called ``text``, those that exist."""
     found = []
-    if _valid(checkpoints.check_name, text):
-        target = repo.rev_parse(checkpoints.PREFIX + text)
+    if _valid("checkpoint", text):
+        target = repo.rev_parse(ledger.CHECKPOINTS + text)
         if target is not None:
             found.append(Found(target, where="checkpoint", name=text))
-    tip = repo.read_ref(f"refs/heads/{text}") if _valid(branches.check_name, text) else None
+    tip = repo.read_ref(f"refs/heads/{text}") if _valid("branch", text) else None
     if tip is not None:
         found.append(Found(tip, where="branch", name=text))
     return found
@@ -123,10 +122,10 @@ def _typeable(text: str) -> bool:
     return 0 < len(text) <= 1000 and text.isprintable()
 
 
-def _valid(check: Callable[[str], str], name: str) -> bool:
-    """Is ``name`` one ``check`` accepts (so it is safe to look up as a ref)?"""
+def _valid(kind: str, name: str) -> bool:
+    """Is ``name`` a valid ``kind`` name (checkpoint, branch), so safe to look up as a ref?"""
     try:
-        check(name)
+        refnames.check(kind, name)
     except BadArguments:
         return False
     return True

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from ..errors import LedgerError
 from ..storage import ledger, opindex
 from ..storage.gitrepo import GitRepo
+from ..storage.records import record
 from . import linerefs
 
 MIN_PART = 4  # the fewest characters of an op id a person may type
 PART = re.compile(rf"[0-9A-HJKMNP-TV-Z]{{{MIN_PART},25}}")  # Crockford base32, as op ids are
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Found:
     """Where something was found: always a commit, and the op when it is one."""
 

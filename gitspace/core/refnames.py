@@ -28,7 +28,10 @@ from ..errors import BadArguments, GitspaceError
 from ..storage import gitnames
 from ..storage.gitrepo import GitRepo
 from . import opnames
-from .workspace import Workspace
+
+TYPE_CHECKING = False  # (the workspace is only named here: a read imports refnames without it)
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 _PSEUDO = re.compile(r"(?:[a-z_]*_)?head", re.I)  # HEAD, FETCH_HEAD, ORIG_HEAD, MERGE_HEAD...
 PREFIXES = {"branch": "refs/heads/", "checkpoint": "refs/tags/gitspace/"}  # where each kind goes

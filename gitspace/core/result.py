@@ -6,14 +6,13 @@ error (text is its sentence); an ok call with ``op`` None changed nothing and ma
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..errors import GitspaceError
+from ..storage.records import field, record
 
 UNCHANGED = "unchanged: the files already hold that content, so no op was recorded."
 
 
-@dataclass
+@record()
 class Result:
     """What a tool call returns: ``text`` is what a model would be shown."""
 

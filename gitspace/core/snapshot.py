@@ -14,15 +14,31 @@ from __future__ import annotations
 import os
 
 from ..errors import FileRefused, PathRefused
-from ..storage.objects import Entry
-from . import exclude, paths
-from .result import Result
-from .transaction import Host, commit_external, entry_of
-from .writer import Change, RefMove
+from . import exclude
+
+# What a reader of pending changes imports stays small (``status`` is one: core/view.py): the
+# op's transaction, the writer and the path policy come in where a change is committed or a
+# pending path is checked.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from ..storage.files import Files
+    from ..storage.gitrepo import GitRepo
+    from ..storage.objects import Entry
+    from .result import Result
+    from .transaction import Host
+
+    class Scanned(Protocol):
+        """What ``pending_changes`` reads (a ``Workspace`` or a ``view.View``)."""
+
+        repo: GitRepo
+        files: Files
+        max_file_bytes: int
 
 
 def pending_changes(
-    ws: Host, *, initial: bool = False, write: bool = False
+    ws: Scanned, *, initial: bool = False, write: bool = False
 ) -> tuple[dict[str, tuple[Entry | None, os.stat_result | None]], list[str]]:
     """Outside changes against the branch tip: {path: (new entry or None, stat)}, skipped notes.
 
@@ -31,10 +47,15 @@ def pending_changes(
     changes: dict[str, tuple[Entry | None, os.stat_result | None]] = {}
     skipped: list[str] = []
     pending = ws.repo.status_paths()
-    excluded = exclude.load(ws.repo.commondir) if pending else None
+    if not pending:
+        return changes, skipped
+    from . import paths
+    from .transaction import entry_of
+
+    excluded = exclude.load(ws.repo.commondir)
     # HEAD, not the branch: a detached checkout (CI) reads too. Read only when something is
     # pending, so a clean 'gitspace status' reads no object at all.
-    head = None if initial or not pending else ws.repo.read_ref("HEAD")
+    head = None if initial else ws.repo.read_ref("HEAD")
     tree = None if head is None else ws.repo.commit(head).tree
     for listed in pending:
         # "sub/": an untracked folder (a nested repository). As a file path it is absent, which
@@ -69,6 +90,9 @@ def pending_changes(
 def snapshot(ws: Host, message: str | None = None) -> Result:
     """Commit every pending outside change as one external op (``message``: its subject line,
     instead of "external edit of ...")."""
+    from .result import Result
+    from .transaction import commit_external
+
     with ws.writer.locked():
         branch, tip, tree = ws.branch(), ws.tip(), ws.tree()
         changes, skipped = pending_changes(ws, write=True)
@@ -91,6 +115,8 @@ def snapshot(ws: Host, message: str | None = None) -> Result:
 
 def record_paths(ws: Host, rels: list[str], note: str) -> str | None:
     """Commit the outside changes of just ``rels`` as one external op; its id (None: unchanged)."""
+    from .transaction import commit_external, entry_of
+
     with ws.writer.locked():
         branch, tip, tree = ws.branch(), ws.tip(), ws.tree()
         changes: dict[str, Entry | None] = {}
@@ -113,6 +139,8 @@ def _publish(ws: Host, branch: str, tip: str, commit: str, paths: list[str],
              known: dict[str, os.stat_result]) -> None:
     """Move ``branch`` to the external op and its index entries with it: nothing is written to
     the work tree, so nothing there is rolled back."""
+    from .writer import Change, RefMove
+
     ws.writer.apply(Change("gitspace: snapshot", ws.external_identity,
                            [RefMove(f"refs/heads/{branch}", tip, commit)], at=commit,
                            before=dict.fromkeys(paths), known=known))

@@ -17,20 +17,22 @@ git's ``--grep`` on the trailer lines and checked exactly here on the parsed tra
 from __future__ import annotations
 
 import json
+import os
 import re
-import secrets
 import threading
-from dataclasses import dataclass, field
 
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ledger, opchain
 from ..storage.gitrepo import GitRepo
-from . import checkpoints, depth, linerefs, lookup
-from .person import token
-from .workspace import Workspace
+from ..storage.records import field, record
+from . import depth, linerefs
+
+TYPE_CHECKING = False  # typing is not imported at run time: a read of the CLI starts without it
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 
-@dataclass
+@record()
 class Entry:
     commit: str
     time: int
@@ -54,6 +56,8 @@ class Entry:
         agent (a person's: at the command line, their outside edits), the author's name as
         the token their ops carry (``person.token``); for a plain commit, its author's name."""
         if self.op is not None:
+            from .person import token  # (here: only an op with no agent needs it)
+
             return self.op.agent or token(self.author)
         return self.author
 
@@ -89,10 +93,12 @@ def timeline(ws: Workspace, limit: int | None = 20, rev: str | None = None) -> l
 def find(ws: Workspace, ref: str) -> Entry:
     """What ``ref`` names (an op id or part of one, a checkpoint, a branch, any revision: see
     ``lookup.resolve``), as a timeline entry."""
+    from . import lookup  # (here: the op index it reads is no cost of a plain log)
+
     return entry(ws.repo, lookup.resolve(ws.repo, ref.strip()).commit)
 
 
-@dataclass
+@record()
 class Report:
     commits: int = 0
     ops: int = 0
@@ -182,7 +188,7 @@ def source_of(op: ledger.Op | None) -> str:
     return "script" if op.script else op.source
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Filters:
     """Which commits a timeline shows. Every value given must match exactly, except ``text``: a
     case-insensitive piece of the subject or of the args, and ``session``: a session id or a
@@ -257,7 +263,7 @@ class Filters:
 ALL = 1_000_000_000  # a limit that takes every entry (git reads -n as an int)
 
 
-@dataclass
+@record()
 class Page:
     entries: list[Entry]
     total: int  # commits that match, on every page (-1: not counted, count=False)
@@ -308,9 +314,8 @@ def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, off
     offset, limit = max(offset, 0), max(limit, 1)
     if not _has_commits(repo, revs):
         return Page([], 0, offset, limit)
-    marks = checkpoint_marks(repo)
     if len(revs) == 2 and also:  # a line recorded in place, and the branch it follows
-        return _interleaved_page(repo, revs, filters, offset, limit, marks, count)
+        return _interleaved_page(repo, revs, filters, offset, limit, count)
     if not filters.active:
         tip = repo.rev_parse(rev) if rev is not None and counts is not None and not also else None
         args = _walk([tip] if tip else revs, first_parent)  # one tip for the count and the page
@@ -319,16 +324,16 @@ def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, off
             total = counts.total(repo, rev, tip, first_parent)
         elif count:
             total = int(repo.read_git("rev-list", "--count", *args).decode().strip() or 0)
-        found = _entries(repo, ["log", f"--skip={offset}", f"-n{limit}", *args], marks)
+        found = _entries(repo, ["log", f"--skip={offset}", f"-n{limit}", *args])
         return Page(found, total, offset, limit)
     matches = _candidates(repo, revs, filters, first_parent)
     chosen = matches[offset:offset + limit]
-    found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"], marks) if chosen else []
+    found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"]) if chosen else []
     return Page(found, len(matches), offset, limit)
 
 
 def _interleaved_page(repo: GitRepo, revs: list[str], filters: Filters, offset: int, limit: int,
-                      marks: dict[str, list[str]], count: bool) -> Page:
+                      count: bool) -> Page:
     """A page of a line recorded in place and the person's branch as one list: the part only
     one of them holds in ``interleaved`` order, then the history both share, in git's order."""
     top = interleaved(repo, revs[0], revs[1])
@@ -338,15 +343,15 @@ def _interleaved_page(repo: GitRepo, revs: list[str], filters: Filters, offset: 
         matches = sorted(_candidates(repo, revs, filters, False),
                          key=lambda sha: rank.get(sha, len(top)))
         chosen = matches[offset:offset + limit]
-        found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"], marks) \
+        found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"]) \
             if chosen else []
         return Page(found, len(matches), offset, limit)
     chosen = top[offset:offset + limit]
-    found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"], marks) if chosen else []
+    found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"]) if chosen else []
     more = limit - len(found)
     if more > 0 and shared:
         skip = max(offset - len(top), 0)
-        found += _entries(repo, ["log", f"--skip={skip}", f"-n{more}", *shared, "--"], marks)
+        found += _entries(repo, ["log", f"--skip={skip}", f"-n{more}", *shared, "--"])
     total = -1
     if count:
         total = len(top) + (int(repo.read_git("rev-list", "--count", *shared, "--").decode())
@@ -399,7 +404,7 @@ def entries_of(repo: GitRepo, shas: list[str]) -> list[Entry]:
         raise BadArguments("Only full commit ids name entries.", hint="Use lookup.resolve() first.")
     if not shas:
         return []
-    return _entries(repo, ["log", "--no-walk=unsorted", *shas, "--"], checkpoint_marks(repo))
+    return _entries(repo, ["log", "--no-walk=unsorted", *shas, "--"])
 
 
 _OP_FIELDS = {"Gitspace-Op": "op_id", "Gitspace-Tool-Use-Id": "tool_use_id",
@@ -422,8 +427,8 @@ def find_trailer(repo: GitRepo, key: str, value: str) -> str | None:
 def checkpoint_marks(repo: GitRepo) -> dict[str, list[str]]:
     """Commit -> the checkpoint names at it (one for-each-ref, no tag contents read)."""
     marks: dict[str, list[str]] = {}
-    for ref, _, commit in repo.refs(checkpoints.PREFIX.rstrip("/")):
-        marks.setdefault(commit, []).append(ref[len(checkpoints.PREFIX):])
+    for ref, _, commit in repo.refs(ledger.CHECKPOINTS.rstrip("/")):
+        marks.setdefault(commit, []).append(ref[len(ledger.CHECKPOINTS):])
     return marks
 
 
@@ -448,6 +453,8 @@ def _walk(revs: list[str], first_parent: bool) -> list[str]:
 def _has_commits(repo: GitRepo, revs: list[str]) -> bool:
     if revs[:1] == ["--branches"]:
         return bool(repo.refs("refs/heads/")) or bool(linerefs.lines(repo))
+    if revs[:1] == ["HEAD"]:  # (read without starting git: HEAD names a commit or nothing)
+        return repo.read_ref("HEAD") is not None
     return repo.rev_parse(revs[0]) is not None
 
 
@@ -477,7 +484,7 @@ def _one_session(text: str, sessions: set[str]) -> None:
                            hint="Give more characters of the one you mean, or the whole id.")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Brief:
     """A commit without its body or files: enough to draw it in a graph."""
 
@@ -492,7 +499,7 @@ class Brief:
 def briefs(repo: GitRepo, log_args: list[str]) -> list[Brief]:
     """Briefs from one ``git log`` that reads no bodies and no diffs. The separator is random per
     call, so no commit message can fake a record boundary."""
-    token = secrets.token_hex(8)
+    token = os.urandom(8).hex()  # (secrets.token_hex, without importing secrets)
     fmt = "%H{t}%P{t}%at{t}%an{t}%s{t}%(trailers:only,unfold)".replace("{t}", token)
     out = repo.read_git("--literal-pathspecs", "log", f"--format={token}{fmt}", *log_args)
     parts = out.decode("utf-8", "replace").split(token)
@@ -509,16 +516,19 @@ def _op_of(subject: str, trailers: str) -> ledger.Op | None:
         return None
 
 
-def _entries(repo: GitRepo, log_args: list[str], marks: dict[str, list[str]]) -> list[Entry]:
-    """Entries from one ``git log`` call: ids, parents, author, message and changed files."""
-    start, end = "\x1e" + secrets.token_hex(8), secrets.token_hex(8) + "\x1f"
-    fmt = f"--format={start}%H%x1f%P%x1f%at%x1f%an%x1f%B{end}"
+def _entries(repo: GitRepo, log_args: list[str]) -> list[Entry]:
+    """Entries from one ``git log`` call: ids, parents, author, message, changed files, and the
+    checkpoints at each commit (git's own decorations, limited to checkpoint tags and peeled to
+    the commit: no listing of the tags apart, no tag read)."""
+    start, end = "\x1e" + os.urandom(8).hex(), os.urandom(8).hex() + "\x1f"
+    fmt = f"--format={start}%H%x1f%P%x1f%at%x1f%an%x1f%D%x1f%B{end}"
     out = repo.read_git(log_args[0], "-z", "--name-only", "--diff-merges=first-parent", fmt,
+                        f"--decorate-refs={ledger.CHECKPOINTS}", "--decorate=full",
                         *log_args[1:]).decode("utf-8", "replace")
     found = []
-    for record in out.split(start)[1:]:
-        head, _, names = record.partition(end)
-        sha, parents, when, author, message = head.split("\x1f", 4)
+    for chunk in out.split(start)[1:]:
+        head, _, names = chunk.partition(end)
+        sha, parents, when, author, decorations, message = head.split("\x1f", 5)
         problem = None
         try:
             op = ledger.parse_message(message)
@@ -526,9 +536,16 @@ def _entries(repo: GitRepo, log_args: list[str], marks: dict[str, list[str]]) ->
             op, problem = None, str(e)
         names = names.removeprefix("\0").removeprefix("\n")
         found.append(Entry(sha, int(when or 0), author, message.split("\n", 1)[0], op,
-                           [n for n in names.split("\0") if n], marks.get(sha, []), problem,
-                           tuple(parents.split()), message))
+                           [n for n in names.split("\0") if n], _checkpoints_in(decorations),
+                           problem, tuple(parents.split()), message))
     return found
+
+
+def _checkpoints_in(decorations: str) -> list[str]:
+    """The checkpoint names in git's ``%D`` of one commit (``tag: refs/tags/gitspace/NAME, ...``:
+    a ref name holds no space), sorted as a listing of the tags sorts them."""
+    tag = "tag: " + ledger.CHECKPOINTS
+    return sorted(d[len(tag):] for d in decorations.split(", ") if d.startswith(tag))
 
 
 def _verbatim_in_json(text: str) -> bool:

@@ -15,20 +15,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from ..errors import Conflict, FileRefused, GitspaceError, ToolFailed
 from ..storage import ledger, opchain
 from ..storage.files import Files, State
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import FILE_MODE, Entry, Signature
+from ..storage.records import record
 from . import userfiles
 from .identity import external_edit
 from .paths import check_tree_paths
 from .result import UNCHANGED, Result
 from .writer import COMMITTER, Change, RefMove, Writer
+
+TYPE_CHECKING = False  # typing is not imported at run time: a read of the CLI starts without it
+if TYPE_CHECKING:
+    from typing import Protocol
+else:
+    Protocol = object
 
 
 class Host(Protocol):
@@ -55,7 +60,7 @@ class Host(Protocol):
     def tree(self) -> str: ...
 
 
-@dataclass
+@record()
 class Outcome:
     """What a tool decided: its result text, subject line, and (via the Txn) its writes."""
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ..errors import GitspaceError, NotAWorkspace, from_os_error
 from ..storage import ledger
+from ..storage.files import Files
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import FILE_MODE, Signature
 from . import person as persons
@@ -54,6 +55,7 @@ class Workspace:
         pack_threshold: int = 1024,
         check_owner: bool = False,
         durable: bool = False,
+        files: Files | None = None,
     ) -> None:
         self.repo = repo
         self.repo.pack_threshold = pack_threshold  # loose objects before a background repack
@@ -73,7 +75,7 @@ class Workspace:
         # this on; gitspace's own private repositories (replay's scratch) are made owned.
         self._owned: bool | None = None if check_owner else True
         self._checked = check_owner  # ownership was verified, not assumed (see close)
-        self.writer = Writer(repo, durable=durable)
+        self.writer = Writer(repo, durable=durable, files=files)
         self.files = self.writer.files  # the work tree's files, read never through a link
         self.writer.recover()
 

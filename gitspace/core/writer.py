@@ -117,11 +117,12 @@ class _Moved:
 class Writer:
     """The writer of one checkout: its lock, its journal, and ``apply``."""
 
-    def __init__(self, repo: GitRepo, *, durable: bool = False) -> None:
+    def __init__(self, repo: GitRepo, *, durable: bool = False, files: Files | None = None) -> None:
         self.repo = repo
         self.root = repo.root
         # durable: fsync every work-tree file a change writes (survives a power cut; slower).
-        self.files = Files(repo.root, durable=durable, private=repo.private)
+        # ``files``: a work tree that fills itself (a delegated child's, team/agent_worktrees.py).
+        self.files = files or Files(repo.root, durable=durable, private=repo.private)
         self.state_dir = statefiles.folder(repo.gitdir, "gitspace")  # (never a link)
         self.journal = self.repo.gitdir / JOURNAL
         self._split_config: bool | None | str = "unread"  # core.splitIndex, read when it matters

@@ -6,6 +6,9 @@ PostToolUseFailure ``error``); turn events carry ``prompt_id`` (UserPromptSubmit
 Used here: the event name, session, cwd, transcript path, prompt id, tool name, tool input and
 tool-use id. ``tool_response`` and the prompt text are never stored. Claude Code runs hooks with
 ``CLAUDE_PROJECT_DIR`` set to the project root, which is where gitspace looks for the workspace.
+Its hooks may post to a URL (``http``): in place, they post to the checkout's resident recorder,
+``SessionStart`` (a command hook only) starts it and ``SessionEnd`` lets it stop once idle
+(harness/resident/).
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ TOOL_EVENTS = {"PreToolUse": "before", "PostToolUse": "after", "PostToolUseFailu
 
 SPEC = HookSpec(
     name=AGENT, title="Claude Code", style="matchers",
-    events=(("PreToolUse", MATCHER), ("PostToolUse", MATCHER), ("PostToolUseFailure", MATCHER),
-            ("UserPromptSubmit", None), ("Stop", None)),
+    events=(("SessionStart", None), ("PreToolUse", MATCHER), ("PostToolUse", MATCHER),
+            ("PostToolUseFailure", MATCHER), ("UserPromptSubmit", None), ("Stop", None),
+            ("SessionEnd", None)),
     files=(("project", ".claude/settings.json"), ("local", ".claude/settings.local.json"),
            ("user", "~/.claude/settings.json")),
     project_dir="CLAUDE_PROJECT_DIR",
     forker="fork_claude",
+    http=True,
 )
 
 

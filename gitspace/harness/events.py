@@ -112,6 +112,10 @@ class Options:
     lock_timeout: float = 10.0
     max_file_bytes: int = 1 << 20
     author: str | None = None  # who outside edits are by, when someone said (GITSPACE_AUTHOR)
+    # The work-tree paths that may have changed since the last scan, as a watcher saw them (the
+    # resident recorder's: harness/resident/watch.py); a scan then looks at these instead of
+    # asking git for every pending path. None: not known, the scan asks git.
+    changed: frozenset[str] | None = None
 
 
 @record()

@@ -49,24 +49,41 @@ def main(argv: list[str], stdin: Any = None, stdout: TextIO | None = None,
     except Exception as e:  # noqa: BLE001  (an unknown harness: say so, never break it)
         err.write(f"gitspace: {e}\n")
         return 0 if hook else 2
-    code = _run(name, hook, flags, stdin, err, None if hook else out, cwd)
+    code = _run(name, hook, flags, stdin, err, None if hook else out, cwd, resident=hook)
     if spec_stdout:
         out.write(spec_stdout + "\n")
     return code
 
 
+def run(name: str, flags: set[str], payload: bytes, err: TextIO, cwd: str | None = None,
+        changed: frozenset[str] | None = None) -> int:
+    """One hook call of harness ``name`` on ``payload``, recorded in this process exactly as
+    ``gitspace hook NAME`` records it: how the resident recorder records (harness/resident/);
+    ``changed``: what its watcher saw change since the last scan (``Options.changed``)."""
+    import io
+
+    return _run(name, True, flags, io.BytesIO(payload), err, None, cwd, changed=changed)
+
+
 def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO,
-         out: TextIO | None = None, cwd: str | None = None) -> int:
-    """One hook call (``out``: where ``record`` says what it recorded; a hook says nothing)."""
+         out: TextIO | None = None, cwd: str | None = None, resident: bool = False,
+         changed: frozenset[str] | None = None) -> int:
+    """One hook call (``out``: where ``record`` says what it recorded; a hook says nothing).
+    ``resident``: hand it to the checkout's resident recorder when one answers, and otherwise
+    first record what a killed one left (harness/resident/client.py)."""
+    import io
+
     from .. import config
     from ..errors import GitspaceError
     from .events import NothingRecorded, Options, PayloadRefused
+    from .payload import MAX_PAYLOAD
     from .payload import read as read_payload
 
     start = Path(cwd or os.getcwd())
     session = ""
     try:
-        payload = read_payload(stdin)  # the one validator of what harnesses send
+        raw = stdin.read(MAX_PAYLOAD + 1)
+        payload = read_payload(io.BytesIO(raw))  # the one validator of what harnesses send
         module = adapter(name) if hook else __import__(
             f"{__package__}.generic", fromlist=["event"])
         event = module.event(payload)
@@ -75,9 +92,22 @@ def _run(name: str, hook: bool, flags: set[str], stdin: Any, err: TextIO,
             raise PayloadRefused(event.note, hint="See 'gitspace record --help'.")
         project = config.project_dir(project_dir_variable(event.agent))
         start = Path(project or event.cwd or start)
+        if resident and config.resident_enabled():
+            from .resident import client
+
+            notes = client.forward(start, name, sorted(flags), raw)
+            if notes is not None:
+                err.write(notes)
+                return 0
+            said = client.without(start, name, sorted(flags), event,
+                                  lambda harness, kept, left: run(harness, set(kept), left,
+                                                                  io.StringIO(), str(start)))
+            if said and _first_time(start, session, "resident"):
+                err.write(f"gitspace: {said}\n")
         options = Options(quiet_outside="--quiet-outside" in flags,
                           commit_transcript="--commit-transcript" in flags,
-                          max_file_bytes=config.max_file_bytes(), author=config.default_author())
+                          max_file_bytes=config.max_file_bytes(), author=config.default_author(),
+                          changed=changed)
         from .route import handle
 
         outcome = handle(event, start, options, asked=not hook)
@@ -116,15 +146,17 @@ def _recorded(event: Any, outcome: Any) -> str:
     return "unchanged: the call changed no file, so no op was recorded."
 
 
-def _first_time(start: Path, session: str) -> bool:
-    """Has this hook not said yet, for this folder and session, that it records nothing here?
-    (It says so once: the mark is a file in a folder of the user's temporary directory.)"""
+def _first_time(start: Path, session: str, what: str = "nothing") -> bool:
+    """Has this hook not said ``what`` yet, for this folder and session (that it records nothing
+    here, that the resident recorder was not running)? It says each once: the mark is a file in
+    a folder of the user's temporary directory."""
     import hashlib
     import stat
     import tempfile
 
     base = Path(tempfile.gettempdir()) / f"gitspace-{os.getuid()}"
-    mark = base / "said" / hashlib.sha1(f"{start.resolve()}\0{session}".encode()).hexdigest()
+    key = f"{start.resolve()}\0{session}" + ("" if what == "nothing" else f"\0{what}")
+    mark = base / "said" / hashlib.sha1(key.encode()).hexdigest()
     try:
         for folder in (base, base / "said"):
             try:

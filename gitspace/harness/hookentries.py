@@ -2,13 +2,15 @@
 
 Invariant: an entry is gitspace's exactly when its command runs ``gitspace hook NAME`` (the
 program word is ``gitspace`` or ends in ``/gitspace``, as ``python -m gitspace`` and an absolute
-path both do). Both layouts the harnesses use are read: ``{"hooks": {EVENT: [{"matcher",
+path both do; also in the line a ``bash -c`` runs), or when it posts to a resident recorder (``http://127.0.0.1:PORT/hook/NAME``,
+harness/resident/). Both layouts the harnesses use are read: ``{"hooks": {EVENT: [{"matcher",
 "hooks": [{"command"}]}]}}`` (Claude Code, Codex, Gemini CLI) and ``{"hooks": {EVENT:
 [{"command"}]}}`` (Cursor). Nothing else in the file is looked at or changed.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -25,7 +27,28 @@ def runs_gitspace_hook(command: object, name: str | None = None) -> bool:
         if word == "hook" and (name is None or words[i + 1] == name) and any(
                 w == "gitspace" or w.endswith("/gitspace") for w in words[:i]):
             return True
+        # (the resident's command: a shell line run by ``bash -c``, ``gitspace hook`` in it)
+        if word == "-c" and i > 0 and words[i - 1].endswith("bash") and \
+                runs_gitspace_hook(words[i + 1].replace(";", " ; ").replace("|", " | "), name):
+            return True
     return False
+
+
+def is_gitspace_hook(entry: object, name: str | None = None) -> bool:
+    """Is this hook entry gitspace's (see the module docstring), for harness ``name`` (any when
+    None)?"""
+    if not isinstance(entry, dict):
+        return False
+    if runs_gitspace_hook(entry.get("command"), name):
+        return True
+    url = entry.get("url")
+    if entry.get("type") != "http" or not isinstance(url, str):
+        return False
+    found = _RESIDENT.fullmatch(url)
+    return found is not None and (name is None or found.group(1) == name)
+
+
+_RESIDENT = re.compile(r"http://127\.0\.0\.1:\d{1,5}/hook/([a-z0-9-]+)(?:\?[a-z&-]*)?")
 
 
 def without_gitspace_hooks(data: Any) -> tuple[Any, int]:
@@ -41,13 +64,12 @@ def without_gitspace_hooks(data: Any) -> tuple[Any, int]:
             continue
         kept = []
         for group in groups:
-            if isinstance(group, dict) and runs_gitspace_hook(group.get("command")):
+            if is_gitspace_hook(group):
                 removed += 1
                 continue
             inner = group.get("hooks") if isinstance(group, dict) else None
             if isinstance(inner, list):
-                rest = [h for h in inner if not (isinstance(h, dict)
-                                                 and runs_gitspace_hook(h.get("command")))]
+                rest = [h for h in inner if not is_gitspace_hook(h)]
                 removed += len(inner) - len(rest)
                 if not rest and inner:
                     continue

@@ -42,6 +42,7 @@ from ..storage import statefiles
 from ..storage.gitrepo import GitRepo
 from . import adapters, settings
 from .events import RecordingOnly
+from .resident import wiring
 from .spec import HookSpec
 
 
@@ -107,8 +108,10 @@ def _wire(spec: HookSpec, scope: str | None, start: Path, home: Path, program: s
         path = settings_file(spec, scope, repo.root, home)
         if scope == "local":  # a local settings file is never committed, here either
             excluded = _keep_out_of_git(repo, path)
-            return Wired(spec, scope, path, settings.install(path, spec, command, repo.root),
-                         excluded=excluded)
+            http = _resident(repo, spec, program, commit_transcript)
+            return Wired(spec, scope, path, settings.install(path, spec, command, repo.root,
+                                                             http=http), excluded=excluded)
+        _resident(repo, spec, program, False, posts=False)  # (a committed file holds no secret)
         changed = settings.install(path, spec, command, repo.root)
         return Wired(spec, scope, path, changed, _record(repo, path) if changed else None)
     finally:
@@ -130,12 +133,14 @@ def uninstall(name: str, scope: str | None, start: Path, home: Path) -> Wired:
             path = settings_file(spec, scope, repo.root, home)
             changed = settings.uninstall(path, spec, repo.root) > 0 if scope != "user" else False
             was_on = spec.name in recording(repo.gitdir)
+            wiring.take_down(repo.gitdir, repo.root)
             commands.set_recording(repo, spec.name, False)
             githooks.wire(repo, on=False)  # (git's hooks go once nothing records here)
             return Wired(spec, scope, path, changed or was_on, in_place=True)
         scope = scope or "project"
         path = settings_file(spec, scope, repo.root, home)
         changed = settings.uninstall(path, spec, repo.root) > 0
+        wiring.take_down(repo.gitdir, repo.root)
         recorded = _record(repo, path) if changed and scope != "local" else None
         return Wired(spec, scope, path, changed, recorded)
     finally:
@@ -179,12 +184,30 @@ def _install_in_place(spec: HookSpec, scope: str | None, repo: GitRepo, home: Pa
     path = settings_file(spec, place, repo.root, home)
     excluded = _keep_out_of_git(repo, path) if place != "user" else False
     command = settings.hook_command(program, spec.name, quiet_outside=place == "user")
-    changed = settings.install(path, spec, command, None if place == "user" else repo.root)
+    http = _resident(repo, spec, program, False, posts=place != "user")
+    changed = settings.install(path, spec, command, None if place == "user" else repo.root,
+                               http=http)
     commands.set_recording(repo, spec.name, True)
     githooks.wire(repo, on=True)  # the authorship notes of the person's commits (provenance/)
     started = commands.begin(repo, spec.name, Options())
     return Wired(spec, place, path, changed, started.ops[-1] if started.ops else None,
                  in_place=True, excluded=excluded)
+
+
+def _resident(repo: GitRepo, spec: HookSpec, program: str, commit_transcript: bool, *,
+              posts: bool = True) -> settings.Resident | None:
+    """Set up the checkout's resident recorder; how a harness that posts its events reaches it,
+    from a settings file no commit holds (``posts``: its secret is in it). None: the hooks are
+    commands, which hand their calls to it (``client.forward``)."""
+    from .. import config
+
+    if not config.resident_enabled():  # (GITSPACE_RESIDENT=off: command hooks, as before)
+        return None
+    if not (spec.http and posts):
+        wiring.set_up(repo.gitdir)
+        return None
+    flags = ("--commit-transcript",) if commit_transcript else ()
+    return wiring.http_hooks(repo.gitdir, program, spec.name, flags)
 
 
 def _keep_out_of_git(repo: GitRepo, path: Path) -> bool:

@@ -1,9 +1,10 @@
 """Writing gitspace's hook into a harness's own settings file, next to whatever else is there.
 
 Invariants:
-- Merge, never clobber: only hook entries whose command runs ``gitspace hook NAME`` are ever
-  added, changed or removed; every other key, event, matcher and hook of the user's stays as it
-  was, in its place. Installing twice changes nothing the second time.
+- Merge, never clobber: only hook entries whose command runs ``gitspace hook NAME``, or that post
+  to a resident recorder (``hookentries.is_gitspace_hook``), are ever added, changed or removed;
+  every other key, event, matcher and hook of the user's stays as it was, in its place.
+  Installing twice changes nothing the second time.
 - A settings file that is not valid JSON, or whose ``hooks`` is not shaped as the harness
   documents, is refused with the file named and nothing written.
 - The file is replaced atomically (tmp file + rename), so a crash leaves the old settings or the
@@ -27,7 +28,7 @@ from typing import Any
 from ..errors import GitspaceError
 from ..storage import bounded
 from ..storage.files import FILE_MODE, Files
-from .hookentries import runs_gitspace_hook
+from .hookentries import is_gitspace_hook, runs_gitspace_hook
 from .spec import HookSpec
 
 PORTABLE = "gitspace"  # the program a committed settings file names: whatever PATH finds there
@@ -118,9 +119,9 @@ def status(path: Path, spec: HookSpec, root: Path | None = None) -> Installed:
     events, short = {}, []
     for event, _ in spec.events:
         ours = [h for h in _entries(hooks.get(event, []), spec)
-                if is_ours(h.get("command"), spec.name)]
+                if is_gitspace_hook(h, spec.name)]
         events[event] = bool(ours)
-        found = found or (ours[0]["command"] if ours else None)
+        found = found or (ours[0].get("command") or ours[0].get("url") if ours else None)
         if spec.style == "matchers" and any(_too_short(h.get("timeout"), spec, event)
                                             for h in ours):
             short.append(event)
@@ -133,26 +134,30 @@ def _too_short(value: object, spec: HookSpec, event: str) -> bool:
     return isinstance(value, (int, float)) and value < timeout(spec, event)
 
 
-def install(path: Path, spec: HookSpec, command: str, root: Path | None = None) -> bool:
-    """Add (or update) gitspace's hook for every event of ``spec``. True if the file changed."""
+def install(path: Path, spec: HookSpec, command: str, root: Path | None = None,
+            http: Resident | None = None) -> bool:
+    """Add (or update) gitspace's hook for every event of ``spec``. True if the file changed.
+    ``http``: each event a harness may post goes to the resident recorder, with the command
+    beside it that records when none runs (``Resident``)."""
     data = load(path, root)
     hooks = _hooks(data, path, spec)
     before = json.dumps(data, sort_keys=True)
     for event, matcher in spec.events:
         groups = hooks.setdefault(event, [])
-        mine = [h for h in _entries(groups, spec) if is_ours(h.get("command"), spec.name)]
-        for entry in mine:
-            entry["command"] = command
-            if spec.style == "matchers":
-                entry["timeout"] = timeout(spec, event)
-        if mine:
-            continue
-        entry = {"command": command} if spec.style == "flat" else {
-            "type": "command", "command": command, "timeout": timeout(spec, event)}
         if spec.style == "flat":
-            groups.append(entry)
-        else:
-            groups.append({**({"matcher": matcher} if matcher else {}), "hooks": [entry]})
+            mine = [h for h in _entries(groups, spec) if is_ours(h.get("command"), spec.name)]
+            for entry in mine:
+                entry["command"] = command
+            if not mine:
+                groups.append({"command": command})
+            continue
+        wait = timeout(spec, event)
+        entries = [{"type": "command", "command": command, "timeout": wait}]
+        if http is not None and event not in NO_HTTP:
+            entries = [{"type": "http", "url": http.url, "headers": {
+                "Authorization": f"Bearer {http.secret}"}, "timeout": wait},
+                {"type": "command", "command": http.otherwise, "timeout": wait}]
+        _place(groups, entries, matcher, spec.name)
     if spec.style == "flat":
         data.setdefault("version", 1)
     data["hooks"] = hooks
@@ -160,6 +165,40 @@ def install(path: Path, spec: HookSpec, command: str, root: Path | None = None) 
         return False
     _write(path, data, root)
     return True
+
+
+NO_HTTP = ("SessionStart", "Setup")  # events Claude Code sends to command hooks only
+
+
+@dataclass(frozen=True)
+class Resident:
+    """How a harness's hooks reach the checkout's resident recorder (harness/resident/)."""
+
+    url: str
+    secret: str
+    otherwise: str  # the command that records in its own process when no resident runs
+
+
+def _place(groups: list[Any], entries: list[dict[str, Any]], matcher: str | None,
+           name: str) -> None:
+    """Put ``entries`` where gitspace's entries of this event are (the first group that holds
+    one), in their place, and drop any others; a new group at the end when there is none."""
+    placed = False
+    for group in list(groups):
+        inner = group.get("hooks", [])
+        if not any(is_gitspace_hook(h, name) for h in inner):
+            continue
+        at = next(i for i, h in enumerate(inner) if is_gitspace_hook(h, name))
+        rest = [h for h in inner if not is_gitspace_hook(h, name)]
+        if not placed:
+            group["hooks"] = rest[:at] + entries + rest[at:]
+            placed = True
+        elif rest:
+            group["hooks"] = rest
+        else:
+            groups.remove(group)
+    if not placed:
+        groups.append({**({"matcher": matcher} if matcher else {}), "hooks": entries})
 
 
 def uninstall(path: Path, spec: HookSpec, root: Path | None = None) -> int:
@@ -172,14 +211,12 @@ def uninstall(path: Path, spec: HookSpec, root: Path | None = None) -> int:
     for event in list(hooks):
         groups = hooks[event]
         if spec.style == "flat":
-            kept = [g for g in groups if not (isinstance(g, dict) and is_ours(g.get("command"),
-                                                                              spec.name))]
+            kept = [g for g in groups if not is_gitspace_hook(g, spec.name)]
         else:
             kept = []
             for group in groups:
                 inner = group.get("hooks", [])
-                rest = [h for h in inner if not (isinstance(h, dict)
-                                                 and is_ours(h.get("command"), spec.name))]
+                rest = [h for h in inner if not is_gitspace_hook(h, spec.name)]
                 if len(rest) == len(inner):
                     kept.append(group)
                 elif rest:

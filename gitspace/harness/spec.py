@@ -29,6 +29,7 @@ class HookSpec:
     # forked transcript the harness resumes, or None and why not (said, rather than a guess).
     forker: str | None = None
     no_fork: str = ""
+    http: bool = False  # it can post an event to a URL (the resident recorder's, in place)
 
     def path_for(self, scope: str) -> str:
         for known, path in self.files:

@@ -15,12 +15,11 @@ reaches arithmetic it would overflow. Each bound is stated in docs/trust.md ("De
 - ``INT_DIGITS``: a number in a state file is an integer of at most 18 digits or a finite float
   (a huge integer there would overflow the float arithmetic it meets, a pace's times say).
 
-The module stays light (``json`` and ``re``): a harness's hook reads state through it.
+The module stays light (``re``; ``json`` when it parses): a harness's hook reads state through it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
@@ -68,6 +67,8 @@ def loads(raw: bytes | str, what: str = "the JSON", limit: int = JSON_DEPTH) -> 
     (``TooDeep``, or the parser's own) otherwise, as for any malformed JSON."""
     text = raw.decode("utf-8") if isinstance(raw, bytes) else raw  # UnicodeDecodeError: a ValueError
     check_nesting(text, what, limit)
+    import json  # (here: a read that parses no JSON starts without it)
+
     return json.loads(text)
 
 
@@ -76,6 +77,8 @@ def load_state(raw: bytes | str, what: str = "the state file") -> Any:
     ``INT_DIGITS`` digits and finite floats (gitspace writes no other numbers there)."""
     text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
     check_nesting(text, what)
+    import json
+
     return json.loads(text, parse_int=_integer, parse_float=_finite, parse_constant=_constant)
 
 

@@ -177,6 +177,18 @@ class Files:
         # replacement is renamed in, which spares ext4's flush on a rename over a file.
         self.private = private
 
+    # -- for a program that reads the disk itself (a constraint script, a walk of a folder) --
+
+    def whole(self, rel: str = "") -> Path:
+        """The work tree, every file of it (below ``rel``) on disk: here always; a delegated
+        child's work tree fills on first touch and checks out the rest when this is asked."""
+        return self.root
+
+    def reader(self) -> tuple[Path, Path | None]:
+        """Where a program that only reads the work tree finds every file of it: (that folder,
+        the git dir whose cache goes with it; None: this checkout's own). Here, the work tree."""
+        return self.root, None
+
     @contextmanager
     def _root(self) -> Iterator[int]:
         fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)

@@ -132,7 +132,6 @@ malformed, and ``verify`` reports it.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -289,6 +288,8 @@ def new_op_id(now: float | None = None) -> str:
 
 
 def canonical_json(value: Any) -> str:
+    import json  # (here, and in the two parsers below: a reader that parses no op never loads it)
+
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
@@ -476,6 +477,8 @@ def _op_from(seen: dict[str, str]) -> Op:
         raise LedgerError(f"Trailer {foreign[0]} is not part of ledger format {version}.")
     paths, count = _paths(seen["Gitspace-Paths"]) if harness else (None, None)
     raw_args = seen["Gitspace-Args"]
+    import json
+
     try:
         bounds.check_nesting(raw_args, "Gitspace-Args")  # (before the parser's own recursion)
         args = json.loads(raw_args)
@@ -532,6 +535,8 @@ def in_format(message: str, op: Op, version: int) -> str:
 
 
 def _paths(raw: str) -> tuple[tuple[str, ...], int]:
+    import json
+
     try:
         bounds.check_nesting(raw, "Gitspace-Paths", 2)  # {"count", "paths": [...]}: two levels
         value = json.loads(raw)

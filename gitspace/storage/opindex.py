@@ -28,18 +28,22 @@ import sqlite3
 import stat as statmod
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from ..errors import LedgerError, NotFound
 from . import ledger, statefiles
 from .gitrepo import GitRepo
 from .objects import Commit
+from .records import record
+
+TYPE_CHECKING = False  # typing is not imported at run time: a read of the CLI starts without it
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 FORMAT = "2"
 _SHA = re.compile(r"[0-9a-f]{40}")
-T = TypeVar("T")
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE chains (branch TEXT PRIMARY KEY, tip TEXT NOT NULL, length INTEGER NOT NULL);
@@ -55,7 +59,7 @@ CREATE INDEX merged_by_branch ON merged (branch, pos);
 _TABLES = ("meta", "chains", "ops", "undos", "merged")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Located:
     """Op ``op`` at ``commit`` on the branch, and the later ops on it that list it as undone."""
 
@@ -64,7 +68,7 @@ class Located:
     undone_by: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Hit:
     """Op ``op`` recorded at ``commit``, on the history of ``branch``."""
 

@@ -9,7 +9,8 @@ once per class, when the class first builds a value, so building one costs what 
 costs; ``__eq__``, ``__repr__``, (frozen) ``__hash__`` and the refusing ``__setattr__`` are
 plain functions over the fields (compiling them too cost a hook about 3 ms). Defaults come from
 the class body; ``field(default_factory=...)`` makes a new value for each instance, ``field(default=...,
-compare=False)`` leaves a field out of equality and hashing. ``replace`` copies a record with
+compare=False)`` leaves a field out of equality and hashing; a ``__post_init__`` the class
+defines runs last, as a dataclass's does. ``replace`` copies a record with
 some fields changed (``dataclasses.replace`` does not take records). Type checkers read
 ``record`` as a dataclass decorator (``dataclass_transform``), so calls are checked as before.
 
@@ -52,13 +53,15 @@ def field(*, default: Any = _MISSING, default_factory: Callable[[], Any] | None 
     return _Field(default, default_factory, compare)
 
 
-def _init_source(names: tuple[str, ...], with_default: set[str], made: set[str]) -> str:
+def _init_source(names: tuple[str, ...], with_default: set[str], made: set[str],
+                 post_init: bool = False) -> str:
     """The source of a record class's ``__init__`` (every name in it is a field's or ours;
-    field names are identifiers)."""
+    field names are identifiers); it ends calling ``__post_init__`` when the class has one."""
     params = ", ".join(f"{n}=_default_{n}" if n in with_default else n for n in names)
     sets = [f"    _set(self, {n!r}, _make_{n}() if {n} is _MISSING else {n})" if n in made
             else f"    _set(self, {n!r}, {n})" for n in names]
-    return "\n".join([f"def __init__(self{', ' if names else ''}{params}):", *sets, "    pass"])
+    end = "    self.__post_init__()" if post_init else "    pass"
+    return "\n".join([f"def __init__(self{', ' if names else ''}{params}):", *sets, end])
 
 
 def _compared(cls: type, names: tuple[str, ...], compared: list[str], frozen: bool
@@ -112,7 +115,7 @@ def record(*, frozen: bool = False) -> Callable[[type[T]], type[T]]:
                     setattr(cls, name, spec.default)
                 else:
                     delattr(cls, name)
-        source = _init_source(names, with_default, made)
+        source = _init_source(names, with_default, made, "__post_init__" in cls.__dict__)
 
         def first(self: Any, *args: Any, **kwargs: Any) -> None:
             # Compiled on first use: a class a process never builds costs nothing.

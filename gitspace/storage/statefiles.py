@@ -56,15 +56,16 @@ def read(base: Path, rel: str, limit: int = STATE_CAP) -> bytes | None:
                            "regular files there), then run the command again.") from None
 
 
-def write(base: Path, rel: str, data: bytes) -> None:
-    """Make state file ``base/rel`` hold ``data`` (a temporary file, then a rename)."""
+def write(base: Path, rel: str, data: bytes, mode: int = 0o644) -> None:
+    """Make state file ``base/rel`` hold ``data`` (a temporary file, then a rename; ``mode``:
+    0o600 for a secret, whatever the umask)."""
     *parts, name = rel.split("/")
     with _walk(base, parts, make=True) as fd:
         assert fd is not None  # (made)
         for _ in range(8):
             tmp = f".{name}.{os.urandom(6).hex()}.tmp"  # (secrets costs a hook its import)
             try:
-                out = os.open(tmp, _NEW, 0o644, dir_fd=fd)
+                out = os.open(tmp, _NEW, mode, dir_fd=fd)
                 break
             except FileExistsError:
                 continue
@@ -72,6 +73,8 @@ def write(base: Path, rel: str, data: bytes) -> None:
             raise StateRefused(f"gitspace could not make a temporary file in {base.joinpath(*parts)}.",
                                hint="Remove the stray .tmp files there, then try again.")
         try:
+            if mode != 0o644:
+                os.fchmod(out, mode)  # (a secret's: open's mode is masked by the umask)
             with os.fdopen(out, "wb") as stream:
                 stream.write(data)
             os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)

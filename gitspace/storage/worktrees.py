@@ -63,11 +63,13 @@ class LinkedWorktrees:
                 continue
         return None
 
-    def add_worktree(self, path: Path, branch: str) -> None:
-        """Check ``branch`` out into a new linked work tree at ``path``."""
-        self._worktree_git("add", "--quiet", "--", str(path), branch)
+    def add_worktree(self, path: Path, branch: str, *, checkout: bool = True) -> None:
+        """Check ``branch`` out into a new linked work tree at ``path`` (``checkout=False``:
+        its HEAD only, no index and no file: whoever uses it fills it)."""
+        self._worktree_git("add", "--quiet", *([] if checkout else ["--no-checkout"]), "--",
+                           str(path), branch)
 
-    def place_worktree(self, target: Path, branch: str) -> None:
+    def place_worktree(self, target: Path, branch: str, *, checkout: bool = True) -> None:
         """``add_worktree`` at ``target``, never through a link put there.
 
         git accepts an empty folder for a new worktree and follows a link to one, so it is never
@@ -82,7 +84,7 @@ class LinkedWorktrees:
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.gitspace-", dir=target.parent))
         inner, placed = staging / target.name, False
         try:
-            self.add_worktree(inner, branch)
+            self.add_worktree(inner, branch, checkout=checkout)
             try:
                 os.rename(inner, target)
             except OSError as e:

@@ -57,7 +57,7 @@ from ..errors import BadArguments, Conflict, GitCommandError, GitspaceError, Led
 from ..storage import ledger, statefiles
 from ..storage.gitrepo import GitRepo
 from ..storage.worktrees import Worktree
-from . import merge_journal
+from . import agent_worktrees, merge_journal
 
 BRANCH_PREFIX = "agent/"
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -247,7 +247,7 @@ def _attach(repo: GitRepo, name: str, at: Path | None) -> Attached:
                  "'gitspace init DIR'.",
         )
     if mine is not None and mine.prunable:  # its folder was deleted by hand: drop git's record
-        repo.forget_worktree(target)
+        agent_worktrees.forget(repo, target)
     elif mine is not None or (at is None and target.exists()):  # (--at: _place checked it)
         raise GitspaceError(f"{target} exists but is not a registered worktree of an agent.",
                             hint="Look inside it, move it away, then attach again.")
@@ -265,7 +265,7 @@ def _attach(repo: GitRepo, name: str, at: Path | None) -> Attached:
                            hint="Switch that checkout to another branch, or pick another name.")
     if at is None:  # never through a link: the worktree lives inside the git directory
         statefiles.folder(repo.commondir, "gitspace", "worktrees")
-        repo.add_worktree(target, branch)
+        agent_worktrees.make(repo, target, branch)
     else:
         _add_at(repo, target, branch, name)
     return Attached(name, branch, target, tip, len(dirty_paths(repo)), existed=False,
@@ -313,14 +313,14 @@ def _place(repo: GitRepo, at: Path, trees: list[Worktree]) -> Path:
 
 def _add_at(repo: GitRepo, target: Path, branch: str, name: str) -> None:
     """Check ``branch`` out at ``target`` for agent ``name``, never through a link put there
-    (``place_worktree``), and mark it the agent's."""
+    (``agent_worktrees.make``), and mark it the agent's."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    repo.place_worktree(target, branch)
+    agent_worktrees.make(repo, target, branch)
     try:
         _mark(repo, target, name)
     except BaseException:
         try:  # just made, holds nothing of anyone's
-            repo.remove_worktree(target, force=True)
+            agent_worktrees.remove(repo, target, force=True)
         except GitspaceError:
             pass
         raise
@@ -419,7 +419,7 @@ def detach(path: str | os.PathLike[str], name: str, force: bool = False) -> Deta
             tip = ws.tip()
             sessions = _archive_sessions(repo, name, found.path)
             try:
-                repo.remove_worktree(found.path, force=force)
+                agent_worktrees.remove(repo, found.path, force=force)
             except GitCommandError as e:
                 if sessions is not None:
                     os.replace(sessions, found.path / ".gitspace")

@@ -97,6 +97,7 @@ def locate(ws: Workspace, path: object) -> Location:
         paths.check_writable(rel, path)
     except PathRefused as e:
         raise PathRefused(e.message, hint=PATH_HINT) from None
+    ws.files.whole(FOLDER)  # (a delegated child's work tree fills as it is touched: this is read whole)
     _refuse_links(ws.root, rel, path)
     return Location(f"{MODEL_ROOT}/{sub}" if sub else MODEL_ROOT, rel, ws.root / rel)
 

@@ -163,6 +163,7 @@ def take(ws: Workspace, copy_budget: int = 0) -> Before:
     """What the work tree holds before a script runs (see the module docstring). Files over the
     cap are copied aside while ``copy_budget`` bytes last (a mutating script, which may well
     write them, can then be undone exactly); past it they are only fingerprinted."""
+    ws.files.whole()  # (a delegated child's work tree fills as it is touched: watched, it is whole)
     _aside_folder(ws)  # before the script runs: a folder no undo could use is refused now
     before = Before(started_ns=time.time_ns())
     for rel in ws.repo.status_paths():

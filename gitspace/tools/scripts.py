@@ -55,6 +55,7 @@ _catalogs_lock = threading.Lock()
 
 def catalog(ws: Workspace) -> script_header.Catalog:
     """Every constraint script ``ws`` offers, and every refused declaration."""
+    ws.files.stat("constraints")  # (a delegated child's work tree fills as it is touched)
     folders = (builtin_dir(), ws.root / "constraints")
     stamp = _stamp(folders)
     with _catalogs_lock:
@@ -117,9 +118,14 @@ def _cache_dir(ws: Workspace) -> Path:
 
 
 def _run(ws: Workspace, script: script_header.Script, args: dict[str, Any],
-         now: int | None = None) -> script_runner.RunResult:
+         now: int | None = None, *, reads_only: bool = False) -> script_runner.RunResult:
+    """Run ``script`` where every file of the work tree is on disk (``Files.whole``); one that
+    only reads (a built-in read-only script, unwatched) wherever they are (``Files.reader``: a
+    delegated child that changed nothing reads its parent's, with its parent's cache)."""
     extra = {"GITSPACE_NOW": str(now)} if now is not None else None
-    return script_runner.run(script, args, cwd=ws.root, cache_dir=_cache_dir(ws), extra_env=extra)
+    cwd, gitdir = ws.files.reader() if reads_only else (ws.files.whole(), None)
+    cache = statefiles.folder(gitdir, "gitspace", "cache") if gitdir else _cache_dir(ws)
+    return script_runner.run(script, args, cwd=cwd, cache_dir=cache, extra_env=extra)
 
 
 def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any],
@@ -127,7 +133,8 @@ def run_script(ws: Workspace, script: script_header.Script, args: dict[str, Any]
     if script.mutates:
         return _run_mutating(ws, script, args, who)
     script_guard.settle(ws)  # (for every later git status, whoever runs it)
-    result = _run(ws, script, args) if _ours(ws, script) else _run_watched(ws, script, args)
+    result = _run(ws, script, args, reads_only=True) if _ours(ws, script) else \
+        _run_watched(ws, script, args)
     if not result.ok:
         raise ToolFailed(result.message(), hint=_failed_hint(script))
     return Result(ok=True, text=result.text, tool=who.tool)

@@ -500,3 +500,58 @@ def test_a_child_that_cannot_be_set_up_is_an_error_result_and_leaves_nothing(
     children = [s for s in listing(ws_root) if s.parent_session]
     assert [s.status for s in children] == ["failed", "failed"]
     assert_clean(ws_root)
+
+
+def test_a_child_holds_only_what_it_touched_and_its_scripts_read_the_files_it_sees(
+        ws_root: Path, fake_api: FakeAnthropic) -> None:
+    """The child's worktree starts empty and fills as it is touched (team/agent_worktrees.py):
+    a read of data/2/ brings that folder, not data/1/; a read-only built-in script (grep) reads
+    the parent's files while the child has written nothing, and the child's own once it has."""
+    with gitspace.init(ws_root, agent="boss") as ws:
+        for folder in range(3):
+            for n in range(5):
+                path = ws_root / "data" / str(folder) / f"f{n}.txt"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(f"needle {folder}/{n}\n")
+        assert ws.snapshot().ok
+    seen: dict[str, Any] = {}
+
+    def worktree() -> Path:
+        [line] = [line for line in git(ws_root, "worktree", "list").splitlines()
+                  if "[delegate/" in line]
+        return Path(line.split()[0])
+
+    def grep_found(use_id: str, *wanted: str) -> Any:
+        def check(body: dict[str, Any]) -> None:
+            [result] = last_results(body)
+            assert result["tool_use_id"] == use_id and not result.get("is_error"), result
+            for text_ in wanted:
+                assert text_ in result["content"], result["content"]
+            seen[use_id] = sorted(p.relative_to(worktree()).as_posix()
+                                  for p in worktree().rglob("*.txt"))
+        return check
+
+    fake_api.reply(tool_use("toolu_p1", "delegate", {"task": "Look around."}),
+                   stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_c1", "view", {"path": "data/2/f1.txt"}),
+                   stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_c2", "grep", {"pattern": "needle", "path": "data",
+                                                 "max_matches": 100}),
+                   stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_c3", "create", {"path": "data/1/mine.txt",
+                                                   "file_text": "needle mine\n"}),
+                   stop_reason="tool_use", check=grep_found("toolu_c2", "data/1/f3.txt"))
+    fake_api.reply(tool_use("toolu_c4", "grep", {"pattern": "needle mine", "path": "data"}),
+                   stop_reason="tool_use")
+    fake_api.reply(tool_use("toolu_c5", "return", {"value": "seen"}), stop_reason="tool_use",
+                   check=grep_found("toolu_c4", "data/1/mine.txt"))
+    fake_api.reply(text("Done."), check=answered("toolu_p1", '"seen"'))
+    outcome = run(ws_root, fake_api, "Have a look.")
+    fake_api.done()
+
+    assert outcome.status == "done"
+    assert seen["toolu_c2"] == [f"data/2/f{n}.txt" for n in range(5)], "more than it touched"
+    assert "data/0/f0.txt" in seen["toolu_c4"]  # made whole for the script, once it wrote
+    assert files(ws_root)["data/1/mine.txt"] == "needle mine\n"
+    assert worktrees(ws_root) == 1
+    assert_clean(ws_root)

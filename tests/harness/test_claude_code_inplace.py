@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from claude_code import ClaudeCode, new_session
 from conftest import changed_files, git_env, ops
 from fake_anthropic import FakeAnthropic, text, tool_use
@@ -46,8 +47,9 @@ def person(root: Path, *args: str) -> str:
     return proc.stdout
 
 
-def gs(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def gs(root: Path, *args: str, resident: bool = False) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"}
+    env["GITSPACE_RESIDENT"] = "on" if resident else "off"  # (through the resident recorder?)
     proc = subprocess.run([sys.executable, "-m", "gitspace", "-C", str(root), *args], env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, f"gitspace {args}:\n{proc.stdout}{proc.stderr}"
@@ -164,13 +166,13 @@ class Script:
 
 
 def _compare(claude_code: ClaudeCode, fake_api: FakeAnthropic, tmp_path: Path,
-             switch_mid_session: bool) -> tuple[Path, Script]:
+             switch_mid_session: bool, resident: bool = False) -> tuple[Path, Script]:
     CLOCK["now"] = int(time.time()) - 3600  # the repository's commits: an hour ago
     original = the_repository(tmp_path)
     control, recorded = tmp_path / "control", tmp_path / "recorded"
     shutil.copytree(original, control, symlinks=True)
     shutil.copytree(original, recorded, symlinks=True)
-    out = gs(recorded, "hooks", "install", "claude-code")
+    out = gs(recorded, "hooks", "install", "claude-code", resident=resident)
     assert "settings.local.json" in out.stdout and "in place" in out.stdout
     scripts = {root: Script(claude_code, fake_api, root) for root in (control, recorded)}
     for step in ("first", "between", "second"):  # each step in both copies, in turn
@@ -188,9 +190,19 @@ def _compare(claude_code: ClaudeCode, fake_api: FakeAnthropic, tmp_path: Path,
     return recorded, scripts[recorded]
 
 
+@pytest.mark.parametrize("resident", [False, True], ids=["in each hook", "resident recorder"])
 def test_recording_in_place_leaves_the_checkout_as_a_control_copy(
-        claude_code: ClaudeCode, fake_api: FakeAnthropic, tmp_path: Path) -> None:
-    root, _ = _compare(claude_code, fake_api, tmp_path, switch_mid_session=False)
+        claude_code: ClaudeCode, fake_api: FakeAnthropic, tmp_path: Path, resident: bool) -> None:
+    root, _ = _compare(claude_code, fake_api, tmp_path, switch_mid_session=False,
+                       resident=resident)
+    try:
+        _compared(root)
+    finally:
+        if resident:  # (stopped, and everything it kept removed: the settings stay compared)
+            gs(root, "hooks", "uninstall", "claude-code")
+
+
+def _compared(root: Path) -> None:
     line = "refs/gitspace/lines/main"
     recorded = [op for op in ops(root, line) if op.source == "harness"]
     assert [(op.tool, op.tool_use_id, op.paths) for op in recorded] == [

@@ -52,8 +52,9 @@ def test_install_merges_and_is_idempotent(root: Path, tmp_path: Path) -> None:
     assert post[1]["hooks"][0] == {"type": "command", "command": "gitspace hook claude-code",
                                    "timeout": 30}
     assert data["hooks"]["Notification"] == USERS_OWN["hooks"]["Notification"]
-    assert set(data["hooks"]) == {"PreToolUse", "PostToolUse", "PostToolUseFailure",
-                                  "UserPromptSubmit", "Stop", "Notification"}
+    assert set(data["hooks"]) == {"SessionStart", "PreToolUse", "PostToolUse",
+                                  "PostToolUseFailure", "UserPromptSubmit", "Stop", "SessionEnd",
+                                  "Notification"}
     assert ops(root)[-1].source == "external"
     assert_clean(root)
 

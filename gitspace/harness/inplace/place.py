@@ -154,7 +154,8 @@ class InPlace(Place):
         self.known_at = known_at
         if self.starting:  # no line to compare with yet: the person's index is the start
             rec.tree = known_at
-        candidates = set(privateindex.changed(repo, self.index))
+        candidates = self._hinted(rec) if self.options.changed is not None and not rec.missed \
+            and not self.starting else set(privateindex.changed(repo, self.index))
         candidates |= {c.path for c in repo.diff_trees(known_at, rec.tree)}
         rec.scanned |= candidates
         ours = {p for p in candidates if p not in exclude}
@@ -171,6 +172,24 @@ class InPlace(Place):
                 found[rel] = seen
         rec._skipped(skipped)
         return found
+
+    def _hinted(self, rec: Recorder) -> set[str]:
+        """What a watcher saw change since the last scan (``Options.changed``), for the paths
+        git would list against the private index: a folder it names stands for every file the
+        tree holds below it (the watcher names the disk's), and a file git ignores that the
+        tree does not hold is left out, as git's own listing leaves it."""
+        from ...core.userfiles import ignored
+
+        assert self.options.changed is not None
+        repo, found = self.repo, set()
+        for rel in self.options.changed:
+            entry = repo.entry_at(rec.tree, rel)
+            if entry is not None and entry.is_tree:
+                found |= {f"{rel}/{sub}" for sub, _ in repo.walk_files(entry.sha)}
+            else:
+                found.add(rel)
+        return found - ignored(repo, [p for p in found if repo.entry_at(rec.tree, p) is None],
+                               untracked=True)
 
     def outside(self, rec: Recorder, changes: dict[str, Entry | None], note: str) -> None:
         if not self.starting:
