@@ -70,6 +70,9 @@ def _describe(event: Event) -> str | None:
     if event.kind == "compacted":
         return (f"  {event.step:>3} compacted the conversation: {event.before:,} -> "
                 f"{event.size:,} characters")
+    if event.kind == "switched":
+        return (f"  Switched from branch {event.text} to {event.name}, where this session "
+                "stopped (its ops are there).")
     if event.kind == "retry":
         return f"  {event.step:>3} reply cut off inside a tool call; asking again with {event.text}"
     return None

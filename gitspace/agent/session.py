@@ -77,6 +77,9 @@ MIN_REWRITE = 1 << 20  # ...and at least this many bytes, before a save writes a
 
 # What the loop does next: call the model, or run the tools of the last assistant message.
 CALL, TOOLS = "call", "tools"
+# How a run that did not end stopped: killed (still "running" on disk), cut off by an error it
+# did not expect ("crashed") or by Ctrl-C ("interrupted"). Each goes on with a resume.
+UNFINISHED = ("running", "crashed", "interrupted")
 
 
 @dataclass
@@ -119,6 +122,8 @@ class Session:
     value: Any = None  # the value it returned (status "returned")
     branch: str | None = None  # the branch it works on
     base: str | None = None  # the commit that branch was at when it started
+    at_branch: str | None = None  # the branch checked out when the run last stopped (its tools
+    # may switch): where a resume goes on
     # A delegated child: the session and delegate call it answers to, how deep it runs, and the
     # commit of the parent's branch its ops joined (None: not joined, or not a child).
     parent_session: str | None = None
@@ -318,6 +323,32 @@ def _read_old(root: Path, data: bytes, path: Path, session_id: str) -> Session:
     session = _build(root, state, messages, session_id)
     session._old_file = True
     return session
+
+
+def player_state_at(session: Session, tool_use_id: str) -> dict[str, Any] | None:
+    """The player's notes (``client_state``) as saved with the reply that asked for call
+    ``tool_use_id``: what a fork's player starts from. None when the file no longer holds that
+    save (a later snapshot replaced the lines, or it is a format-1 file)."""
+    if session.root is None:
+        return None
+    try:
+        found = bounded.read_inside(session.root, _rel(session.id), bounded.JSON_CAP,
+                                    what="The session file")
+    except GitspaceError:
+        return None
+    lines = (found or b"").split(b"\n")[1:-1]  # (the snapshot, and a save cut off: neither)
+    for line in lines:
+        try:
+            record = json.loads(line)
+            added = record.get("add", [])
+            state = record.get("set", {}).get("client_state")
+        except (ValueError, AttributeError):
+            return None
+        if any(isinstance(m, dict) and m.get("role") == "assistant" and isinstance(
+                m.get("content"), list) and any(isinstance(b, dict) and b.get("id") == tool_use_id
+                                               for b in m["content"]) for m in added):
+            return state if isinstance(state, dict) else None
+    return None
 
 
 def _other_version(path: Path) -> BadArguments:

@@ -126,7 +126,7 @@ def run(
         watcher = start_watcher(ws.root, quiet=as_json) if watch_edits else None
         try:
             if at is not None:
-                outcome = loop.begin(_forked(loop, at, task or "", to_stderr or as_json))
+                outcome = loop.fork(at, task or "", _said_forked(at, to_stderr or as_json))
             else:
                 outcome = loop.resume(resume, task) if resume else loop.start(task or "")
         finally:
@@ -163,16 +163,13 @@ RUN_EXIT = {
 }
 
 
-def _forked(loop: Any, at: Any, task: str, quiet: bool) -> Any:
-    """The fork's new session, on its new branch (said on stderr when stdout is for data)."""
-    from ..agent import fork as forking
-
-    session = loop.new_session(task)
-    branch = forking.prepare(loop.ws, session, at, task)
-    echo(f"Forked session {at.session.id} after op {at.op.op_id} ({at.op.tool}) onto the new "
-         f"branch {branch}, as session {session.id}; {at.session.branch or 'its branch'} is "
-         "unchanged.", err=quiet)
-    return session
+def _said_forked(at: Any, quiet: bool) -> Any:
+    """What says where the fork runs, once it is made (on stderr when stdout is for data)."""
+    def said(session: Any, branch: str) -> None:
+        echo(f"Forked session {at.session.id} after op {at.op.op_id} ({at.op.tool}) onto the "
+             f"new branch {branch}, as session {session.id}; "
+             f"{at.session.branch or 'its branch'} is unchanged.", err=quiet)
+    return said
 
 
 def _schema(text: str) -> Any:

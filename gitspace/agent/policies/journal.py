@@ -89,7 +89,7 @@ class JournalPolicy(Policy):
                 "top": []}
 
     def load_state(self, state: dict[str, Any]) -> None:
-        if state and set(self.initial()) - set(state["notes"]):
+        if "notes" in state and set(self.initial()) - set(state["notes"]):
             raise GitspaceError("This session was started by an older journal policy, whose notes "
                                 "this one cannot carry on.",
                                 hint="Start a new run; the summaries it wrote are in the git log.")
