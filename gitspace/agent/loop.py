@@ -42,7 +42,7 @@ from .clients import ModelError
 from .definitions import system_blocks, tool_definitions
 from .model import DONE, Block, ModelClient, Reply, tool_result_block
 from .returns import RETURN, Returns, dumps
-from .session import CALL, TOOLS, Session, require_readable
+from .session import CALL, TOOLS, Session, find, require_readable
 
 MAX_TOKENS_CEILING = 16_384
 
@@ -144,7 +144,7 @@ class Loop:
         """Continue a saved session where it stopped; with ``message``, continue one that ended
         (done, or stopped at a limit) with a new message from the user: its history, compaction
         and ops carry on as they were. A delegated child runs only as its parent's call."""
-        session = Session.load(self.sessions, session_id)
+        session = find(self.sessions, session_id)  # (any form of its id)
         if session.parent_session is not None:
             raise GitspaceError(
                 f"Session {session.id} was delegated by session {session.parent_session} (its "

@@ -65,6 +65,7 @@ from typing import Any
 
 from ..errors import BadArguments, GitspaceError, NotFound
 from ..storage import bounded, ledger
+from ..storage import ids as shortids
 from ..storage.files import FILE_MODE, Files
 from . import shapes
 from .model import Message
@@ -378,16 +379,18 @@ def exists(root: Path, session_id: str) -> bool:
 
 
 def find(root: Path, text: str) -> Session:
-    """The saved session ``text`` names: its id, or a unique start or end of it (as lists show
-    them). Ambiguity is an error listing the candidates."""
+    """The saved session ``text`` names: any form of its id (``storage/ids.py``: the id, its
+    short form ``s-...`` as lists show it, a unique start or end). Ambiguity is an error
+    listing the candidates."""
     known = ids(root)
     if text in known:
         return Session.load(root, text)
-    hits = [i for i in known if text and (i.startswith(text) or i.endswith(text))]
+    hits = [i for i in known if shortids.names_session(text, i)]
     if len(hits) == 1:
         return Session.load(root, hits[0])
     if hits:
-        raise BadArguments(f"{text!r} matches {len(hits)} sessions: {', '.join(hits[:10])}.",
+        shown = ", ".join(f"{shortids.session(i)} ({i})" for i in hits[:10])
+        raise BadArguments(f"{text!r} matches {len(hits)} sessions: {shown}.",
                            hint="Give more of the session id.")
     raise NotFound(f"There is no saved session {text!r} in {root}.",
                    hint="'gitspace sessions' lists them.")

@@ -22,6 +22,7 @@ from .common import (
     render,
     show_result,
     state,
+    usage,
 )
 
 HARNESS = Annotated[str, typer.Argument(help=f"{listed()}.")]
@@ -117,28 +118,44 @@ def record() -> None:
 
 def rewind(
     which: Annotated[Optional[str], typer.Argument(  # noqa: UP045
-        help="A turn number (of the latest session), a checkpoint name, or an op id.")] = None,
-    session: Annotated[Optional[str], typer.Option(help="The session (id or its start).")] = None,  # noqa: UP045
+        help="A turn number (of the latest session, or of --session's), a turn's mark, or an "
+             "op id.")] = None,
+    session: Annotated[Optional[str], typer.Option(help=(  # noqa: UP045
+        "The session whose turn the number is (its short form s-..., or any start or end of "
+        "its id)."))] = None,
     every_file: Annotated[bool, typer.Option("--all", help=(
         "In a checkout of your own: every file as it was then, not only those the agent "
         "changed (your changes since are recorded first, then overwritten)."))] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Restore the files to the end of an earlier turn (or right after an op), as a new op.
-    Without an argument, list the turns."""
+    Without an argument, list the turns, each session's in its order."""
     from ..harness import rewind as rewinding
+    from ..harness import turns
 
     with open_workspace() as ws:
-        if in_place(ws) is not None:
-            _rewind_in_place(ws, which, every_file, as_json)
-            return
+        here = in_place(ws) is not None
+        marks = turns.listed(ws, here)
         if which is None:
-            marks = rewinding.turns(ws)
-            data = [{"turn": t.number, "session": t.prefix, "checkpoint": t.name,
-                     "commit": t.commit, "time": t.time, "message": t.message} for t in marks]
+            data = [{"turn": t.number, "session": t.prefix, "session_short": t.session,
+                     "checkpoint": t.mark, "commit": t.commit, "time": t.time,
+                     "message": t.message} for t in marks]
             emit_json(data, "turns") if as_json else render().turns(data)
             return
-        show_result(rewinding.rewind(ws, which, session), as_json)
+        if which.isascii() and which.isdigit():  # ('²' is a digit to isdigit, not to int)
+            turn = turns.pick(marks, int(which), session)
+            target, named = turn.mark, turn.name
+            if not as_json and session is None and len({t.prefix for t in marks}) > 1:
+                echo(f"Turn {which} of the latest session, {turn.session} (turns are counted "
+                     "in each session; --session picks another).", err=True)
+        elif session is not None:
+            usage("--session goes with a turn number: 'gitspace rewind N --session S'.")
+        else:
+            target, named = which, which
+        if here:
+            _rewind_in_place(ws, target, named, every_file, as_json)
+        else:  # (a restore: every file, with --all or not)
+            show_result(rewinding.rewind(ws, target), as_json)
 
 
 def gc(
@@ -170,24 +187,18 @@ def gc(
         repo.close()
 
 
-def _rewind_in_place(ws: Any, which: str | None, every_file: bool, as_json: bool) -> None:
-    from ..core import line
+def _rewind_in_place(ws: Any, target: str, named: str, every_file: bool, as_json: bool) -> None:
     from ..harness import inplace
     from ..harness.events import Options
+    from ..storage import ids
 
-    if which is None:
-        marks = [(ref[len(line.TURNS):], tip) for ref, tip, _ in ws.repo.refs(line.TURNS.rstrip("/"))]
-        data = [{"turn": int(name.rsplit("-turn-", 1)[1].split(".")[0]),
-                 "session": name.rsplit("-turn-", 1)[0], "checkpoint": name, "commit": tip,
-                 "time": int(ws.repo.commit(tip).committer.rsplit(" ", 2)[1]), "message": ""}
-                for name, tip in marks if "-turn-" in name]
-        data.sort(key=lambda d: d["time"])
-        emit_json(data, "turns") if as_json else render().turns(data)
-        return
-    taken = inplace.rewind(ws.repo, which, every_file, Options(max_file_bytes=ws.max_file_bytes))
-    if taken.op is None:
-        echo(f"unchanged: your files already are as {which} left them.")
+    taken = inplace.rewind(ws.repo, target, every_file, Options(max_file_bytes=ws.max_file_bytes))
+    if as_json:
+        emit_json({"op": taken.op, "op_short": ids.op(taken.op) if taken.op else None,
+                   "turn": named, "files": taken.files, "took_back": taken.took_back}, "taken")
+    elif taken.op is None:
+        echo(f"unchanged: your files already are as {named} left them.")
     else:
-        echo(f"Rewound {'every file' if every_file else 'the files the agent changed'} to {which} "
-             f"({', '.join(taken.files[:10])}) as op {taken.op}; your index and HEAD are as "
-             "they were.")
+        echo(f"Rewound {'every file' if every_file else 'the files the agent changed'} to "
+             f"{named} ({', '.join(taken.files[:10])}) as op {ids.op(taken.op)}; your index "
+             "and HEAD are as they were.")

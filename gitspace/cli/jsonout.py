@@ -24,26 +24,27 @@ FIELDS: dict[str, list[str]] = {
     "branches": ["name", "tip", "current"],
     "result": ["ok", "text", "tool", "op", "op_short", "commit", "changed", "external_op", "notes"],
     "verify": ["ok", "commits", "ops", "foreign", "problems"],
-    "sessions": ["session", "status", "agent", "client", "scripted", "steps", "task",
+    "sessions": ["session", "session_short", "status", "agent", "client", "scripted", "steps", "task",
                  "parent_session", "parent_tool_use_id", "depth"],
-    "session": ["session", "status", "agent", "client", "scripted", "steps", "task",
+    "session": ["session", "session_short", "status", "agent", "client", "scripted", "steps", "task",
                 "parent_session", "parent_tool_use_id", "depth", "answer", "stats", "ops",
                 "returns", "value", "children"],
-    "run": ["status", "text", "session", "calls", "steps", "stats", "exit_code", "value",
+    "run": ["status", "text", "session", "session_short", "calls", "steps", "stats", "exit_code", "value",
             "branch"],
     "tools": ["tools", "notes"],
     "attach": ["agent", "branch", "path", "start", "dirty", "existed", "resumed"],
     "agents": ["agent", "branch", "path", "tip", "ops", "last_op", "last_tool", "last_time"],
     "hooks": ["harness", "scope", "path", "installed", "partial", "command"],
-    "turns": ["turn", "session", "checkpoint", "commit", "time", "message"],
+    "turns": ["turn", "session", "session_short", "checkpoint", "commit", "time", "message"],
+    "taken": ["op", "op_short", "turn", "files", "took_back"],
     "sync": ["remote", "branch", "tip", "pulled", "rebased", "pushed", "dropped", "checkpoints",
              "attempts", "notes", "pushes", "waiting"],
     "replay": ["tip", "base", "total", "start", "reexecuted", "as_recorded", "recorded_why",
                "unverified", "scripts", "empty", "fetched", "onto", "branch", "created",
                "leftover", "ok", "result", "checked", "divergence"],
 }
-OP_FIELDS = ["id", "short", "tool", "args", "source", "agent", "session", "tool_use_id", "undo_of",
-             "redo_of", "parent_session", "parent_tool_use_id"]
+OP_FIELDS = ["id", "short", "tool", "args", "source", "agent", "session", "session_short",
+             "failed", "tool_use_id", "undo_of", "redo_of", "parent_session", "parent_tool_use_id"]
 
 
 class UnknownField(ValueError):

@@ -12,7 +12,7 @@ import string
 import time
 from typing import Any
 
-from ..storage import ledger
+from ..storage import ids, ledger
 
 OP_SHORT = ledger.SHORT  # the op-id suffix gitspace shows everywhere (ledger.short_id)
 TEMPLATE_FIELDS = {
@@ -21,11 +21,13 @@ TEMPLATE_FIELDS = {
     "op": "the full op id",
     "op_short": f"the last {OP_SHORT} characters of the op id, as log shows them",
     "commit": "the full commit id",
-    "short": "the first 12 characters of the commit id",
+    "short": f"the first {ids.COMMIT} characters of the commit id",
     "agent": "who made it: the agent, or the person (their git user.name)",
     "tool": "the tool (ops) or 'commit'",
     "source": "tool, harness, external, init or transcript ('-' for other commits)",
     "session": "the session id ('-' if none)",
+    "session_short": "the session's short form, s- and 8 characters, as listings show it",
+    "failed": "why the harness call failed, as it said ('-' if it did not fail)",
     "parent": "the session that delegated the op's session ('-' if none)",
     "depth": "how many delegated calls deep the op was made (0: not delegated)",
     "tool_use_id": "the model's or harness's id of the tool call ('-' if none)",
@@ -51,11 +53,13 @@ def values(e: Any, depth: int = 0) -> dict[str, str]:
     raw = {
         "time": when(e.time), "timestamp": str(e.time),
         "op": op.op_id if op else "-", "op_short": short(e),
-        "commit": e.commit, "short": e.commit[:12],
+        "commit": e.commit, "short": ids.commit(e.commit),
         "agent": e.agent,
         "tool": op.tool if op else "commit",
         "source": op.source if op else "-",
         "session": (op.session or "-") if op else "-",
+        "session_short": ids.session(op.session) if op and op.session else "-",
+        "failed": e.failed if e.failed is not None else "-",
         "parent": (op.parent_session or "-") if op else "-",
         "depth": str(depth),
         "tool_use_id": (op.tool_use_id or "-") if op else "-",
@@ -73,7 +77,7 @@ def called(tool: str, depth: int) -> str:
 
 
 def short(e: Any) -> str:
-    """What names an entry in a listing: an op's short id, else the commit's first 8 characters."""
+    """What names an entry in a listing: an op's short form, else the commit's (``ids``)."""
     return str(e.short)
 
 
@@ -87,6 +91,8 @@ def compact(e: Any, depth: int = 0) -> str:
         parts.append(f"checkpoint: {v['checkpoints'].replace(',', ', ')}")
     if e.op is not None and e.op.tool_use_id:
         parts.append(f"tool_use_id: {v['tool_use_id']}")
+    if e.failed is not None:
+        parts.append(f"failed: {v['failed']}")
     if e.problem:
         parts.append(f"malformed: {one_line(e.problem)}")
     return "  ".join(parts)

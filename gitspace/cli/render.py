@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..storage import ledger
+from ..storage import ids, ledger
 from . import lines, options, pager
 
 
@@ -116,6 +116,8 @@ def timeline(entries: list[Any], depths: dict[str, int] | None = None) -> None:
         op = e.op
         files = ", ".join(e.files[:3]) + (f" +{len(e.files) - 3}" if len(e.files) > 3 else "")
         marks = " ".join(f"[green]◆ {escape(c)}[/green]" for c in e.checkpoints)
+        if e.failed is not None:
+            marks = f"[red]✗ failed: {escape(lines.one_line(e.failed))}[/red] {marks}".rstrip()
         if e.problem:
             marks += f" [red]malformed: {escape(e.problem)}[/red]"
         rows.append([
@@ -141,8 +143,11 @@ def op_detail(e: Any) -> None:
         out.print(f"op {e.short} ({op.op_id})  tool {escape(op.tool)}  source {op.source}  "
                   f"agent {escape(e.agent)}")
         if op.session or op.tool_use_id:
-            out.print(f"session {escape(op.session or '-')}  tool_use_id "
-                      f"{escape(op.tool_use_id or '-')}")
+            named = f"{ids.session(op.session)} ({op.session})" if op.session else "-"
+            out.print(f"session {escape(named)}  tool_use_id {escape(op.tool_use_id or '-')}")
+        if e.failed is not None:
+            out.print(f"[red]failed[/red]: {escape(e.failed)} (the changes it left are "
+                      "recorded)")
         out.print(f"args {escape(ledger.args_summary(op.args, 200))}")
         if op.undo_of:
             out.print(f"undoes {', '.join(ledger.short_id(u) for u in op.undo_of)}")
@@ -180,11 +185,11 @@ def turns(rows: list[dict[str, Any]]) -> None:
         out.print("No turns recorded yet ('gitspace hooks install claude-code' records them).")
         return
     table = Table(box=None, pad_edge=False)
-    for col in ("session", "turn", "checkpoint", "commit", "time"):
+    for col in ("turn", "mark", "commit", "time"):
         table.add_column(col)
-    for r in rows:
-        table.add_row(escape(r["session"]), str(r["turn"]), escape(r["checkpoint"]),
-                      r["commit"][:12], _when(r["time"]))
+    for r in rows:  # (grouped by session: a number counts the turns of one session)
+        table.add_row(f"{r['session_short']} turn {r['turn']}", escape(r["checkpoint"]),
+                      ids.commit(r["commit"]), _when(r["time"]))
     out.print(table)
 
 
@@ -228,7 +233,7 @@ def outcome(result: Any, stderr: bool = False) -> None:
     to = err if stderr else out
     colour = "green" if result.ok else "yellow"
     to.print(f"\n[{colour}]{escape(result.status)}[/{colour}] after {result.calls} model call(s) "
-             f"this run ({s.steps} in session {s.id}).")
+             f"this run ({s.steps} in session {ids.session(s.id)}).")
     to.print(escape(result.text))
     st = s.stats
     to.print(f"[dim]{st.tool_calls} tool calls, {st.bytes_read:,} characters of tool results, "
@@ -241,20 +246,20 @@ def sessions(rows: list[tuple[Any, int]]) -> None:
     if not rows:
         out.print("No saved sessions. Start one with 'gitspace run TASK'.")
         return
-    cells = [[escape(lines.called(s.id, depth)), escape(s.status), escape(s.agent or "-"),
+    cells = [[escape(lines.called(ids.session(s.id), depth)), escape(s.status), escape(s.agent or "-"),
               escape(f"{s.client} (scripted)" if s.scripted else s.client), str(s.steps),
               escape(lines.one_line(s.task))] for s, depth in rows]
     out.print(_table(["session", "status", "agent", "client", "steps", "task"], cells, ("task",)))
-    out.print("[dim]'gitspace sessions show ID' shows one run (the start or end of an id will "
-              "do).[/dim]")
+    out.print("[dim]'gitspace sessions show ID' shows one run (the id as listed, or any start or "
+              "end of it).[/dim]")
 
 
 def session(s: Any, answer: str, entries: list[Any], children: list[Any]) -> None:
     client = f"{s.client} (scripted)" if s.scripted else s.client
-    out.print(f"Session [bold]{s.id}[/bold]: {escape(s.status)}")
+    out.print(f"Session [bold]{ids.session(s.id)}[/bold] ({s.id}): {escape(s.status)}")
     out.print(f"task    {escape(s.task)}")
     if s.parent_session:
-        out.print(f"called  by session {s.parent_session} (its delegate call "
+        out.print(f"called  by session {ids.session(s.parent_session)} (its delegate call "
                   f"{escape(s.parent_tool_use_id or '?')}), {s.depth} level(s) deep")
     out.print(f"agent   {escape(s.agent or '-')}   client {escape(client)}   "
               f"{s.steps} model call(s)   {s.stats.tool_calls} tool call(s), "
@@ -270,8 +275,8 @@ def session(s: Any, answer: str, entries: list[Any], children: list[Any]) -> Non
         out.print(f"\nDelegated to {len(children)} session(s):")
         for c in children:
             got = json.dumps(c.value, ensure_ascii=False) if c.status == "returned" else c.status
-            out.print(f"  {c.id}  {escape(lines.one_line(got))}  {escape(lines.one_line(c.task))}",
-                      soft_wrap=True)
+            out.print(f"  {ids.session(c.id)}  {escape(lines.one_line(got))}  "
+                      f"{escape(lines.one_line(c.task))}", soft_wrap=True)
     out.print(f"\nHow it ended ({escape(s.status)}):")
     out.print(escape(answer or "(no final answer was saved)"))
     if s.status == "returned":

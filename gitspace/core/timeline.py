@@ -23,10 +23,14 @@ import threading
 from dataclasses import dataclass, field
 
 from ..errors import BadArguments, LedgerError, NotFound
-from ..storage import ledger
+from ..storage import ids, ledger
 from ..storage.gitrepo import GitRepo
 from . import checkpoints, depth, line, lookup
 from .workspace import Workspace
+
+# The sentence a recorder writes in a failed harness call's body (harness/record.py,
+# harness/inplace_record.py), with the harness's reason in its parentheses.
+_FAILED = re.compile(r"^The call failed \((.*)\); these are the changes it left\.$", re.M)
 
 
 @dataclass
@@ -56,9 +60,19 @@ class Entry:
 
     @property
     def short(self) -> str:
-        """What names it in a listing: an op's short id (``ledger.short_id``), else the first
-        8 characters of the commit id."""
-        return ledger.short_id(self.op.op_id) if self.op else self.commit[:ledger.SHORT]
+        """What names it in a listing: an op's short form, else the commit's (``ids``)."""
+        return ids.op(self.op.op_id) if self.op else ids.commit(self.commit)
+
+    @property
+    def failed(self) -> str | None:
+        """Why the harness call this op records failed, as the harness said (its recorder
+        writes that in the body: a failed call that left changes is still recorded); None
+        when it did not fail (or is no harness call)."""
+        if self.op is None or self.op.source != "harness":
+            return None
+        found = _FAILED.search(self.message.split("\n\n", 1)[1] if "\n\n" in self.message
+                               else "")
+        return found.group(1) if found else None
 
     def as_json(self) -> dict[str, object]:
         op = self.op
@@ -67,9 +81,11 @@ class Entry:
             "author": self.author, "agent": self.agent, "subject": self.subject,
             "files": self.files, "checkpoints": self.checkpoints,
             "op": None if op is None else {
-                "id": op.op_id, "short": ledger.short_id(op.op_id), "tool": op.tool,
+                "id": op.op_id, "short": ids.op(op.op_id), "tool": op.tool,
                 "args": op.args, "source": op.source,
-                "agent": op.agent, "session": op.session, "tool_use_id": op.tool_use_id,
+                "agent": op.agent, "session": op.session,
+                "session_short": ids.session(op.session) if op.session else None,
+                "failed": self.failed, "tool_use_id": op.tool_use_id,
                 "undo_of": list(op.undo_of), "redo_of": op.redo_of,
                 "parent_session": op.parent_session, "parent_tool_use_id": op.parent_tool_use_id,
             },
@@ -178,9 +194,9 @@ def source_of(op: ledger.Op | None) -> str:
 @dataclass(frozen=True)
 class Filters:
     """Which commits a timeline shows. Every value given must match exactly, except ``text``: a
-    case-insensitive piece of the subject or of the args, and ``session``: a session id or a
-    start or end of one, as gitspace shows them (a turn's checkpoint names 8 characters of it;
-    ``query`` refuses a part that two sessions share). ``path`` (or several, ``paths``) keeps
+    case-insensitive piece of the subject or of the args, and ``session``: any form of a session
+    id (``ids.names_session``: its short form, a start or end, a turn mark's prefix; ``query``
+    refuses a part that two sessions share). ``path`` (or several, ``paths``) keeps
     commits that change it (a file, or anything under a folder). ``since`` and ``until`` are
     dates as git reads them ("2 days ago", "2025-01-31"), on the commit time."""
 
@@ -220,7 +236,9 @@ class Filters:
         line is no false match)."""
         patterns = [f"^{key}: {_ere(value)}$" for key, _, value in self._exact()]
         if self.session:
-            patterns.append(f"^Gitspace-Session: .*{_ere(self.session)}")
+            part = ids.session_part(self.session)
+            body = part.rsplit("-", 1)[-1]  # (a turn mark's prefix: claude-code-84836b81)
+            patterns.append(f"^Gitspace-Session: .*({_ere(part)}|{_ere(body)})")
         if self.source == "script":
             patterns.append("^Gitspace-Script: ")
         elif self.source in ledger.SOURCES:
@@ -234,8 +252,8 @@ class Filters:
         for _, attr, value in self._exact():
             if op is None or getattr(op, attr) != value:
                 return False
-        if self.session and not (op is not None and op.session is not None and (
-                op.session.startswith(self.session) or op.session.endswith(self.session))):
+        if self.session and not (op is not None and op.session is not None
+                                 and ids.names_session(self.session, op.session)):
             return False
         if self.source is not None and self.source != source_of(op):
             return False
@@ -464,7 +482,8 @@ def _candidates(repo: GitRepo, revs: list[str], filters: Filters, first_parent: 
 def _one_session(text: str, sessions: set[str]) -> None:
     """A session filter that is part of two sessions' ids names neither: refuse it."""
     if len(sessions) > 1 and text not in sessions:
-        shown = ", ".join(sorted(sessions)[:5]) + (", ..." if len(sessions) > 5 else "")
+        shown = ", ".join(f"{ids.session(s)} ({s})" for s in sorted(sessions)[:5]) + (
+            ", ..." if len(sessions) > 5 else "")
         raise BadArguments(f"{text!r} is part of {len(sessions)} session ids: {shown}.",
                            hint="Give more characters of the one you mean, or the whole id.")
 

@@ -59,7 +59,8 @@ def test_codex(root: Path) -> None:
     assert [(op.tool, op.tool_use_id, op.paths, op.agent) for op in harness(root)] == [
         ("Bash", "call_1", ("hi.txt",), "codex"), ("apply_patch", "call_2", ("src/new.py",), "codex")]
     assert harness(root)[1].args == {"command": patch}
-    assert git(root, "tag", "--list").split() == ["gitspace/codex-019d036d-turn-1"]
+    # Codex's session ids are UUIDs of version 7 (the time first): a turn names the random end.
+    assert git(root, "tag", "--list").split() == ["gitspace/codex-8bfe34e4-turn-1"]
     assert_clean(root)
 
 
