@@ -8,23 +8,18 @@ them), and a workspace where gitspace's own agent ran.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import SAMPLE, git, gitspace_cli
+from conftest import SAMPLE, gitspace_cli
 from ui_server import fetch, serving
+from user_repo import ONE, TWO, claude_code_checkout
 
 from gitspace.agent.session import listing
 from gitspace.storage import ids
 
-ONE = "3d7682ec-1111-4222-8333-444455556666"  # Claude Code's ids: UUIDs of version 4
-TWO = "84836b81-aaaa-4bbb-8ccc-ddddeeeeffff"
 ULID = "01M8XWDZ0708M4W7DVE4C9N00R"
 
 
@@ -41,50 +36,9 @@ def test_each_kind_has_one_short_form() -> None:
         assert not ids.names_session(form, ONE), form
 
 
-def hook(root: Path, session: str, event: str, **extra: Any) -> None:
-    transcript = root.parent / f"{session}.jsonl"
-    body = {"session_id": session, "transcript_path": str(transcript), "cwd": str(root),
-            "hook_event_name": event, "prompt_id": "p-1", **extra}
-    proc = subprocess.run([sys.executable, "-m", "gitspace", "hook", "claude-code"], cwd=root,
-                          input=json.dumps(body).encode(), capture_output=True,
-                          env={k: v for k, v in os.environ.items() if not k.startswith("GIT")})
-    assert proc.returncode == 0 and b"gitspace:" not in proc.stderr, proc.stderr.decode()
-
-
-def turn(root: Path, session: str, use_id: str, rel: str, text: str, prompt: str,
-         failed: bool = False) -> None:
-    """One prompt, one Write (or a failing Bash that still wrote), the turn's end."""
-    with (root.parent / f"{session}.jsonl").open("a") as transcript:  # as Claude Code keeps it
-        transcript.write(json.dumps({"type": "user", "message": {"role": "user",
-                                                                  "content": prompt}}) + "\n")
-    hook(root, session, "UserPromptSubmit", prompt=prompt)
-    tool, given = ("Bash", {"command": f"echo > {rel}; false"}) if failed else (
-        "Write", {"file_path": str(root / rel), "content": text})
-    hook(root, session, "PreToolUse", tool_name=tool, tool_input=given, tool_use_id=use_id)
-    (root / rel).write_text(text)
-    if failed:
-        hook(root, session, "PostToolUseFailure", tool_name=tool, tool_input=given,
-             tool_use_id=use_id, error="Exit code 1")
-    else:
-        hook(root, session, "PostToolUse", tool_name=tool, tool_input=given,
-             tool_use_id=use_id, tool_response={"success": True})
-    hook(root, session, "Stop", stop_hook_active=False)
-
-
 @pytest.fixture
 def own(tmp_path: Path) -> Path:
-    """A person's checkout: two Claude Code sessions, two turns of the first (its second a
-    failed shell command that still wrote a file), then one of the second."""
-    root = tmp_path / "repo"
-    git(tmp_path, "init", "-q", "-b", "main", str(root))
-    (root / "a.md").write_text("a\n")
-    git(root, "add", "a.md")
-    git(root, "commit", "-q", "-m", "mine")
-    assert gitspace_cli(root, "hooks", "install", "claude-code").returncode == 0
-    turn(root, ONE, "toolu_1", "plan.md", "# plan\n", "Write the plan\nwith detail")
-    turn(root, ONE, "toolu_2", "b.md", "\n", "Make b", failed=True)
-    turn(root, TWO, "toolu_3", "c.md", "c\n", "Make c")
-    return root
+    return claude_code_checkout(tmp_path)
 
 
 def test_a_session_has_one_form_in_the_cli_the_json_and_the_web_view(own: Path) -> None:

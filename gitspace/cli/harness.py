@@ -71,6 +71,28 @@ def hooks_install(
     echo(f"Recording {wired.spec.title} in place: every tool call that changes files becomes an "
          "op on a line of gitspace's own (refs/gitspace/lines/), and nothing of yours moves: "
          "not your index, HEAD, branches, stash or files. 'gitspace log' shows the ops.")
+    if wired.changed:
+        _said_start()
+
+
+def _said_start() -> None:
+    """Say what the line starts from: the checkout as found, uncommitted and untracked files
+    copied as they were (so the agent's first op holds only its own change)."""
+    from ..core import line, timeline
+    from ..storage.gitrepo import GitRepo
+    from . import lines
+
+    repo = GitRepo.open(_start())
+    try:
+        tip = line.where(repo).tip
+        found = timeline.entry(repo, tip) if tip else None
+        if found is None or found.op is None:
+            return
+        start = {**found.as_json(), "line_start": True}
+        echo(f"The line starts from {lines.recorded(start)} (op {found.short}); these stay "
+             "yours: 'gitspace status' says what is recorded, and when.")
+    finally:
+        repo.close()
 
 
 @hooks_app.command("uninstall")
@@ -143,7 +165,8 @@ def rewind(
             emit_json(data, "turns") if as_json else render().turns(data)
             return
         if which.isascii() and which.isdigit():  # ('²' is a digit to isdigit, not to int)
-            turn = turns.pick(marks, int(which), session)
+            turn = turns.pick(marks, int(which), session,
+                              turns.latest(ws.repo, marks) if marks else None)
             target, named = turn.mark, turn.name
             if not as_json and session is None and len({t.prefix for t in marks}) > 1:
                 echo(f"Turn {which} of the latest session, {turn.session} (turns are counted "

@@ -19,7 +19,7 @@ _ENTRY = ["commit", "parents", "time", "author", "agent", "subject", "files", "c
 FIELDS: dict[str, list[str]] = {
     "log": _ENTRY,
     "show": _ENTRY,
-    "status": ["root", "branch", "detached", "tip", "pending", "too_large"],
+    "status": ["root", "branch", "detached", "tip", "pending", "too_large", "last_op"],
     "checkpoints": ["name", "commit", "branch", "agent", "time", "message"],
     "branches": ["name", "tip", "current"],
     "result": ["ok", "text", "tool", "op", "op_short", "commit", "changed", "external_op", "notes"],

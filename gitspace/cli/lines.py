@@ -128,18 +128,45 @@ def _status_in_place(data: dict[str, Any]) -> list[str]:
     out = [f"Your own checkout {data['root']}, on {where} at {data['tip'][:12]}."]
     who = ", ".join(data["recording"]) or "no harness ('gitspace hooks install NAME' turns it on)"
     out.append(f"Recording in place: {who}; ops on {data['line']}"
-               + (f" at {data['line_tip'][:12]}." if data["line_tip"] else " (none yet)."))
+               + ("." if data["line_tip"] else " (none yet)."))
+    last = data.get("last_op")
+    if last is not None:
+        out.append(f"Last recorded, {when(last['time'])}: {recorded(last)} (op "
+                   f"{last['op']['short']}).")
     if data["pending"]:
-        out.append(f"{len(data['pending'])} change(s) not recorded yet (the agent's next shell "
-                   "command or turn records them as yours, or 'gitspace snapshot' now):")
+        out.append(f"Since then, {len(data['pending'])} change(s) not recorded yet (the agent's "
+                   "next shell command or turn records them as yours, or 'gitspace snapshot' "
+                   "now):")
         out += [f"  {one_line(path)}" for path in data["pending"][:50]]
         if len(data["pending"]) > 50:
             out.append(f"  ... and {len(data['pending']) - 50} more ('gitspace status --json' "
                        "lists them all)")
-    else:
-        out.append("Everything is recorded: the work tree matches the line's last op.")
+    elif last is not None:
+        out.append("Nothing changed since: the work tree is as that op left it.")
     out += [f"not recorded: {one_line(note)}" for note in data["too_large"]]
     return out
+
+
+def recorded(entry: dict[str, Any]) -> str:
+    """What the op of a log entry (as JSON) recorded, in a sentence for people."""
+    op = entry["op"]
+    files = entry["files"]
+    listed = ", ".join(one_line(f) for f in files[:3]) + (f" and {len(files) - 3} more"
+                                                         if len(files) > 3 else "")
+    if op["tool"] == "follow":
+        args = op["args"]
+        what = ("your checkout as 'gitspace hooks install' found it" if entry.get("line_start")
+                else "your checkout after it moved (a commit, switch, rebase, stash or reset)")
+        kept = (f", with {len(files)} uncommitted or untracked file(s) recorded as they were "
+                f"({listed})" if files else ", nothing uncommitted")
+        return f"{what}: {args.get('branch') or 'HEAD'} at {str(args.get('commit'))[:12]}{kept}"
+    if op["source"] == "harness":
+        failed = f", which failed ({one_line(op['failed'])})" if op.get("failed") else ""
+        return (f"{op['agent']}'s {op['tool']} call{failed}, session {op['session_short']}: "
+                f"{one_line(entry['subject'])}")
+    if op["source"] == "external":
+        return f"your own edits of {len(files)} file(s) ({listed})"
+    return f"{one_line(entry['subject'])}, by {entry['agent']}"
 
 
 def status(data: dict[str, Any]) -> list[str]:

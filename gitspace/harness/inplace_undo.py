@@ -191,8 +191,9 @@ def _rewind_all(rec: Recorder, target: str) -> Taken:
 
 
 def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, object],
-            subject_line: str, took_back: list[str]) -> Taken:
-    """Record the op ``tool`` that writes ``writes`` and takes back the ops ``took_back``."""
+            subject_line: str, took_back: list[str], redo_of: str | None = None) -> Taken:
+    """Record the op ``tool`` that writes ``writes`` and takes back the ops ``took_back`` (or,
+    a redo, the undo ``redo_of``)."""
     repo = rec.repo
     pending = {rel: _disk(rec, rel) for rel in writes}
     # A file the line does not hold (ignored, excluded: never recorded) is the person's alone:
@@ -211,7 +212,7 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
                for rel, s in writes.items()}
     undone = tuple(took_back)
     person, agent = rec.person()
-    op = Identity(tool, agent=agent).op(args, undo_of=undone)
+    op = Identity(tool, agent=agent).op(args, undo_of=undone, redo_of=redo_of)
     body = (f"Run by {person.name} in their own checkout: only work-tree files changed, never "
             "the index or HEAD.")
     rec.record(op, entries, subject_line, body, person)

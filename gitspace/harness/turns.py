@@ -20,7 +20,7 @@ from ..core.workspace import Workspace
 from ..errors import BadArguments, NotFound
 from ..storage import ids
 from ..storage.gitrepo import GitRepo
-from . import rewind
+from . import calls, rewind, state
 from .calls import TURN
 
 
@@ -66,14 +66,23 @@ def _in_place(repo: GitRepo) -> list[Turn]:
     return found
 
 
-def pick(turns: list[Turn], number: int, session: str | None) -> Turn:
-    """Turn ``number`` of ``session`` (any form of its id), or of the latest session."""
+def latest(repo: GitRepo, turns: list[Turn]) -> str:
+    """The prefix of the session that marked a turn last: by the hook's own note of each
+    session (to the nanosecond the system keeps), else by the marks' times (seconds)."""
+    seen = {f"{calls.plain_name(k.agent)}-{calls.plain_name(ids.session_body(k.session))}":
+            k.when for k in state.sessions(repo.gitdir)}
+    return max(turns, key=lambda t: (seen.get(t.prefix, 0.0), t.time)).prefix
+
+
+def pick(turns: list[Turn], number: int, session: str | None, newest: str | None = None) -> Turn:
+    """Turn ``number`` of ``session`` (any form of its id), or of the latest session
+    (``newest``: its prefix, as ``latest`` finds it)."""
     if not turns:
         raise NotFound("No turns are recorded here.",
                        hint="The hooks mark each turn's end: 'gitspace hooks install "
                             "claude-code'. 'gitspace rewind' lists the turns there are.")
-    latest = max(turns, key=lambda t: t.time).prefix
-    prefix = _session(turns, session) if session else latest
+    current = newest or max(turns, key=lambda t: t.time).prefix
+    prefix = _session(turns, session) if session else current
     mine = [t for t in turns if t.prefix == prefix]
     chosen = [t for t in mine if t.number == number]
     if chosen:
@@ -109,4 +118,4 @@ def _names(part: str, prefix: str) -> bool:
     8 characters the mark carries, a start of them, or a whole id they are part of?"""
     body = prefix.rsplit("-", 1)[-1]
     return len(part) >= 4 and (body.startswith(part) or part.startswith(body)
-                               or part.endswith(body) or part.endswith("-" + body))
+                               or part.endswith(body))
