@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import progress
 from ..core import branches
 from ..core.result import Result
 from ..core.workspace import Workspace
@@ -286,6 +287,8 @@ class Loop:
                                    max_tokens=self.max_tokens)
         self.calls += 1
         s.steps += 1
+        if s.depth == 0:  # (a delegated child's calls are its own count, under its call)
+            progress.report(s.steps, None, "model calls")
         s.client_state = self.client.state()
         self.on_event(Event("model", s.steps, text=reply.text(), stop_reason=reply.stop_reason,
                             size=compaction.size(s.messages)))

@@ -22,7 +22,17 @@ from .. import config
 from ..errors import BadArguments
 from ..storage import ids
 from . import lines
-from .common import JsonOpt, echo, emit_json, here, open_workspace, render, start_watcher, usage
+from .common import (
+    JsonOpt,
+    echo,
+    emit_json,
+    here,
+    open_workspace,
+    progress_shown,
+    render,
+    start_watcher,
+    usage,
+)
 
 
 def demo(
@@ -127,10 +137,11 @@ def run(
         loop = Loop(ws, client, options, show)
         watcher = start_watcher(ws.root, quiet=as_json) if watch_edits else None
         try:
-            if at is not None:
-                outcome = loop.fork(at, task or "", _said_forked(at, to_stderr or as_json))
-            else:
-                outcome = loop.resume(resume, task) if resume else loop.start(task or "")
+            with progress_shown():  # (on stderr: stdout stays the value's, or the JSON's)
+                if at is not None:
+                    outcome = loop.fork(at, task or "", _said_forked(at, to_stderr or as_json))
+                else:
+                    outcome = loop.resume(resume, task) if resume else loop.start(task or "")
         finally:
             if watcher is not None:
                 watcher.stop()

@@ -142,6 +142,14 @@ def find_entry(ws: Any, text: str) -> Any:
     return timeline.find(ws, text)
 
 
+def progress_shown(enabled: bool = True) -> Any:
+    """A context in which the progress the library reports is shown on stderr (a bar on a
+    terminal, plain lines elsewhere: ``cli/progressbar.py``)."""
+    from .progressbar import shown
+
+    return shown(enabled)
+
+
 def render() -> ModuleType:
     from . import render as module
 
@@ -185,9 +193,12 @@ def show_result(result: Any, as_json: bool = False) -> None:
 
 
 def call_tool(tool: str, args: dict[str, Any], as_json: bool = False) -> None:
-    """Run one tool as an agent would, and show its result."""
+    """Run one tool as an agent would (its progress shown, for a long script), and show its
+    result."""
     with open_workspace() as ws:
-        show_result(ws.call(tool, args), as_json)
+        with progress_shown():
+            result = ws.call(tool, args)
+        show_result(result, as_json)
 
 
 def report_line(report: Any) -> None:

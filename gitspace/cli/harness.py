@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .. import config
+from .. import config, progress
 from ..harness.adapters import listed
 from .common import (
     JsonOpt,
@@ -19,6 +19,7 @@ from .common import (
     here,
     in_place,
     open_workspace,
+    progress_shown,
     render,
     show_result,
     state,
@@ -195,7 +196,9 @@ def gc(
     try:
         if auto and not linegc.due(repo):
             return
-        pruned, report = linegc.collect(repo, keep_days, dry_run)
+        with progress_shown(not auto):  # (no total: repacking is git's, and says nothing)
+            progress.report(0, None, "pruning lines and packing what recording wrote")
+            pruned, report = linegc.collect(repo, keep_days, dry_run)
         for p in pruned:
             echo(f"{'would prune' if dry_run else 'pruned'} {p.ref} ({p.why})")
         if report is None:

@@ -21,6 +21,7 @@ from .common import (
     find_entry,
     in_place,
     open_workspace,
+    progress_shown,
     render,
     show_result,
     state,
@@ -370,7 +371,8 @@ def verify(
             base = lookup.resolve(ws.repo, start).commit if start else None
         except GitspaceError as e:
             raise typer.BadParameter(e.message, param_hint="--from") from None
-        report = timeline.verify(ws, rev, base)
+        with progress_shown():
+            report = timeline.verify(ws, rev, base)
         if as_json:
             emit_json({"ok": report.ok, "commits": report.commits, "ops": report.ops,
                        "foreign": report.foreign,

@@ -291,37 +291,6 @@ def usage_error(message: str) -> None:
 
 # -- replay ------------------------------------------------------------------------------------
 
-REPLAY_BAR_FROM = 100  # commits: shorter replays finish before a bar would be worth drawing
-
-
-class ReplayProgress:
-    """A rich progress bar on stderr for a long replay; ``update`` is the library's callback."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and err.is_terminal
-        self.bar: Any = None
-        self.task: Any = None
-
-    def update(self, done: int, total: int) -> None:
-        if not self.enabled or total < REPLAY_BAR_FROM:
-            return
-        if self.bar is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-            self.bar = Progress("replaying", BarColumn(), MofNCompleteColumn(),
-                                TimeRemainingColumn(), console=err, transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("replay", total=total)
-        self.bar.update(self.task, completed=done)
-
-    def __enter__(self) -> ReplayProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
 def replay_report(report: Any) -> None:
     _replay_body(report)
     if report.unverified:

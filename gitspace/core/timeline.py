@@ -22,6 +22,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 
+from .. import progress
 from ..errors import BadArguments, LedgerError, NotFound
 from ..storage import ids, ledger
 from ..storage.gitrepo import GitRepo
@@ -128,6 +129,8 @@ def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> Re
     commits = ws.repo.log(f"{base}..{target}" if base and target else target) if target else []
     depth.require(ws.repo, (c.sha for c in commits), "verify")
     for commit in commits:
+        if report.commits % VERIFY_STEP == 0:
+            progress.report(report.commits, len(commits), "commits verified")
         report.commits += 1
         try:
             op = ledger.parse_message(commit.message)
@@ -153,7 +156,11 @@ def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> Re
     for sha, target_op in links:
         if target_op not in seen:
             report.problems.append((sha, f"links to op {target_op}, which is not on this branch"))
+    progress.report(report.commits, max(len(commits), 1), "commits verified")
     return report
+
+
+VERIFY_STEP = 256  # commits between two progress reports of verify
 
 
 def _op_ids_before(repo: GitRepo, rev: str, checked: set[str]) -> set[str]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ... import progress
 from ...errors import BadArguments, GitspaceError
 from . import journal_calls as calls
 from . import journal_tree as tree
@@ -276,6 +277,7 @@ class JournalPolicy(Policy):
         width = end - start
         n.update(entries=n["entries"] + chunk["count"], chunks=n["chunks"] + 1,
                  narrowest=min(n["narrowest"] or width, width), widest=max(n["widest"], width))
+        progress.report(n["entries"], n["count"] or None, "log entries summarised")
         busiest = n["busiest"]
         if busiest is None or chunk["count"] * busiest[1] > busiest[2] * width:
             n["busiest"] = [start, width, chunk["count"]]
