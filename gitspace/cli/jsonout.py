@@ -41,7 +41,7 @@ FIELDS: dict[str, list[str]] = {
              "attempts", "notes", "pushes", "waiting"],
     "replay": ["tip", "base", "total", "start", "reexecuted", "as_recorded", "recorded_why",
                "unverified", "scripts", "empty", "fetched", "onto", "branch", "created",
-               "leftover", "ok", "result", "checked", "divergence"],
+               "leftover", "ok", "result", "checked", "divergence", "summary"],
 }
 OP_FIELDS = ["id", "short", "tool", "args", "source", "agent", "session", "session_short",
              "failed", "tool_use_id", "undo_of", "redo_of", "parent_session", "parent_tool_use_id"]

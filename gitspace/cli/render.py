@@ -294,43 +294,32 @@ def usage_error(message: str) -> None:
 def replay_report(report: Any) -> None:
     _replay_body(report)
     if report.unverified:
-        out.print(f"  {report.unverified} script op(s) not verified (scripts disabled): their "
-                  "files were taken as recorded. Replay without --no-scripts to check them.")
+        out.print("  The script ops' files were taken as recorded: replay without --no-scripts "
+                  "to check them.")
     if report.leftover:
         err.print(f"Could not remove the scratch folder {escape(str(report.leftover))} (a process "
                   "may still be writing to it); delete it by hand.")
 
 
 def _replay_body(report: Any) -> None:
-    span = f"{report.base[:12]}..{report.tip[:12]}" if report.base else \
-        f"the root commit..{report.tip[:12]}"
-    target = f" onto {report.onto[:12]}" if report.onto else ""
-    out.print(f"Replayed {span}{target}: {report.total} commit(s), {report.checked} checked.")
-    why = ", ".join(f"{n} {escape(k)}" for k, n in sorted(report.recorded_why.items()))
-    out.print(f"  {report.reexecuted} re-executed, {report.as_recorded} applied as recorded"
-              + (f" ({why})" if why else ""))
+    from ..replay.summary import sentences
+
+    said = sentences(report.as_json())
+    for line in said[:-1]:
+        out.print(escape(line))
     if report.fetched:
         out.print(f"  fetched checkpoint(s) {escape(', '.join(report.fetched))} from a remote "
                   "(no tag was created here)")
+    colour = "green" if report.ok else "red"
+    out.print(f"[{colour}]{escape(said[-1])}[/{colour}]")
     if report.empty:
-        out.print(f"[red]nothing re-executed[/red]: {escape(report.empty)}")
         out.print("  Pass --allow-empty if that is expected (the range adds only outside edits, "
                   "commands or plain commits); otherwise check --from, and that the clone holds "
                   "the branch's whole history.")
         return
     d = report.divergence
     if d is None:
-        if report.onto:
-            out.print(f"[green]created[/green] branch [bold]{escape(report.branch)}[/bold] at "
-                      f"{report.created[:12]}: every op applied on the new base.")
-        else:
-            out.print("[green]match[/green]: every re-executed op rebuilt its recorded files.")
         return
-    if report.onto:
-        out.print(f"[red]stopped[/red]: this op no longer applies on {report.onto[:12]}; "
-                  "nothing was changed.")
-    else:
-        out.print("[red]diverged[/red] at this op:")
     out.print(f"  commit {d.commit}")
     if d.op_id:
         out.print(f"  op {ledger.short_id(d.op_id)} ({d.op_id})  tool {escape(d.tool or '-')}")

@@ -59,7 +59,10 @@ def replay(
             except BadNewBranch as e:
                 raise typer.BadParameter(str(e), param_hint="--branch") from None
     if as_json:
-        emit_json(report.as_json(), "replay")
+        from ..replay.summary import sentences
+
+        data = report.as_json()
+        emit_json({**data, "summary": sentences(data)}, "replay")
     else:
         render().replay_report(report)
     if not report.ok:
