@@ -332,9 +332,9 @@ def _replay_body(report: Any) -> None:
         more = f" and {hidden} more" if hidden else ""
         out.print(f"  paths: {escape(', '.join(d.paths[:20]))}{more}")
     for line in d.diff:
-        colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        tint = "green" if line.startswith("+") else "red" if line.startswith("-") else None
         text = escape(line)
-        out.print(f"    [{colour}]{text}[/{colour}]" if colour else f"    {text}")
+        out.print(f"    [{tint}]{text}[/{tint}]" if tint else f"    {text}")
 
 
 def attached(a: Any) -> None:
