@@ -117,3 +117,12 @@ def test_hooks_install_outside_a_repository_says_git_init_and_names_the_folder(
     assert f"{plain} is not inside a git repository" in out.stderr
     assert f"Run 'git init' in {plain}" in out.stderr and "'. " not in out.stderr
     assert not any(plain.iterdir())
+
+
+def test_the_graph_counts_and_names_the_turn_marks(own: Path) -> None:
+    from ui_server import fetch, serving
+
+    with serving(own) as base:
+        _, page = fetch(f"{base}/graph")
+    assert "3 turn marks" in page and "0 checkpoints" not in page
+    assert "⚑ s-3d7682ec turn 1" in page and "⚑ s-84836b81 turn 1" in page

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
+from typer import _click as click
+from typer.core import TyperGroup
 
 from .. import config, extras
 from ..errors import GitspaceError, from_os_error
@@ -64,12 +66,43 @@ GROUPS: list[tuple[str, typer.Typer]] = [
     ("hooks", harness.hooks_app),  # install | uninstall | status
 ]
 
+# How `gitspace --help` groups the commands, in this order. What a harness's hooks run (`hook`,
+# `record`) is not for people to type, so it is not listed (it still works, and has -h).
+SECTIONS: list[tuple[str, tuple[str, ...]]] = [
+    ("Start", ("init", "demo", "status", "tools")),
+    ("Read what was recorded", ("log", "show", "diff", "checkpoints", "branches", "sessions",
+                                "verify", "replay", "ui")),
+    ("Change the files (each change is an op)", ("call", "checkpoint", "restore", "undo", "redo",
+                                                 "rewind", "branch", "switch", "snapshot",
+                                                 "exclude")),
+    ("Run and record agents", ("run", "hooks", "mcp", "watch")),
+    ("Several agents, other clones", ("attach", "agents", "merge", "detach", "push", "pull",
+                                      "sync")),
+    ("Housekeeping", ("gc",)),
+]
+INTERNAL = ("hook", "record")
+
+
+class _Sections(TyperGroup):
+    """``--help`` lists the commands under the headings of ``SECTIONS``."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        shown = {name: self.get_command(ctx, name) for name in self.list_commands(ctx)}
+        width = max((len(name) for name in shown), default=0)
+        for title, names in SECTIONS:
+            rows = [(name, cmd.get_short_help_str(formatter.width - 6 - width))
+                    for name in names if (cmd := shown.get(name)) is not None and not cmd.hidden]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
 def build(command: str | None = None, *, whole: bool = True) -> typer.Typer:
     """The app. ``whole``: every command as it is. Otherwise only ``command`` (when it is one)
     is real, and the others are listed by name and help alone: typer reads every parameter of
     every command it registers on each run, which for 40 commands costs about 100 ms before
     anything happens; a run needs one command's (``benchmarks/cli.py``)."""
     app = typer.Typer(
+        cls=_Sections,
         help="A workspace for AI agents that is an ordinary git repository.",
         no_args_is_help=True,
         # typer's --install-completion / --show-completion: shell completion, installed on request.
@@ -84,9 +117,9 @@ def build(command: str | None = None, *, whole: bool = True) -> typer.Typer:
     app.callback()(common.global_options)
     for name, function in COMMANDS:
         if whole or name == command:
-            app.command(name=name)(function)
+            app.command(name=name, hidden=name in INTERNAL)(function)
         else:
-            app.command(name=name, help=function.__doc__)(_listed_only)
+            app.command(name=name, help=function.__doc__, hidden=name in INTERNAL)(_listed_only)
     for name, group in GROUPS:
         if whole or name == command:
             app.add_typer(group, name=name)

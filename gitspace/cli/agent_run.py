@@ -202,6 +202,11 @@ def _schema(text: str) -> Any:
         if os.path.lexists(path):
             found = bounded.read_named(path, bounded.JSON_CAP, what="The --returns file")
             text = (found or b"").decode("utf-8")
+        elif text.strip()[:1] not in tuple('{["-0123456789tfn'):  # no JSON value starts so
+            raise BadArguments(f"There is no file {text} ({path.absolute()}), and "
+                               "the text is no JSON Schema either.",
+                               hint="Give the path of a file holding a JSON Schema, or the "
+                                    """schema itself: --returns '{"type": "integer"}'.""")
         else:
             source = "the --returns text"
         return json.loads(text)

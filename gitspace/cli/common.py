@@ -30,10 +30,8 @@ def usage(message: str) -> NoReturn:
 
 
 def _version(value: bool) -> None:
-    if value:
-        from ..storage.ledger import formats_note
-
-        echo(f"gitspace {__version__} (JSON output schema {jsonout.SCHEMA}, {formats_note()})")
+    if value:  # (the formats it reads: 'gitspace verify'; the JSON schema: docs/json.md)
+        echo(f"gitspace {__version__}")
         raise typer.Exit()
 
 

@@ -213,8 +213,12 @@ def tools(found: list[Any], notes: list[str]) -> None:
         first = t.description.split(". ")[0].rstrip(".") + "."
         example = json.dumps(t.example, ensure_ascii=False) if t.example is not None else "{}"
         call = f"gitspace call {t.name} --args {shlex.quote(example)}"
+        if not out.is_terminal:  # into a pipe: whole lines, no table padding them to its width
+            out.print(f"{escape(t.name)}  {kind}  {escape(first)}\n    {escape(call)}")
+            continue
         table.add_row(escape(t.name), kind, f"{escape(first)}\n[dim]{escape(call)}[/dim]")
-    out.print(table)
+    if out.is_terminal:
+        out.print(table)
     for note in notes:
         out.print(f"[yellow]note:[/yellow] {escape(note)}")
 
@@ -224,6 +228,9 @@ def verify(report: Any) -> None:
               f"{len(report.problems)} problem(s).")
     if report.ok:
         out.print("[green]Every op parses.[/green]")
+    from ..storage.ledger import formats_note
+
+    out.print(f"[dim]Read as {formats_note()}.[/dim]")
     for commit, problem in report.problems:
         out.print(f"[red]{commit[:12]} malformed:[/red] {escape(problem)}")
 

@@ -337,8 +337,11 @@ def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, off
             total = counts.total(repo, rev, tip, first_parent)
         elif count:
             total = int(repo.read_git("rev-list", "--count", *args).decode().strip() or 0)
-        found = _entries(repo, ["log", f"--skip={offset}", f"-n{limit}", *args], marks)
-        return Page(found, total, offset, limit)
+        # Several tips (every branch): children before their parents whatever their dates say
+        # (--date-order), and within one second the ops in the order they were made.
+        order = ["--date-order"] if len(revs) > 1 and not first_parent else []
+        found = _entries(repo, ["log", *order, f"--skip={offset}", f"-n{limit}", *args], marks)
+        return Page(_same_second_by_op(found) if order else found, total, offset, limit)
     matches = _candidates(repo, revs, filters, first_parent)
     chosen = matches[offset:offset + limit]
     found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"], marks) if chosen else []
@@ -547,6 +550,35 @@ def _entries(repo: GitRepo, log_args: list[str], marks: dict[str, list[str]]) ->
                            [n for n in names.split("\0") if n], marks.get(sha, []), problem,
                            tuple(parents.split()), message))
     return found
+
+
+def _same_second_by_op(entries: list[Entry]) -> list[Entry]:
+    """``entries`` with each run of ops made in the same second put in the order their ids say
+    they were made, newest first (an op id is a ULID: its start is the millisecond, and an op
+    is always made after the op it follows, so a child still comes before its parent)."""
+    out: list[Entry] = []
+    run: list[Entry] = []
+    for e in [*entries, None]:
+        if e is not None and e.op is not None and run and e.time == run[0].time:
+            run.append(e)
+            continue
+        out += _by_op_id(run)
+        run = [e] if e is not None and e.op is not None else []
+        if e is not None and e.op is None:
+            out.append(e)
+    return out
+
+
+def _by_op_id(run: list[Entry]) -> list[Entry]:
+    """``run`` newest op id first, unless that would put a commit before one of its children
+    (an op re-made elsewhere keeps its id: ``sync``, ``replay --onto``): then as git had it."""
+    ordered = sorted(run, key=lambda r: r.op.op_id if r.op else "", reverse=True)
+    seen: set[str] = set()
+    for e in ordered:
+        if any(p in seen for p in e.parents):
+            return run
+        seen.add(e.commit)
+    return ordered
 
 
 def _verbatim_in_json(text: str) -> bool:

@@ -47,7 +47,7 @@ class Turn:
 def listed(ws: Workspace, in_place: bool) -> list[Turn]:
     """Every turn marked here, grouped by session (the session whose first turn came first
     leads), each session's in its order."""
-    found = _in_place(ws.repo) if in_place else [
+    found = in_place_marks(ws.repo) if in_place else [
         Turn(t.name, t.prefix, t.number, t.commit, t.time, t.message) for t in rewind.turns(ws)]
     first: dict[str, int] = {}
     for t in sorted(found, key=lambda t: t.time):
@@ -55,7 +55,8 @@ def listed(ws: Workspace, in_place: bool) -> list[Turn]:
     return sorted(found, key=lambda t: (first[t.prefix], t.prefix, t.number, t.time))
 
 
-def _in_place(repo: GitRepo) -> list[Turn]:
+def in_place_marks(repo: GitRepo) -> list[Turn]:
+    """The turns marked in a person's own checkout (refs under ``refs/gitspace/turns/``)."""
     found = []
     for ref, tip, _ in repo.refs(line.TURNS.rstrip("/")):
         name = ref[len(line.TURNS):]
