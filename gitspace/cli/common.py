@@ -142,10 +142,8 @@ def find_entry(ws: Any, text: str) -> Any:
 
 def progress_shown(enabled: bool = True) -> Any:
     """A context in which the progress the library reports is shown on stderr (a bar on a
-    terminal, plain lines elsewhere: ``cli/progressbar.py``)."""
-    from .progressbar import shown
-
-    return shown(enabled)
+    terminal, plain lines elsewhere: ``render.shown``)."""
+    return render().shown(enabled)
 
 
 def render() -> ModuleType:

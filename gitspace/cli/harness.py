@@ -12,6 +12,7 @@ import typer
 
 from .. import config, progress
 from ..harness.adapters import listed
+from ..storage import ids
 from .common import (
     JsonOpt,
     echo,
@@ -65,7 +66,7 @@ def hooks_install(
     verb = "Installed" if wired.changed else "Already installed:"
     if not wired.in_place:
         echo(f"{verb} gitspace's {wired.spec.title} hooks in {wired.path}"
-             + (f" (recorded as op {wired.op})." if wired.op else "."))
+             + (f" (recorded as op {ids.op(wired.op)})." if wired.op else "."))
         return
     echo(f"{verb} gitspace's {wired.spec.title} hooks in {wired.path}"
          + (" (kept out of git through .git/info/exclude)." if wired.excluded else "."))
@@ -216,7 +217,6 @@ def gc(
 def _rewind_in_place(ws: Any, target: str, named: str, every_file: bool, as_json: bool) -> None:
     from ..harness import inplace
     from ..harness.events import Options
-    from ..storage import ids
 
     taken = inplace.rewind(ws.repo, target, every_file, Options(max_file_bytes=ws.max_file_bytes))
     if as_json:

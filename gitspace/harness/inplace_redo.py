@@ -20,7 +20,7 @@ from ..storage import ids, ledger
 from ..storage.gitrepo import GitRepo
 from . import inplace
 from .events import Event, Options
-from .inplace_undo import Taken, _commit, _reverse
+from .inplace_undo import Taken, commit_taken, reverse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,8 +38,8 @@ def redo(repo: GitRepo, options: Options) -> tuple[Taken, str]:
     def act(rec: Recorder) -> Taken:
         undo, commit = redo_target(rec.repo, rec.parent)
         chosen.append(undo.op_id)
-        writes = _reverse(rec, [(undo, commit)])
-        return _commit(rec, writes, "redo", {"op": undo.op_id}, f"redo {ids.op(undo.op_id)}",
+        writes = reverse(rec, [(undo, commit)])
+        return commit_taken(rec, writes, "redo", {"op": undo.op_id}, f"redo {ids.op(undo.op_id)}",
                        [], redo_of=undo.op_id)
 
     taken = inplace.handle(event, repo, options, act=act).taken

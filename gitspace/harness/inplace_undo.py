@@ -219,3 +219,8 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
     rec.write_files(writes, pending)
     return Taken(op.op_id, sorted(writes), list(undone))
 
+
+
+# What another command on the line builds on (a redo: inplace_redo.py), by public names.
+reverse = _reverse
+commit_taken = _commit
