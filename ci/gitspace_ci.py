@@ -208,13 +208,9 @@ def check(bin_dir: Path, span: Range, report: Path, *, no_scripts: bool, allow_e
              "malformed": "malformed ops", "error": "could not check"}[outcome.result]
     outcome.lines += [f"### gitspace: {title}\n", f"Checked {where}: {md_text(span.why)}.\n"]
     if data:
-        why = ", ".join(f"{n} {md_text(k)}" for k, n in sorted(data.get("recorded_why", {}).items()))
-        outcome.lines.append(f"{checked} op(s) checked in {data.get('total', 0)} commit(s): "
-                             f"{data.get('reexecuted', 0)} re-executed, {data.get('as_recorded', 0)}"
-                             f" applied as recorded" + (f" ({why})" if why else "") + ".")
-        if data.get("unverified"):
-            outcome.lines.append(f"\n{data['unverified']} script op(s) not verified (scripts "
-                                 "disabled).")
+        # The replay's own sentences (gitspace/replay/summary.py): the same words as its CLI,
+        # each as Markdown that means only itself (they quote names from history).
+        outcome.lines += [f"{md_text(line)}\n" for line in data.get("summary", [])]
         if data.get("fetched"):
             outcome.lines.append("\nCheckpoints fetched from a remote: "
                                  f"{md_text(', '.join(data['fetched']))}.")
@@ -261,9 +257,9 @@ def _replay_lines(replay: dict[str, Any], data: dict[str, Any]) -> list[str]:
     if not data:
         said = replay["error"] or f"(exit {replay['code']}, no message)"
         return ["\n`gitspace replay` could not run:\n", _fence([said]), said, _fence([said])]
-    if data.get("empty"):
-        return [f"\nreplay {md_text(data['empty'])} If that is expected (the range adds only outside "
-                "edits, commands or plain commits), set the input `allow-empty`."]
+    if data.get("empty"):  # (the summary's sentences said why)
+        return ["\nIf that is expected (the range adds only outside edits, commands or plain "
+                "commits), set the input `allow-empty`."]
     d = data.get("divergence")
     if not d:
         return []

@@ -377,10 +377,14 @@ def test_the_example_workflow_uses_the_action_on_pull_requests_and_pushes() -> N
     assert checkout_step["with"]["fetch-depth"] == 0
     ours = next(s for s in steps if s.get("uses") == "./")
     assert set(ours.get("with") or {}) <= set(load(REPO / "action.yml")["inputs"])
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Replay in CI"):]
-    first_block = section[section.index("```"):].split("\n", 1)
-    assert first_block[0] == "```yaml" and "uses: OWNER/gitspace@" in first_block[1].split("```")[0]
+    # The README's CI path and docs/ci.md both show it, pinned to a commit of the team's copy
+    # (there is no published release to name).
+    for page, heading in ((REPO / "README.md", "## 4. CI"), (REPO / "docs" / "ci.md", "# ")):
+        text = page.read_text()
+        section = text[text.index(heading):]
+        first_block = section[section.index("```"):].split("\n", 1)
+        assert first_block[0] == "```yaml", page
+        assert "uses: your-org/gitspace@<40-hex commit" in first_block[1].split("```")[0], page
 
 
 # -- GitLab ------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ what gitspace prints.
   taken back (the whole id, the short form, a start or an end, in any case);
 - a person's ops and edits carry their git ``user.name`` everywhere, and replay still matches;
 - ``log --session`` takes a start of the id, ``--source harness``, tool-use ids in ``log``,
-  ``tools`` shows examples, ``record`` says what it recorded, ``--version`` tells the formats.
+  ``tools`` shows examples, ``record`` says what it recorded, ``verify`` tells the formats.
 
 Real processes throughout (``gitspace_cli``), real git repositories.
 """

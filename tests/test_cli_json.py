@@ -75,6 +75,18 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         })
         # No maze here: the policy gives up (exit 4), which still prints the run's JSON.
         found["run"] = run("run", "Escape the maze", "--policy", "maze")
+        # A checkout of a person's own, recorded in place: a rewind there says what it took.
+        own = root.parent / "own"
+        git(root.parent, "init", "-q", "-b", "main", str(own))
+        (own / "a.md").write_text("a\n")
+        git(own, "add", "a.md")
+        git(own, "commit", "-q", "-m", "mine")
+        (own / "a.md").write_text("a, and more\n")
+        assert gitspace_cli(own, "hooks", "install", "claude-code").returncode == 0
+        follow = json.loads(gitspace_cli(own, "log", "-n", "1", "--json").stdout)[0]["op"]["id"]
+        out = gitspace_cli(own, "rewind", follow, "--all", "--json")
+        assert out.returncode == 0, out.stderr
+        found["taken"] = json.loads(out.stdout)
         # Last: a fork checks out a branch of its own. (A Claude Code session, played.)
         three_writes(root, tmp_path_factory.mktemp("json-claude"))
         second = next(op.op_id for op in ops(root) if op.tool_use_id == "toolu_w2")

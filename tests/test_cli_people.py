@@ -127,6 +127,8 @@ def test_version_short_help_and_completion(busy: Path) -> None:
     newest = max(ledger.FORMATS)
     assert re.fullmatch(rf"gitspace \d+\.\d+\.\d+ \(JSON output schema 1, ledger formats 1-{newest}: "
                         rf"writes {ledger.FORMAT} for every op\)\n", version.stdout)
+    assert re.search(rf"Read as ledger formats 1-{newest}: writes {ledger.FORMAT} for every op\.",
+                     gitspace_cli(busy, "verify").stdout)
     short = gitspace_cli(busy, "-h")
     assert short.returncode == 0 and "--install-completion" in short.stdout
     assert "<bool>" not in short.stdout

@@ -25,7 +25,7 @@ CLI = ["gitspace.cli", "gitspace.cli.jsonout", "gitspace.cli.lines", "gitspace.c
 LIBRARY = ["gitspace", "gitspace.config", "gitspace.core", "gitspace.core.linerefs",
            "gitspace.core.owner", "gitspace.core.view", "gitspace.errors", "gitspace.faults",
            "gitspace.storage", "gitspace.storage.bounded", "gitspace.storage.bounds",
-           "gitspace.storage.gitrepo",
+           "gitspace.storage.gitrepo", "gitspace.storage.ids",
            "gitspace.storage.ledger", "gitspace.storage.lockfile", "gitspace.storage.loose",
            "gitspace.storage.objects", "gitspace.storage.packs", "gitspace.storage.records",
            "gitspace.storage.refs", "gitspace.storage.statefiles", "gitspace.storage.worktrees"]
@@ -34,7 +34,8 @@ WHO = ["gitspace.core.person"]  # the name an entry made with no agent is shown 
 FINDER = ["gitspace.core.lookup", "gitspace.core.opnames", "gitspace.core.refnames",
           "gitspace.storage.gitnames", "gitspace.storage.opindex"]  # an op id, a checkpoint, a branch
 PINNED: dict[str, tuple[list[str], set[str]]] = {  # command -> (its gitspace modules, allowed)
-    "status": ([*CLI, *LIBRARY, "gitspace.core.exclude", "gitspace.core.snapshot"], set()),
+    "status": ([*CLI, *LIBRARY, *TIMELINE, *WHO, "gitspace.core.exclude",
+                "gitspace.core.snapshot"], {"json"}),  # (the timeline: the last op, said)
     "log -n 20": ([*CLI, *LIBRARY, *TIMELINE, *WHO], {"json"}),
     "show HEAD": ([*CLI, *LIBRARY, *TIMELINE, *FINDER, *WHO], {"json", "sqlite3"}),
     "diff HEAD~1": ([*CLI, *LIBRARY, *TIMELINE, *FINDER], {"json", "sqlite3"}),

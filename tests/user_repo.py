@@ -6,13 +6,14 @@ crashes, hostile flips, Claude Code's hooks): import these by name, never from a
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import git, git_run
+from conftest import git, git_run, gitspace_cli
 
 
 def make_user_repo(root: Path) -> Path:
@@ -114,3 +115,54 @@ def gs(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"}
     return subprocess.run([sys.executable, "-m", "gitspace", "-C", str(cwd), *args],
                           capture_output=True, text=True, env=env, timeout=60)
+
+
+# -- Claude Code recorded in a person's checkout, as its hooks send their payloads ------------
+
+ONE = "3d7682ec-1111-4222-8333-444455556666"  # Claude Code's session ids: UUIDs of version 4
+TWO = "84836b81-aaaa-4bbb-8ccc-ddddeeeeffff"
+
+
+def hook(root: Path, session: str, event: str, **extra: Any) -> None:
+    transcript = root.parent / f"{session}.jsonl"
+    body = {"session_id": session, "transcript_path": str(transcript), "cwd": str(root),
+            "hook_event_name": event, "prompt_id": "p-1", **extra}
+    proc = subprocess.run([sys.executable, "-m", "gitspace", "hook", "claude-code"], cwd=root,
+                          input=json.dumps(body).encode(), capture_output=True,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("GIT")})
+    assert proc.returncode == 0 and b"gitspace:" not in proc.stderr, proc.stderr.decode()
+
+
+def turn(root: Path, session: str, use_id: str, rel: str, text: str, prompt: str,
+         failed: bool = False) -> None:
+    """One prompt, one Write (or a failing Bash that still wrote), the turn's end."""
+    with (root.parent / f"{session}.jsonl").open("a") as transcript:  # as Claude Code keeps it
+        transcript.write(json.dumps({"type": "user", "message": {"role": "user",
+                                                                  "content": prompt}}) + "\n")
+    hook(root, session, "UserPromptSubmit", prompt=prompt)
+    tool, given = ("Bash", {"command": f"echo > {rel}; false"}) if failed else (
+        "Write", {"file_path": str(root / rel), "content": text})
+    hook(root, session, "PreToolUse", tool_name=tool, tool_input=given, tool_use_id=use_id)
+    (root / rel).write_text(text)
+    if failed:
+        hook(root, session, "PostToolUseFailure", tool_name=tool, tool_input=given,
+             tool_use_id=use_id, error="Exit code 1")
+    else:
+        hook(root, session, "PostToolUse", tool_name=tool, tool_input=given,
+             tool_use_id=use_id, tool_response={"success": True})
+    hook(root, session, "Stop", stop_hook_active=False)
+
+
+def claude_code_checkout(tmp_path: Path) -> Path:
+    """A person's checkout: two Claude Code sessions, two turns of the first (its second a
+    failed shell command that still wrote a file), then one of the second."""
+    root = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    (root / "a.md").write_text("a\n")
+    git(root, "add", "a.md")
+    git(root, "commit", "-q", "-m", "mine")
+    assert gitspace_cli(root, "hooks", "install", "claude-code").returncode == 0
+    turn(root, ONE, "toolu_1", "plan.md", "# plan\n", "Write the plan\nwith detail")
+    turn(root, ONE, "toolu_2", "b.md", "\n", "Make b", failed=True)
+    turn(root, TWO, "toolu_3", "c.md", "c\n", "Make c")
+    return root

@@ -72,9 +72,7 @@ def ask(ws: Workspace, task: str | None = None, *, returns: Any = ANY, client: A
     elif fork is not None:
         from . import fork as forking
 
-        session = loop.new_session(task)
-        forking.prepare(ws, session, forking.point(ws, fork, loop.sessions), task)
-        outcome = loop.begin(session)
+        outcome = loop.fork(forking.point(ws, fork, loop.sessions), task)
     else:
         outcome = loop.start(task)
     if outcome.status != "returned":

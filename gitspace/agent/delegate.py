@@ -55,7 +55,7 @@ from ..storage.objects import Signature
 from ..team import agent_worktrees
 from .model import Block
 from .returns import ANY, Returns, dumps
-from .session import Session, answer
+from .session import UNFINISHED, Session, answer
 
 
 class Child(Protocol):
@@ -135,12 +135,12 @@ def call(parent: Parent, s: Session, use: Block) -> Result:
                                 "is no session id gitspace makes; nothing was run.",
                                 hint="The session file was changed by hand: start a new run.")
         child = _child(parent, s, use, child_id, returns)
-        if child.status == "running":
+        if child.status in UNFINISHED:
             parent.announce(s.steps, child)
             _run(parent, child, returns, args.get("max_steps"))
         return _answer(parent.ws, child)
     except GitspaceError as e:
-        if child is not None and child.status == "running":  # it never got going: say so
+        if child is not None and child.status in UNFINISHED:  # it never got going: say so
             child.status = "failed"
             child.save()
             with contextlib.suppress(GitspaceError):

@@ -12,6 +12,8 @@ Invariants:
   its files), so their results say so, with ``is_error``: every ``tool_use`` keeps exactly one
   ``tool_result``. A conversation compacted past the op's call cannot be forked (the call is
   gone from it): the error says so.
+- The player (a scripted policy) starts from its notes as saved with the reply that asked for
+  the call, and knows it plays a fork (its names must not meet the original's later ones).
 - The new session records what it forked (``forked_from``: op, session, branch and commit), so
   the two runs can be shown side by side.
 """
@@ -26,8 +28,8 @@ from ..core import branches, lookup
 from ..core.workspace import Workspace
 from ..errors import BadArguments, GitspaceError, NotFound
 from ..storage import ledger
-from .model import Message, blocks, text_block, tool_result_block
-from .session import Session, require_readable
+from .model import FORKED, Message, blocks, text_block, tool_result_block
+from .session import Session, player_state_at, require_readable
 
 NOT_IN_FORK = ("This call is not part of the fork: the fork starts right after op {op}, made by "
                "an earlier call of this turn, so it did not run here.")
@@ -96,6 +98,10 @@ def prepare(ws: Workspace, loop_session: Session, at: Point, instruction: str) -
     op, commit, original = at.op, at.commit, at.session
     assert op.tool_use_id is not None
     loop_session.messages = conversation(original, op.tool_use_id, op.op_id, instruction)
+    # The player goes on from its notes as they were when it asked for the call (a scripted
+    # policy's; a model keeps none), marked as a fork's: see ``agent.model.FORKED``.
+    loop_session.client_state = {**(player_state_at(original, op.tool_use_id) or {}),
+                                 FORKED: True}
     name = branches.fork_name(ws, op.op_id)
     # One change of the writer: the branch made and checked out, or neither. (Its reflog names
     # the workspace's agent.)

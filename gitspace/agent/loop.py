@@ -21,13 +21,16 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import progress
+from ..core import branches
 from ..core.result import Result
 from ..core.workspace import Workspace
 from ..errors import BadArguments, GitspaceError
@@ -35,11 +38,12 @@ from ..storage import ledger
 from ..tools.recovery import from_ledger
 from ..tools.registry import Tool, all_tools
 from . import compaction, delegate
+from . import fork as forking
 from .clients import ModelError
 from .definitions import system_blocks, tool_definitions
 from .model import DONE, Block, ModelClient, Reply, tool_result_block
 from .returns import RETURN, Returns, dumps
-from .session import CALL, TOOLS, Session, require_readable
+from .session import CALL, TOOLS, Session, find, require_readable
 
 MAX_TOKENS_CEILING = 16_384
 
@@ -48,7 +52,9 @@ MAX_TOKENS_CEILING = 16_384
 class Event:
     """Something the loop did, for a front end to show as it happens."""
 
-    kind: str  # model | tool | compacted | retry | delegate (a child starts: ``name`` its session)
+    # model | tool | compacted | retry | delegate (a child starts: ``name`` its session) |
+    # switched (a resume checked out ``name``, its session's branch, leaving ``text``)
+    kind: str
     step: int
     name: str = ""
     input: dict[str, Any] = field(default_factory=dict)
@@ -129,7 +135,9 @@ class Loop:
         return session
 
     def begin(self, session: Session) -> RunOutcome:
-        """Save a new session and run it."""
+        """Save a new session and run it (its player takes the session's state: a fork's
+        starts from the original's notes)."""
+        self.client.load_state(session.client_state)
         session.save()
         return self._run(session)
 
@@ -137,7 +145,7 @@ class Loop:
         """Continue a saved session where it stopped; with ``message``, continue one that ended
         (done, or stopped at a limit) with a new message from the user: its history, compaction
         and ops carry on as they were. A delegated child runs only as its parent's call."""
-        session = Session.load(self.sessions, session_id)
+        session = find(self.sessions, session_id)  # (any form of its id)
         if session.parent_session is not None:
             raise GitspaceError(
                 f"Session {session.id} was delegated by session {session.parent_session} (its "
@@ -162,8 +170,47 @@ class Loop:
         if message is not None:
             add_user_message(session, message)
         self.client.load_state(session.client_state)
+        back = self._go_to(session)
         session.status = "running"
-        return self._run(session)
+        with self._back_on_crash(back):
+            return self._run(session)
+
+    def fork(self, at: forking.Point, instruction: str,
+             said: Callable[[Session, str], None] | None = None) -> RunOutcome:
+        """A new session forked at ``at`` (``agent/fork.py``), run on its new branch; ``said``
+        hears the session and the branch before the run starts."""
+        back = self.ws.branch()
+        session = self.new_session(instruction)
+        with self._back_on_crash(back):
+            name = forking.prepare(self.ws, session, at, instruction)
+            if said is not None:
+                said(session, name)
+            return self.begin(session)
+
+    def _go_to(self, session: Session) -> str | None:
+        """Check out the branch ``session`` stopped on, if another is (a top-level session in a
+        workspace on a branch: a delegated child has its own worktree); the branch that was
+        checked out, when it switched."""
+        here, there = self.ws.branch(), session.at_branch
+        if session.parent_session is not None or here is None or there in (None, here) or (
+                self.ws.repo.read_ref(f"refs/heads/{there}") is None):
+            return None
+        branches.switch(self.ws, self.ws.identity("switch"), there)
+        self.on_event(Event("switched", session.steps, there, text=here))
+        return here
+
+    @contextlib.contextmanager
+    def _back_on_crash(self, branch: str | None) -> Iterator[None]:
+        """A run that ends by an exception leaves the workspace on ``branch`` (the one the
+        command found, when it switched away from it): the session's own branch keeps its ops,
+        and a resume goes back there."""
+        try:
+            yield
+        except BaseException:
+            if branch is not None and self.ws.branch() != branch:
+                with contextlib.suppress(Exception):
+                    branches.switch(self.ws, self.ws.identity("switch"), branch)
+            raise
 
     def spawn(self, ws: Workspace, client: ModelClient, options: Options) -> Loop:
         """A loop for a delegated child in ``ws``: its sessions beside this one's, its events
@@ -191,7 +238,15 @@ class Loop:
             control.append(delegate.definition())
         self._definitions = tool_definitions(self._tools, control)
         with s.running():
-            return self._drive(s)
+            try:
+                return self._drive(s)
+            except BaseException as e:
+                # Said on disk, so no session reads as running once its process is gone.
+                s.status = "interrupted" if isinstance(e, KeyboardInterrupt) else "crashed"
+                s.at_branch = self.ws.branch()
+                with contextlib.suppress(Exception):
+                    s.save()
+                raise
 
     def _drive(self, s: Session) -> RunOutcome:
         while True:
@@ -232,6 +287,8 @@ class Loop:
                                    max_tokens=self.max_tokens)
         self.calls += 1
         s.steps += 1
+        if s.depth == 0:  # (a delegated child's calls are its own count, under its call)
+            progress.report(s.steps, None, "model calls")
         s.client_state = self.client.state()
         self.on_event(Event("model", s.steps, text=reply.text(), stop_reason=reply.stop_reason,
                             size=compaction.size(s.messages)))
@@ -295,6 +352,7 @@ class Loop:
 
     def _stop(self, s: Session, status: str, text: str, value: Any = None) -> RunOutcome:
         s.status = status
+        s.at_branch = self.ws.branch()
         s.save()
         return RunOutcome(status, text, s, self.calls, value)
 

@@ -47,7 +47,12 @@ class ModelClient(Protocol):
         """What a scripted client must remember across a restart ({} for a model)."""
         ...
 
-    def load_state(self, state: dict[str, Any]) -> None: ...
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Take back what ``state`` gave; a state holding ``FORKED`` starts a fork's player."""
+        ...
+
+
+FORKED = "forked"  # in a state handed to load_state: the player goes on in a fork (agent/fork.py)
 
 
 def text_block(text: str) -> Block:

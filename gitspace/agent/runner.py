@@ -8,7 +8,7 @@ the client it started with.
 from __future__ import annotations
 
 from ..errors import BadArguments
-from ..storage import ledger
+from ..storage import ids, ledger
 from .loop import Event
 from .model import ModelClient
 from .session import Session
@@ -58,10 +58,11 @@ def describe(event: Event) -> str | None:
 
 def _describe(event: Event) -> str | None:
     if event.kind == "delegate":
-        return f"  {event.step:>3} delegate -> session {event.name}: {event.text[:70]}"
+        return (f"  {event.step:>3} delegate -> session {ids.session(event.name)}: "
+                f"{event.text[:70]}")
     if event.kind == "tool" and event.result is not None:
         r = event.result
-        outcome = (f"op {r.op}" if r.op else "ok") if r.ok else "error"
+        outcome = (f"op {ids.op(r.op)}" if r.op else "ok") if r.ok else "error"
         if event.recovered:
             outcome += " (from the ledger)"
         first = r.text.strip().splitlines()[0] if r.text.strip() else ""
@@ -70,6 +71,9 @@ def _describe(event: Event) -> str | None:
     if event.kind == "compacted":
         return (f"  {event.step:>3} compacted the conversation: {event.before:,} -> "
                 f"{event.size:,} characters")
+    if event.kind == "switched":
+        return (f"  Switched from branch {event.text} to {event.name}, where this session "
+                "stopped (its ops are there).")
     if event.kind == "retry":
         return f"  {event.step:>3} reply cut off inside a tool call; asking again with {event.text}"
     return None

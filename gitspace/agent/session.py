@@ -65,6 +65,7 @@ from typing import Any
 
 from ..errors import BadArguments, GitspaceError, NotFound
 from ..storage import bounded, bounds, ledger
+from ..storage import ids as shortids
 from ..storage.files import FILE_MODE, Files
 from . import shapes
 from .model import Message
@@ -77,6 +78,9 @@ MIN_REWRITE = 1 << 20  # ...and at least this many bytes, before a save writes a
 
 # What the loop does next: call the model, or run the tools of the last assistant message.
 CALL, TOOLS = "call", "tools"
+# How a run that did not end stopped: killed (still "running" on disk), cut off by an error it
+# did not expect ("crashed") or by Ctrl-C ("interrupted"). Each goes on with a resume.
+UNFINISHED = ("running", "crashed", "interrupted")
 
 
 @dataclass
@@ -119,6 +123,8 @@ class Session:
     value: Any = None  # the value it returned (status "returned")
     branch: str | None = None  # the branch it works on
     base: str | None = None  # the commit that branch was at when it started
+    at_branch: str | None = None  # the branch checked out when the run last stopped (its tools
+    # may switch): where a resume goes on
     # A delegated child: the session and delegate call it answers to, how deep it runs, and the
     # commit of the parent's branch its ops joined (None: not joined, or not a child).
     parent_session: str | None = None
@@ -320,6 +326,32 @@ def _read_old(root: Path, data: bytes, path: Path, session_id: str) -> Session:
     return session
 
 
+def player_state_at(session: Session, tool_use_id: str) -> dict[str, Any] | None:
+    """The player's notes (``client_state``) as saved with the reply that asked for call
+    ``tool_use_id``: what a fork's player starts from. None when the file no longer holds that
+    save (a later snapshot replaced the lines, or it is a format-1 file)."""
+    if session.root is None:
+        return None
+    try:
+        found = bounded.read_inside(session.root, _rel(session.id), bounded.JSON_CAP,
+                                    what="The session file")
+    except GitspaceError:
+        return None
+    lines = (found or b"").split(b"\n")[1:-1]  # (the snapshot, and a save cut off: neither)
+    for line in lines:
+        try:
+            record = json.loads(line)
+            added = record.get("add", [])
+            state = record.get("set", {}).get("client_state")
+        except (ValueError, AttributeError):
+            return None
+        if any(isinstance(m, dict) and m.get("role") == "assistant" and isinstance(
+                m.get("content"), list) and any(isinstance(b, dict) and b.get("id") == tool_use_id
+                                               for b in m["content"]) for m in added):
+            return state if isinstance(state, dict) else None
+    return None
+
+
 def _other_version(path: Path) -> BadArguments:
     return BadArguments(f"{path} was written by another version of gitspace.",
                         hint="Resume it with that version, or start a new run.")
@@ -347,16 +379,18 @@ def exists(root: Path, session_id: str) -> bool:
 
 
 def find(root: Path, text: str) -> Session:
-    """The saved session ``text`` names: its id, or a unique start or end of it (as lists show
-    them). Ambiguity is an error listing the candidates."""
+    """The saved session ``text`` names: any form of its id (``storage/ids.py``: the id, its
+    short form ``s-...`` as lists show it, a unique start or end). Ambiguity is an error
+    listing the candidates."""
     known = ids(root)
     if text in known:
         return Session.load(root, text)
-    hits = [i for i in known if text and (i.startswith(text) or i.endswith(text))]
+    hits = [i for i in known if shortids.names_session(text, i)]
     if len(hits) == 1:
         return Session.load(root, hits[0])
     if hits:
-        raise BadArguments(f"{text!r} matches {len(hits)} sessions: {', '.join(hits[:10])}.",
+        shown = ", ".join(f"{shortids.session(i)} ({i})" for i in hits[:10])
+        raise BadArguments(f"{text!r} matches {len(hits)} sessions: {shown}.",
                            hint="Give more of the session id.")
     raise NotFound(f"There is no saved session {text!r} in {root}.",
                    hint="'gitspace sessions' lists them.")

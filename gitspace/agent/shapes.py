@@ -71,7 +71,8 @@ def _matches(pattern: re.Pattern[str]) -> Callable[[Any], bool]:
 _FORMS: dict[str, Callable[[Any], bool]] = {
     "pending": lambda ops: all(ledger.TOKEN.fullmatch(op) for op in ops.values()),
     "base": _matches(ledger.SHA), "joined": _matches(ledger.SHA),
-    "branch": _matches(ledger.TOKEN), "parent_session": _matches(ledger.TOKEN),
+    "branch": _matches(ledger.TOKEN), "at_branch": _matches(ledger.TOKEN),
+    "parent_session": _matches(ledger.TOKEN),
     "parent_tool_use_id": _matches(ledger.TOKEN),
     "depth": lambda n: n >= 0, "steps": lambda n: n >= 0,
 }

@@ -20,7 +20,19 @@ import typer
 
 from .. import config
 from ..errors import BadArguments
-from .common import JsonOpt, echo, emit_json, here, open_workspace, render, start_watcher, usage
+from ..storage import ids
+from . import lines
+from .common import (
+    JsonOpt,
+    echo,
+    emit_json,
+    here,
+    open_workspace,
+    progress_shown,
+    render,
+    start_watcher,
+    usage,
+)
 
 
 def demo(
@@ -83,7 +95,7 @@ def run(
     from ..agent import runner
     from ..agent.loop import Loop, Options
     from ..agent.returns import Returns, dumps
-    from ..agent.session import Session
+    from ..agent.session import find
 
     if task is None and resume is None:
         usage("Give a TASK, or --resume SESSION to continue one (with a TASK: the session's "
@@ -96,7 +108,7 @@ def run(
         ws.require_owned("run an agent")  # before any model call: every write would be refused
         at = None
         if resume:
-            saved = Session.load(ws.root, resume)
+            saved = find(ws.root, resume)
             client = runner.client_for_session(saved, policy=policy, model=model, **real)
             value_only = saved.returns is not None or wanted is not None
         elif fork is not None:
@@ -125,10 +137,11 @@ def run(
         loop = Loop(ws, client, options, show)
         watcher = start_watcher(ws.root, quiet=as_json) if watch_edits else None
         try:
-            if at is not None:
-                outcome = loop.begin(_forked(loop, at, task or "", to_stderr or as_json))
-            else:
-                outcome = loop.resume(resume, task) if resume else loop.start(task or "")
+            with progress_shown():  # (on stderr: stdout stays the value's, or the JSON's)
+                if at is not None:
+                    outcome = loop.fork(at, task or "", _said_forked(at, to_stderr or as_json))
+                else:
+                    outcome = loop.resume(resume, task) if resume else loop.start(task or "")
         finally:
             if watcher is not None:
                 watcher.stop()
@@ -136,6 +149,7 @@ def run(
         if as_json:
             session = outcome.session
             emit_json({"status": outcome.status, "text": outcome.text, "session": session.id,
+                       "session_short": ids.session(session.id),
                        "calls": outcome.calls, "steps": session.steps, "stats": vars(session.stats),
                        "exit_code": code, "value": outcome.value, "branch": session.branch},
                       "run")
@@ -163,16 +177,14 @@ RUN_EXIT = {
 }
 
 
-def _forked(loop: Any, at: Any, task: str, quiet: bool) -> Any:
-    """The fork's new session, on its new branch (said on stderr when stdout is for data)."""
-    from ..agent import fork as forking
-
-    session = loop.new_session(task)
-    branch = forking.prepare(loop.ws, session, at, task)
-    echo(f"Forked session {at.session.id} after op {at.op.op_id} ({at.op.tool}) onto the new "
-         f"branch {branch}, as session {session.id}; {at.session.branch or 'its branch'} is "
-         "unchanged.", err=quiet)
-    return session
+def _said_forked(at: Any, quiet: bool) -> Any:
+    """What says where the fork runs, once it is made (on stderr when stdout is for data)."""
+    def said(session: Any, branch: str) -> None:
+        echo(f"Forked session {ids.session(at.session.id)} after op {ids.op(at.op.op_id)} "
+             f"({at.op.tool}) onto the new branch {branch}, as session "
+             f"{ids.session(session.id)}; {at.session.branch or 'its branch'} is unchanged.",
+             err=quiet)
+    return said
 
 
 def _schema(text: str) -> Any:
@@ -190,6 +202,11 @@ def _schema(text: str) -> Any:
         if os.path.lexists(path):
             found = bounded.read_named(path, bounded.JSON_CAP, what="The --returns file")
             text = (found or b"").decode("utf-8")
+        elif text.strip()[:1] not in tuple('{["-0123456789tfn'):  # no JSON value starts so
+            raise BadArguments(f"There is no file {text} ({path.absolute()}), and "
+                               "the text is no JSON Schema either.",
+                               hint="Give the path of a file holding a JSON Schema, or the "
+                                    """schema itself: --returns '{"type": "integer"}'.""")
         else:
             source = "the --returns text"
         return json.loads(text)
@@ -220,26 +237,30 @@ def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     from ..agent import calls
     from ..agent.session import listing
     from ..harness.state import sessions as harness_sessions
+    from ..harness.transcripts import prompt
 
     with open_workspace() as ws:
         rows = listing(ws.root)
         others = harness_sessions(ws.repo.gitdir)  # Claude Code's and the others' (their hooks)
+        prompts = {k.session: prompt(k) or "" for k in others}  # (local: never committed)
         if as_json:
             emit_json([_session_row(s) for s in rows] + [
-                {"session": k.session, "status": "recorded", "agent": k.agent,
-                 "client": "harness", "scripted": False, "steps": k.turns, "task": "",
+                {"session": k.session, "session_short": ids.session(k.session),
+                 "status": "recorded", "agent": k.agent, "client": "harness",
+                 "scripted": False, "steps": k.turns, "task": prompts[k.session],
                  "parent_session": None, "parent_tool_use_id": None, "depth": 0}
                 for k in others], "sessions")
         else:
             if rows or not others:  # (no "No saved sessions" above a harness's sessions)
                 render().sessions(calls.ordered(rows))
             for k in others:
-                echo(f"{k.session}  {k.agent}  {k.turns} turn(s)  (the harness's own transcript"
-                     f": 'gitspace ui' shows it)")
+                echo(f"{ids.session(k.session)}  {k.agent}  {k.turns} turn(s)  "
+                     f"{lines.one_line(prompts[k.session]) or '(no prompt in its transcript)'}")
 
 
 def _session_row(s: Any) -> dict[str, Any]:
-    return {"session": s.id, "status": s.status, "agent": s.agent, "client": s.client,
+    return {"session": s.id, "session_short": ids.session(s.id), "status": s.status,
+            "agent": s.agent, "client": s.client,
             "scripted": s.scripted, "steps": s.steps, "task": s.task,
             "parent_session": s.parent_session, "parent_tool_use_id": s.parent_tool_use_id,
             "depth": s.depth}

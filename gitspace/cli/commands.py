@@ -13,6 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
+from typer import _click as click
+from typer.core import TyperGroup
 
 from . import (
     agent_run,
@@ -78,6 +80,37 @@ GROUPS: list[tuple[str, typer.Typer]] = [
     ("notes", provenance.notes_app),  # fetch | push
 ]
 
+# How `gitspace --help` groups the commands, in this order. What a harness's hooks run (`hook`,
+# `record`) is not for people to type, so it is not listed (it still works, and has -h).
+SECTIONS: list[tuple[str, tuple[str, ...]]] = [
+    ("Start", ("init", "demo", "status", "tools")),
+    ("Read what was recorded", ("log", "show", "diff", "checkpoints", "branches", "sessions",
+                                "verify", "replay", "ui")),
+    ("Who wrote what (authorship notes)", ("blame", "provenance", "notes", "purge")),
+    ("Change the files (each change is an op)", ("call", "checkpoint", "restore", "undo", "redo",
+                                                 "rewind", "fork", "branch", "switch",
+                                                 "snapshot", "exclude")),
+    ("Run and record agents", ("run", "hooks", "mcp", "watch")),
+    ("Several agents, other clones", ("attach", "agents", "merge", "detach", "push", "pull",
+                                      "sync")),
+    ("Housekeeping", ("gc",)),
+]
+INTERNAL = ("hook", "record")
+
+
+class _Sections(TyperGroup):
+    """``--help`` lists the commands under the headings of ``SECTIONS``."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        shown = {name: self.get_command(ctx, name) for name in self.list_commands(ctx)}
+        width = max((len(name) for name in shown), default=0)
+        for title, names in SECTIONS:
+            rows = [(name, cmd.get_short_help_str(formatter.width - 6 - width))
+                    for name in names if (cmd := shown.get(name)) is not None and not cmd.hidden]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
 
 def _typed(function: Callable[..., Any]) -> Callable[..., Any]:
     """The command typer registers: a read's declared parameters spelled for typer."""
@@ -90,6 +123,7 @@ def build(command: str | None = None, *, whole: bool = True) -> typer.Typer:
     every command it registers on each run, which for 40 commands costs about 100 ms before
     anything happens; a run needs one command's (``benchmarks/cli.py``)."""
     app = typer.Typer(
+        cls=_Sections,
         help="A workspace for AI agents that is an ordinary git repository.",
         no_args_is_help=True,
         # typer's --install-completion / --show-completion: shell completion, installed on request.
@@ -104,9 +138,10 @@ def build(command: str | None = None, *, whole: bool = True) -> typer.Typer:
     app.callback()(_typed(shared.global_options))
     for name, function in COMMANDS:
         if whole or name == command:
-            app.command(name=name)(_typed(function))
+            app.command(name=name, hidden=name in INTERNAL)(_typed(function))
         else:
-            app.command(name=name, help=function.__doc__)(_listed_only)
+            app.command(name=name, help=function.__doc__, hidden=name in INTERNAL)(
+                _listed_only)
     for name, group in GROUPS:
         if whole or name == command:
             app.add_typer(group, name=name)

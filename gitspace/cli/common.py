@@ -46,6 +46,12 @@ def person_of(root: Path, explicit: str | None) -> str:
         repo.close()
 
 
+def progress_shown(enabled: bool = True) -> Any:
+    """A context in which the progress the library reports is shown on stderr (a bar on a
+    terminal, plain lines elsewhere: ``render.shown``)."""
+    return render().shown(enabled)
+
+
 def show_result(result: Any, as_json: bool = False) -> None:
     """A tool call's result, as text or JSON; exit 1 when it failed."""
     if as_json:
@@ -62,9 +68,12 @@ def show_result(result: Any, as_json: bool = False) -> None:
 
 
 def call_tool(tool: str, args: dict[str, Any], as_json: bool = False) -> None:
-    """Run one tool as an agent would, and show its result."""
+    """Run one tool as an agent would (its progress shown, for a long script), and show its
+    result."""
     with open_workspace() as ws:
-        show_result(ws.call(tool, args), as_json)
+        with progress_shown():
+            result = ws.call(tool, args)
+        show_result(result, as_json)
 
 
 def report_line(report: Any) -> None:

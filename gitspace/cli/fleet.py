@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import JsonOpt, echo, emit_json, open_workspace, render
+from .common import JsonOpt, echo, emit_json, open_workspace, progress_shown, render
 
 
 def sync(
@@ -54,7 +54,8 @@ def _watch(ws: object, remote: str, every: float, as_json: bool) -> None:
         if not as_json:
             echo(f"Syncing with {remote} after every op and every {every:g} s; Ctrl-C or "
                        "SIGTERM stops (between syncs).")
-        watch(ws, remote, every=every, stop=stop, on_event=show)  # type: ignore[arg-type]
+        with progress_shown():
+            watch(ws, remote, every=every, stop=stop, on_event=show)  # type: ignore[arg-type]
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -10,8 +10,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .. import config
+from .. import config, progress
 from ..harness.adapters import listed
+from ..storage import ids
 from .common import (
     JsonOpt,
     echo,
@@ -19,9 +20,11 @@ from .common import (
     here,
     in_place,
     open_workspace,
+    progress_shown,
     render,
     show_result,
     state,
+    usage,
 )
 
 HARNESS = Annotated[str, typer.Argument(help=f"{listed()}.")]
@@ -67,7 +70,7 @@ def hooks_install(
     verb = "Installed" if wired.changed else "Already installed:"
     if not wired.in_place:
         echo(f"{verb} gitspace's {wired.spec.title} hooks in {wired.path}"
-             + (f" (recorded as op {wired.op})." if wired.op else "."))
+             + (f" (recorded as op {ids.op(wired.op)})." if wired.op else "."))
         if wired.scope == "project":
             echo("They run 'gitspace' from the PATH the harness has, in every clone.")
     else:
@@ -77,6 +80,8 @@ def hooks_install(
              "an op on a line of gitspace's own (refs/gitspace/lines/), and nothing of yours "
              "moves: not your index, HEAD, branches, stash or files. 'gitspace log' shows the "
              "ops.")
+        if wired.changed:
+            _said_start()
     if wired.review is not None:
         echo(wired.review.note)
     for other in install.elsewhere(wired.spec, wired.scope, _start(), config.home()):
@@ -87,6 +92,27 @@ def _twice(spec: Any, other: Any) -> str:
     return (f"gitspace's {spec.title} hooks are also in {other}, and {spec.title} runs both: every "
             "event would arrive twice (each turn counted twice). Keep one: 'gitspace hooks "
             f"uninstall {spec.name} --scope SCOPE' removes the other.")
+
+
+def _said_start() -> None:
+    """Say what the line starts from: the checkout as found, uncommitted and untracked files
+    copied as they were (so the agent's first op holds only its own change)."""
+    from ..core import timeline
+    from ..harness.inplace import line
+    from ..storage.gitrepo import GitRepo
+    from . import lines
+
+    repo = GitRepo.open(_start())
+    try:
+        tip = line.where(repo).tip
+        found = timeline.entry(repo, tip) if tip else None
+        if found is None or found.op is None:
+            return
+        start = {**found.as_json(), "line_start": True}
+        echo(f"The line starts from {lines.recorded(start)} (op {found.short}); these stay "
+             "yours: 'gitspace status' says what is recorded, and when.")
+    finally:
+        repo.close()
 
 
 @hooks_app.command("uninstall")
@@ -153,28 +179,45 @@ def record() -> None:
 
 def rewind(
     which: Annotated[Optional[str], typer.Argument(  # noqa: UP045
-        help="A turn number (of the latest session), a checkpoint name, or an op id.")] = None,
-    session: Annotated[Optional[str], typer.Option(help="The session (id or its start).")] = None,  # noqa: UP045
+        help="A turn number (of the latest session, or of --session's), a turn's mark, or an "
+             "op id.")] = None,
+    session: Annotated[Optional[str], typer.Option(help=(  # noqa: UP045
+        "The session whose turn the number is (its short form s-..., or any start or end of "
+        "its id)."))] = None,
     every_file: Annotated[bool, typer.Option("--all", help=(
         "In a checkout of your own: every file as it was then, not only those the agent "
         "changed (your changes since are recorded first, then overwritten)."))] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Restore the files to the end of an earlier turn (or right after an op), as a new op.
-    Without an argument, list the turns."""
+    Without an argument, list the turns, each session's in its order."""
     from ..harness import rewind as rewinding
+    from ..harness import turns
 
     with open_workspace() as ws:
-        if in_place(ws) is not None:
-            _rewind_in_place(ws, which, every_file, as_json)
-            return
+        here = in_place(ws) is not None
+        marks = turns.listed(ws, here)
         if which is None:
-            marks = rewinding.turns(ws)
-            data = [{"turn": t.number, "session": t.prefix, "checkpoint": t.name,
-                     "commit": t.commit, "time": t.time, "message": t.message} for t in marks]
+            data = [{"turn": t.number, "session": t.prefix, "session_short": t.session,
+                     "checkpoint": t.mark, "commit": t.commit, "time": t.time,
+                     "message": t.message} for t in marks]
             emit_json(data, "turns") if as_json else render().turns(data)
             return
-        show_result(rewinding.rewind(ws, which, session), as_json)
+        if which.isascii() and which.isdigit():  # ('²' is a digit to isdigit, not to int)
+            turn = turns.pick(marks, int(which), session,
+                              turns.latest(ws.repo, marks) if marks else None)
+            target, named = turn.mark, turn.name
+            if not as_json and session is None and len({t.prefix for t in marks}) > 1:
+                echo(f"Turn {which} of the latest session, {turn.session} (turns are counted "
+                     "in each session; --session picks another).", err=True)
+        elif session is not None:
+            usage("--session goes with a turn number: 'gitspace rewind N --session S'.")
+        else:
+            target, named = which, which
+        if here:
+            _rewind_in_place(ws, target, named, every_file, as_json)
+        else:  # (a restore: every file, with --all or not)
+            show_result(rewinding.rewind(ws, target), as_json)
 
 
 def gc(
@@ -191,7 +234,9 @@ def gc(
     try:
         if auto and not linegc.due(repo):
             return
-        pruned, report = linegc.collect(repo, keep_days, dry_run)
+        with progress_shown(not auto):  # (no total: repacking is git's, and says nothing)
+            progress.report(0, None, "pruning lines and packing what recording wrote")
+            pruned, report = linegc.collect(repo, keep_days, dry_run)
         for p in pruned:
             echo(f"{'would prune' if dry_run else 'pruned'} {p.ref} ({p.why})")
         if report is None:
@@ -206,26 +251,20 @@ def gc(
         repo.close()
 
 
-def _rewind_in_place(ws: Any, which: str | None, every_file: bool, as_json: bool) -> None:
-    from ..core import linerefs
+def _rewind_in_place(ws: Any, target: str, named: str, every_file: bool, as_json: bool) -> None:
     from ..harness.events import Options
     from ..harness.inplace import commands
 
-    if which is None:
-        marks = list(linerefs.turn_marks(ws.repo).items())
-        data: list[dict[str, Any]] = [{"turn": int(name.rsplit("-turn-", 1)[1].split(".")[0]),
-                 "session": name.rsplit("-turn-", 1)[0], "checkpoint": name, "commit": tip,
-                 "time": int(ws.repo.commit(tip).committer.rsplit(" ", 2)[1]), "message": ""}
-                for name, tip in marks if "-turn-" in name]
-        data.sort(key=lambda d: d["time"])
-        emit_json(data, "turns") if as_json else render().turns(data)
-        return
-    taken = commands.rewind(ws.repo, which, every_file, Options(max_file_bytes=ws.max_file_bytes))
+    taken = commands.rewind(ws.repo, target, every_file,
+                            Options(max_file_bytes=ws.max_file_bytes))
     for note in taken.notes:
-        echo(note)
-    if taken.op is None:
-        echo(f"unchanged: your files already are as {which} left them.")
+        echo(note, err=as_json)
+    if as_json:
+        emit_json({"op": taken.op, "op_short": ids.op(taken.op) if taken.op else None,
+                   "turn": named, "files": taken.files, "took_back": taken.took_back}, "taken")
+    elif taken.op is None:
+        echo(f"unchanged: your files already are as {named} left them.")
     else:
-        echo(f"Rewound {'every file' if every_file else 'the files the agent changed'} to {which} "
-             f"({', '.join(taken.files[:10])}) as op {taken.op}; your index and HEAD are as "
-             "they were.")
+        echo(f"Rewound {'every file' if every_file else 'the files the agent changed'} to "
+             f"{named} ({', '.join(taken.files[:10])}) as op {ids.op(taken.op)}; your index "
+             "and HEAD are as they were.")

@@ -7,15 +7,16 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..errors import BadArguments
+from ..errors import BadArguments, NotAWorkspace
+from ..storage import ids
 from .common import (
     JsonOpt,
-    call_tool,
     echo,
     emit_json,
     find_entry,
     in_place,
     open_workspace,
+    progress_shown,
     render,
     show_result,
     usage,
@@ -42,7 +43,25 @@ def branches(as_json: JsonOpt = False) -> None:
 
 def checkpoint(name: str, message: Annotated[str, typer.Option("-m")] = "") -> None:
     """Save the current state as checkpoint NAME."""
-    call_tool("checkpoint", {"name": name, **({"message": message} if message else {})})
+    with open_workspace() as ws:
+        _not_in_place(ws, "make a checkpoint", "Each of the agent's turns is marked already "
+                      "('gitspace rewind' lists them, 'gitspace rewind N' goes back to one), "
+                      "and so is every op ('gitspace rewind OP'). To keep this state yourself, "
+                      "commit it, or 'git stash' it.")
+        show_result(ws.call("checkpoint", {"name": name, **({"message": message}
+                                                            if message else {})}))
+
+
+def _not_in_place(ws: Any, action: str, instead: str) -> None:
+    """Refuse ``action`` in a checkout of the person's own recorded in place, saying why and
+    what to do there instead (the commands that change a workspace's refs or index make no
+    sense where nothing of the person's may move)."""
+    if in_place(ws) is not None:
+        raise NotAWorkspace(
+            f"gitspace does not {action} in {ws.root}: it is your own checkout, recorded in "
+            "place, where gitspace writes no tag, branch or index of yours (only its own line "
+            "of ops, and your work-tree files when you undo, redo or rewind). Nothing was "
+            "changed.", hint=instead)
 
 
 def restore(name: str) -> None:
@@ -51,6 +70,8 @@ def restore(name: str) -> None:
     from ..core import lookup
 
     with open_workspace() as ws:
+        _not_in_place(ws, "restore", f"'gitspace rewind {name} --all' makes every file as that "
+                      "turn or op left it (your changes since are recorded first).")
         found = lookup.resolve(ws.repo, name)
         if found.where == "checkpoint" and found.name is not None and found.op_id is None:
             args = {"name": found.name}  # (NAME, or gitspace/NAME where NAME is ambiguous)
@@ -98,23 +119,32 @@ def _undo_in_place(ws: Any, op: str | None, count: int | None) -> None:
               "agent's turns with 'gitspace rewind TURN'.")
     op_id = lookup.op_id(ws.repo, op) if op else takeback.latest_agent_op(ws.repo)
     taken = commands.undo_op(ws.repo, op_id, Options(max_file_bytes=ws.max_file_bytes))
-    _said_taken(taken, f"op {op_id}")
+    _said_taken(taken, f"op {ids.op(op_id)}")
 
 
-def _said_taken(taken: Any, what: str) -> None:
+def _said_taken(taken: Any, what: str, verb: str = "Took back") -> None:
     for note in taken.notes:
         echo(note)
     if taken.op is None:
         echo(f"unchanged: your files already are as {what} leaves them.")
         return
-    echo(f"Took back {what} in your files ({', '.join(taken.files[:10])}"
+    echo(f"{verb} {what} in your files ({', '.join(taken.files[:10])}"
          + (f" and {len(taken.files) - 10} more" if len(taken.files) > 10 else "")
-         + f") as op {taken.op}; your index and HEAD are as they were.")
+         + f") as op {ids.op(taken.op)}; your index and HEAD are as they were.")
 
 
 def redo() -> None:
-    """Re-apply what the last undo reverted."""
-    call_tool("redo", {})
+    """Re-apply what the last undo reverted (in a checkout of your own: what the last undo or
+    rewind took back, in your files only)."""
+    with open_workspace() as ws:
+        if in_place(ws) is None:
+            show_result(ws.call("redo", {}))
+            return
+        from ..harness.events import Options
+        from ..harness.inplace import redo as redoing
+
+        taken, undo_id = redoing.redo(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
+        _said_taken(taken, f"what op {ids.op(undo_id)} took back", verb="Re-applied")
 
 
 def branch(
@@ -127,12 +157,18 @@ def branch(
     args: dict[str, Any] = {"name": name, "switch": switch}
     if start:
         args["from"] = start
-    call_tool("branch", args)
+    with open_workspace() as ws:
+        _not_in_place(ws, "make branches", f"'git branch {name}' (or 'git switch -c') is how "
+                      "you make one here; the line follows you to it.")
+        show_result(ws.call("branch", args))
 
 
 def switch(name: str) -> None:
     """Switch to branch NAME (refused if it would overwrite unrecorded changes)."""
-    call_tool("switch", {"name": name})
+    with open_workspace() as ws:
+        _not_in_place(ws, "switch branches", f"'git switch {name}' is how you switch here; "
+                      "the line follows you.")
+        show_result(ws.call("switch", {"name": name}))
 
 
 def verify(
@@ -149,7 +185,8 @@ def verify(
             base = lookup.resolve(ws.repo, start).commit if start else None
         except GitspaceError as e:
             raise typer.BadParameter(e.message, param_hint="--from") from None
-        report = timeline.verify(ws, rev, base)
+        with progress_shown():
+            report = timeline.verify(ws, rev, base)
         if as_json:
             emit_json({"ok": report.ok, "commits": report.commits, "ops": report.ops,
                        "foreign": report.foreign,

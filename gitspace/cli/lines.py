@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 
-from ..storage import ledger
+from ..storage import ids, ledger
 
 TYPE_CHECKING = False  # typing is not imported at run time: a read starts without it
 if TYPE_CHECKING:
@@ -24,11 +24,13 @@ TEMPLATE_FIELDS = {
     "op": "the full op id",
     "op_short": f"the last {OP_SHORT} characters of the op id, as log shows them",
     "commit": "the full commit id",
-    "short": "the first 12 characters of the commit id",
+    "short": f"the first {ids.COMMIT} characters of the commit id",
     "agent": "who made it: the agent, or the person (their git user.name)",
     "tool": "the tool (ops) or 'commit'",
     "source": "tool, harness, external, init or transcript ('-' for other commits)",
     "session": "the session id ('-' if none)",
+    "session_short": "the session's short form, s- and 8 characters, as listings show it",
+    "failed": "why the harness call failed, as it said ('-' if it did not fail)",
     "parent": "the session that delegated the op's session ('-' if none)",
     "depth": "how many delegated calls deep the op was made (0: not delegated)",
     "tool_use_id": "the model's or harness's id of the tool call ('-' if none)",
@@ -88,11 +90,13 @@ def values(e: Any, depth: int = 0) -> dict[str, str]:
     raw = {
         "time": when(e.time), "timestamp": str(e.time),
         "op": op.op_id if op else "-", "op_short": short(e),
-        "commit": e.commit, "short": e.commit[:12],
+        "commit": e.commit, "short": ids.commit(e.commit),
         "agent": e.agent,
         "tool": op.tool if op else "commit",
         "source": op.source if op else "-",
         "session": (op.session or "-") if op else "-",
+        "session_short": ids.session(op.session) if op and op.session else "-",
+        "failed": e.failed if e.failed is not None else "-",
         "parent": (op.parent_session or "-") if op else "-",
         "depth": str(depth),
         "tool_use_id": (op.tool_use_id or "-") if op else "-",
@@ -110,7 +114,7 @@ def called(tool: str, depth: int) -> str:
 
 
 def short(e: Any) -> str:
-    """What names an entry in a listing: an op's short id, else the commit's first 8 characters."""
+    """What names an entry in a listing: an op's short form, else the commit's (``ids``)."""
     return str(e.short)
 
 
@@ -124,6 +128,8 @@ def compact(e: Any, depth: int = 0) -> str:
         parts.append(f"checkpoint: {v['checkpoints'].replace(',', ', ')}")
     if e.op is not None and e.op.tool_use_id:
         parts.append(f"tool_use_id: {v['tool_use_id']}")
+    if e.failed is not None:
+        parts.append(f"failed: {v['failed']}")
     if e.problem:
         parts.append(f"malformed: {one_line(e.problem)}")
     return "  ".join(parts)
@@ -142,7 +148,10 @@ def op_detail(e: Any) -> list[str]:
         return [line.translate(_CONTROLS).expandtabs(8) for line in out]
     out.append(f"op {e.short} ({op.op_id})  tool {op.tool}  source {op.source}  agent {e.agent}")
     if op.session or op.tool_use_id:
-        out.append(f"session {op.session or '-'}  tool_use_id {op.tool_use_id or '-'}")
+        named = f"{ids.session(op.session)} ({op.session})" if op.session else "-"
+        out.append(f"session {named}  tool_use_id {op.tool_use_id or '-'}")
+    if e.failed is not None:
+        out.append(f"failed: {e.failed} (the changes it left are recorded)")
     out.append(f"args {ledger.args_summary(op.args, 200)}")
     if op.undo_of:
         out.append(f"undoes {', '.join(ledger.short_id(u) for u in op.undo_of)}")
@@ -183,18 +192,45 @@ def _status_in_place(data: dict[str, Any]) -> list[str]:
     out = [f"Your own checkout {data['root']}, on {where} at {data['tip'][:12]}."]
     who = ", ".join(data["recording"]) or "no harness ('gitspace hooks install NAME' turns it on)"
     out.append(f"Recording in place: {who}; ops on {data['line']}"
-               + (f" at {data['line_tip'][:12]}." if data["line_tip"] else " (none yet)."))
+               + ("." if data["line_tip"] else " (none yet)."))
+    last = data.get("last_op")
+    if last is not None:
+        out.append(f"Last recorded, {when(last['time'])}: {recorded(last)} (op "
+                   f"{last['op']['short']}).")
     if data["pending"]:
-        out.append(f"{len(data['pending'])} change(s) not recorded yet (the agent's next shell "
-                   "command or turn records them as yours, or 'gitspace snapshot' now):")
+        out.append(f"Since then, {len(data['pending'])} change(s) not recorded yet (the agent's "
+                   "next shell command or turn records them as yours, or 'gitspace snapshot' "
+                   "now):")
         out += [f"  {one_line(path)}" for path in data["pending"][:50]]
         if len(data["pending"]) > 50:
             out.append(f"  ... and {len(data['pending']) - 50} more ('gitspace status --json' "
                        "lists them all)")
-    else:
-        out.append("Everything is recorded: the work tree matches the line's last op.")
+    elif last is not None:
+        out.append("Nothing changed since: the work tree is as that op left it.")
     out += [f"not recorded: {one_line(note)}" for note in data["too_large"]]
     return out
+
+
+def recorded(entry: dict[str, Any]) -> str:
+    """What the op of a log entry (as JSON) recorded, in a sentence for people."""
+    op = entry["op"]
+    files = entry["files"]
+    listed = ", ".join(one_line(f) for f in files[:3]) + (f" and {len(files) - 3} more"
+                                                         if len(files) > 3 else "")
+    if op["tool"] == "follow":
+        args = op["args"]
+        what = ("your checkout as 'gitspace hooks install' found it" if entry.get("line_start")
+                else "your checkout after it moved (a commit, switch, rebase, stash or reset)")
+        kept = (f", with {len(files)} uncommitted or untracked file(s) recorded as they were "
+                f"({listed})" if files else ", nothing uncommitted")
+        return f"{what}: {args.get('branch') or 'HEAD'} at {str(args.get('commit'))[:12]}{kept}"
+    if op["source"] == "harness":
+        failed = f", which failed ({one_line(op['failed'])})" if op.get("failed") else ""
+        return (f"{op['agent']}'s {op['tool']} call{failed}, session {op['session_short']}: "
+                f"{one_line(entry['subject'])}")
+    if op["source"] == "external":
+        return f"your own edits of {len(files)} file(s) ({listed})"
+    return f"{one_line(entry['subject'])}, by {entry['agent']}"
 
 
 def status(data: dict[str, Any]) -> list[str]:

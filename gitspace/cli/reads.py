@@ -56,7 +56,7 @@ def status(as_json: bool = False) -> None:
             return
         changes, skipped = pending_changes(ws) if tip else ({}, [])
         data = {"root": str(ws.root), "branch": branch, "detached": branch is None, "tip": tip,
-                "pending": sorted(changes), "too_large": skipped}
+                "pending": sorted(changes), "too_large": skipped, "last_op": _last_op(ws, tip)}
         if tip is not None and _not_owned(ws):
             data["own"] = True  # a checkout of the person's own, where nothing is recorded
         if as_json:
@@ -80,10 +80,25 @@ def _status_in_place(ws: Any, here: Any) -> dict[str, Any]:
     from ..harness.route import recording
 
     found = pending(ws.repo, Options(max_file_bytes=ws.max_file_bytes))
+    last = _last_op(ws, here.tip)
+    if last is not None and last["op"]["tool"] == "follow":  # where the line starts, or caught up
+        parent = last["parents"][0] if last["parents"] else None
+        last["line_start"] = parent == last["op"]["args"].get("commit")
     return {"root": str(ws.root), "branch": here.branch, "detached": here.branch is None,
             "tip": here.head, "in_place": True, "line": here.ref, "line_tip": here.tip,
             "recording": recording(ws.repo.gitdir),
-            "pending": found[0] if found else [], "too_large": found[1] if found else []}
+            "pending": found[0] if found else [], "too_large": found[1] if found else [],
+            "last_op": last}
+
+
+def _last_op(ws: Any, tip: str | None) -> dict[str, Any] | None:
+    """The log entry of the op at ``tip`` (None: no commit, or no op there)."""
+    from ..core import timeline
+
+    if tip is None:
+        return None
+    found = timeline.entry(ws.repo, tip)
+    return found.as_json() if found.op is not None else None
 
 
 class Source(StrEnum):

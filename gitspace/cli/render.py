@@ -1,4 +1,5 @@
-"""Terminal rendering for the CLI (rich). Imported only by ``cli``; never by the library.
+"""Terminal rendering for the CLI (rich), and the progress of long jobs on stderr (the end of
+this module). Imported only by ``cli``; never by the library.
 
 Colour follows ``--color`` and NO_COLOR (``options.colour_on``). Tables never fold a value over
 two lines: a column too narrow for its text ends it with an ellipsis, and ``log`` into a pipe
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -20,7 +23,8 @@ from rich.markup import escape as escape_markup
 from rich.table import Table
 from rich.text import Text
 
-from ..storage import ledger
+from .. import progress as reporting
+from ..storage import ids, ledger
 from . import lines, options, pager
 
 
@@ -123,6 +127,8 @@ def timeline(entries: list[Any], depths: dict[str, int] | None = None) -> None:
         op = e.op
         files = ", ".join(e.files[:3]) + (f" +{len(e.files) - 3}" if len(e.files) > 3 else "")
         marks = " ".join(f"[green]◆ {escape(c)}[/green]" for c in e.checkpoints)
+        if e.failed is not None:
+            marks = f"[red]✗ failed: {escape(lines.one_line(e.failed))}[/red] {marks}".rstrip()
         if e.problem:
             marks += f" [red]malformed: {escape(e.problem)}[/red]"
         rows.append([
@@ -175,11 +181,11 @@ def turns(rows: list[dict[str, Any]]) -> None:
         out.print("No turns recorded yet ('gitspace hooks install claude-code' records them).")
         return
     table = Table(box=None, pad_edge=False)
-    for col in ("session", "turn", "checkpoint", "commit", "time"):
+    for col in ("turn", "mark", "commit", "time"):
         table.add_column(col)
-    for r in rows:
-        table.add_row(escape(r["session"]), str(r["turn"]), escape(r["checkpoint"]),
-                      r["commit"][:12], _when(r["time"]))
+    for r in rows:  # (grouped by session: a number counts the turns of one session)
+        table.add_row(f"{r['session_short']} turn {r['turn']}", escape(r["checkpoint"]),
+                      ids.commit(r["commit"]), _when(r["time"]))
     out.print(table)
 
 
@@ -203,8 +209,12 @@ def tools(found: list[Any], notes: list[str]) -> None:
         first = t.description.split(". ")[0].rstrip(".") + "."
         example = json.dumps(t.example, ensure_ascii=False) if t.example is not None else "{}"
         call = f"gitspace call {t.name} --args {shlex.quote(example)}"
+        if not out.is_terminal:  # into a pipe: whole lines, no table padding them to its width
+            out.print(f"{escape(t.name)}  {kind}  {escape(first)}\n    {escape(call)}")
+            continue
         table.add_row(escape(t.name), kind, f"{escape(first)}\n[dim]{escape(call)}[/dim]")
-    out.print(table)
+    if out.is_terminal:
+        out.print(table)
     for note in notes:
         out.print(f"[yellow]note:[/yellow] {escape(note)}")
 
@@ -214,6 +224,9 @@ def verify(report: Any) -> None:
               f"{len(report.problems)} problem(s).")
     if report.ok:
         out.print("[green]Every op parses.[/green]")
+    from ..storage.ledger import formats_note
+
+    out.print(f"[dim]Read as {formats_note()}.[/dim]")
     for commit, problem in report.problems:
         out.print(f"[red]{commit[:12]} malformed:[/red] {escape(problem)}")
 
@@ -223,7 +236,7 @@ def outcome(result: Any, stderr: bool = False) -> None:
     to = err if stderr else out
     colour = "green" if result.ok else "yellow"
     to.print(f"\n[{colour}]{escape(result.status)}[/{colour}] after {result.calls} model call(s) "
-             f"this run ({s.steps} in session {s.id}).")
+             f"this run ({s.steps} in session {ids.session(s.id)}).")
     to.print(escape(result.text))
     st = s.stats
     to.print(f"[dim]{st.tool_calls} tool calls, {st.bytes_read:,} characters of tool results, "
@@ -236,20 +249,20 @@ def sessions(rows: list[tuple[Any, int]]) -> None:
     if not rows:
         out.print("No saved sessions. Start one with 'gitspace run TASK'.")
         return
-    cells = [[escape(lines.called(s.id, depth)), escape(s.status), escape(s.agent or "-"),
+    cells = [[escape(lines.called(ids.session(s.id), depth)), escape(s.status), escape(s.agent or "-"),
               escape(f"{s.client} (scripted)" if s.scripted else s.client), str(s.steps),
               escape(lines.one_line(s.task))] for s, depth in rows]
     out.print(_table(["session", "status", "agent", "client", "steps", "task"], cells, ("task",)))
-    out.print("[dim]'gitspace sessions show ID' shows one run (the start or end of an id will "
-              "do).[/dim]")
+    out.print("[dim]'gitspace sessions show ID' shows one run (the id as listed, or any start or "
+              "end of it).[/dim]")
 
 
 def session(s: Any, answer: str, entries: list[Any], children: list[Any]) -> None:
     client = f"{s.client} (scripted)" if s.scripted else s.client
-    out.print(f"Session [bold]{s.id}[/bold]: {escape(s.status)}")
+    out.print(f"Session [bold]{ids.session(s.id)}[/bold] ({s.id}): {escape(s.status)}")
     out.print(f"task    {escape(s.task)}")
     if s.parent_session:
-        out.print(f"called  by session {s.parent_session} (its delegate call "
+        out.print(f"called  by session {ids.session(s.parent_session)} (its delegate call "
                   f"{escape(s.parent_tool_use_id or '?')}), {s.depth} level(s) deep")
     out.print(f"agent   {escape(s.agent or '-')}   client {escape(client)}   "
               f"{s.steps} model call(s)   {s.stats.tool_calls} tool call(s), "
@@ -265,8 +278,8 @@ def session(s: Any, answer: str, entries: list[Any], children: list[Any]) -> Non
         out.print(f"\nDelegated to {len(children)} session(s):")
         for c in children:
             got = json.dumps(c.value, ensure_ascii=False) if c.status == "returned" else c.status
-            out.print(f"  {c.id}  {escape(lines.one_line(got))}  {escape(lines.one_line(c.task))}",
-                      soft_wrap=True)
+            out.print(f"  {ids.session(c.id)}  {escape(lines.one_line(got))}  "
+                      f"{escape(lines.one_line(c.task))}", soft_wrap=True)
     out.print(f"\nHow it ended ({escape(s.status)}):")
     out.print(escape(answer or "(no final answer was saved)"))
     if s.status == "returned":
@@ -281,77 +294,35 @@ def usage_error(message: str) -> None:
 
 # -- replay ------------------------------------------------------------------------------------
 
-REPLAY_BAR_FROM = 100  # commits: shorter replays finish before a bar would be worth drawing
-
-
-class ReplayProgress:
-    """A rich progress bar on stderr for a long replay; ``update`` is the library's callback."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and err.is_terminal
-        self.bar: Any = None
-        self.task: Any = None
-
-    def update(self, done: int, total: int) -> None:
-        if not self.enabled or total < REPLAY_BAR_FROM:
-            return
-        if self.bar is None:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-            self.bar = Progress("replaying", BarColumn(), MofNCompleteColumn(),
-                                TimeRemainingColumn(), console=err, transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("replay", total=total)
-        self.bar.update(self.task, completed=done)
-
-    def __enter__(self) -> ReplayProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
 def replay_report(report: Any) -> None:
     _replay_body(report)
     if report.unverified:
-        out.print(f"  {report.unverified} script op(s) not verified (scripts disabled): their "
-                  "files were taken as recorded. Replay without --no-scripts to check them.")
+        out.print("  The script ops' files were taken as recorded: replay without --no-scripts "
+                  "to check them.")
     if report.leftover:
         err.print(f"Could not remove the scratch folder {escape(str(report.leftover))} (a process "
                   "may still be writing to it); delete it by hand.")
 
 
 def _replay_body(report: Any) -> None:
-    span = f"{report.base[:12]}..{report.tip[:12]}" if report.base else \
-        f"the root commit..{report.tip[:12]}"
-    target = f" onto {report.onto[:12]}" if report.onto else ""
-    out.print(f"Replayed {span}{target}: {report.total} commit(s), {report.checked} checked.")
-    why = ", ".join(f"{n} {escape(k)}" for k, n in sorted(report.recorded_why.items()))
-    out.print(f"  {report.reexecuted} re-executed, {report.as_recorded} applied as recorded"
-              + (f" ({why})" if why else ""))
+    from ..replay.summary import sentences
+
+    said = sentences(report.as_json())
+    for line in said[:-1]:
+        out.print(escape(line))
     if report.fetched:
         out.print(f"  fetched checkpoint(s) {escape(', '.join(report.fetched))} from a remote "
                   "(no tag was created here)")
+    colour = "green" if report.ok else "red"
+    out.print(f"[{colour}]{escape(said[-1])}[/{colour}]")
     if report.empty:
-        out.print(f"[red]nothing re-executed[/red]: {escape(report.empty)}")
         out.print("  Pass --allow-empty if that is expected (the range adds only outside edits, "
                   "commands or plain commits); otherwise check --from, and that the clone holds "
                   "the branch's whole history.")
         return
     d = report.divergence
     if d is None:
-        if report.onto:
-            out.print(f"[green]created[/green] branch [bold]{escape(report.branch)}[/bold] at "
-                      f"{report.created[:12]}: every op applied on the new base.")
-        else:
-            out.print("[green]match[/green]: every re-executed op rebuilt its recorded files.")
         return
-    if report.onto:
-        out.print(f"[red]stopped[/red]: this op no longer applies on {report.onto[:12]}; "
-                  "nothing was changed.")
-    else:
-        out.print("[red]diverged[/red] at this op:")
     out.print(f"  commit {d.commit}")
     if d.op_id:
         out.print(f"  op {ledger.short_id(d.op_id)} ({d.op_id})  tool {escape(d.tool or '-')}")
@@ -364,9 +335,9 @@ def _replay_body(report: Any) -> None:
         more = f" and {hidden} more" if hidden else ""
         out.print(f"  paths: {escape(', '.join(d.paths[:20]))}{more}")
     for line in d.diff:
-        colour = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        tint = "green" if line.startswith("+") else "red" if line.startswith("-") else None
         text = escape(line)
-        out.print(f"    [{colour}]{text}[/{colour}]" if colour else f"    {text}")
+        out.print(f"    [{tint}]{text}[/{tint}]" if tint else f"    {text}")
 
 
 def attached(a: Any) -> None:
@@ -470,3 +441,141 @@ def sync_event(event: Any) -> None:
         fleet_synced(event.synced)
     else:
         err.print(f"[yellow]{escape(event.kind)}:[/yellow] {escape(event.text)}")
+
+
+# -- progress ----------------------------------------------------------------------------------
+# How the CLI shows how far a long job got: what the library reports (gitspace/progress.py),
+# drawn on stderr, never on stdout (which --json and --returns own).
+#
+# How the CLI shows how far a long job got: what the library reports (``gitspace/progress.py``)
+# drawn on stderr, never on stdout (which ``--json`` and ``--returns`` own).
+#
+# - On a terminal: a rich bar per kind of unit the job reports (``model calls``, ``commits
+#   replayed``, ``log entries summarised``...), with its count, its total and the time left when
+#   the job knows its total, a spinner and the time so far when it does not. The bars go when
+#   the job ends; lines the command prints meanwhile scroll above them.
+# - Anywhere else (a pipe, a file, CI): plain lines, ``gitspace: LABEL: DONE of TOTAL (P%), about
+#   T left``, each time another tenth of the total is done (a job without a total: at 100, 200,
+#   500, 1,000...), and at least every ``PROGRESS_EVERY`` seconds while it moves.
+#
+# A job whose total is under ``PROGRESS_FROM`` units shows nothing (it is over before a bar is worth
+# drawing).
+
+PROGRESS_FROM = 100  # units: a job that reports fewer than these shows no progress
+PROGRESS_EVERY = 30.0  # seconds: the longest a plain line waits while the job moves
+
+
+@dataclass
+class _Task:
+    started: float
+    done: float = 0.0
+    total: float | None = None
+    said: float = -1.0  # the last milestone a plain line said
+    said_at: float = 0.0
+    bar: Any = field(default=None)  # the rich task id, on a terminal
+
+
+def time_left(task: _Task, now: float) -> str | None:
+    """The time left at the rate so far, in words (None: too early to tell)."""
+    if task.total is None or task.done <= 0 or now <= task.started:
+        return None
+    rest = (task.total - task.done) * (now - task.started) / task.done
+    if rest < 60:
+        return f"{max(rest, 1):.0f} s"
+    if rest < 3600:
+        return f"{rest / 60:.0f} min"
+    return f"{rest / 3600:.1f} h"
+
+
+def plain_line(label: str, task: _Task, now: float) -> str:
+    if task.total is None:
+        return f"gitspace: {label}: {task.done:,.0f} so far ({now - task.started:.0f} s)"
+    share = 100 * task.done / task.total
+    rest = time_left(task, now)
+    return (f"gitspace: {label}: {task.done:,.0f} of {task.total:,.0f} ({share:.0f}%)"
+            + (f", about {rest} left" if rest and task.done < task.total else ""))
+
+
+def _milestone(task: _Task) -> float:
+    """Which milestone ``task`` has reached: the tenth of its total, or for no total the
+    largest of 100, 200, 500, 1,000, 2,000... it has passed."""
+    if task.total is not None:
+        return float(int(10 * task.done / task.total))
+    step, found = 100.0, 0.0
+    while step <= task.done:
+        for k in (1, 2, 5):
+            if k * step <= task.done:
+                found = k * step
+        step *= 10
+    return found
+
+
+class Shown:
+    """The listener ``shown`` installs: one task per label, drawn as the module says."""
+
+    def __init__(self, terminal: bool) -> None:
+        self.terminal = terminal
+        self.tasks: dict[str, _Task] = {}
+        self.bars: Any = None
+
+    def hear(self, event: reporting.Event) -> None:
+        if event.kind != "progress":
+            return
+        label = event.message or "done"
+        now = time.monotonic()
+        task = self.tasks.setdefault(label, _Task(now))
+        task.done, task.total = event.done, event.total
+        if task.total is not None and task.total < PROGRESS_FROM:
+            return  # (over before a bar is worth drawing)
+        if self.terminal:  # (with no total: a spinner and the count, from the first report)
+            self._draw(label, task)
+            return
+        reached = _milestone(task)
+        if reached > task.said or (now - task.said_at >= PROGRESS_EVERY and task.done > 0):
+            task.said, task.said_at = reached, now
+            sys.stderr.write(plain_line(label, task, now) + "\n")
+            sys.stderr.flush()
+
+    def _draw(self, label: str, task: _Task) -> None:
+        if self.bars is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bars = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TextColumn("left"), TimeRemainingColumn(),
+                                 TextColumn("elapsed"), TimeElapsedColumn(),
+                                 console=err, transient=True,
+                                 # Lines for stdout go above the bars only when stdout is this
+                                 # terminal too: into a pipe they stay stdout's.
+                                 redirect_stdout=sys.stdout.isatty())
+            self.bars.start()
+        if task.bar is None:
+            task.bar = self.bars.add_task(label, total=task.total)
+        self.bars.update(task.bar, completed=task.done, total=task.total)
+
+    def stop(self) -> None:
+        if self.bars is not None:
+            self.bars.stop()
+            self.bars = None
+
+
+@contextmanager
+def shown(enabled: bool = True) -> Iterator[Shown | None]:
+    """Show the progress the library reports while the block runs (``enabled`` False: none,
+    as for a caller that asked for quiet)."""
+    if not enabled:
+        yield None
+        return
+    view = Shown(sys.stderr.isatty())  # (rich is imported when a bar is drawn, not before)
+    try:
+        with reporting.listening(view.hear):
+            yield view
+    finally:
+        view.stop()

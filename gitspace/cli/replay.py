@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import JsonOpt, emit_json, open_workspace, render
+from .common import JsonOpt, emit_json, open_workspace, progress_shown, render
 
 
 def replay(
@@ -47,19 +47,22 @@ def replay(
             raise typer.BadParameter("--onto re-runs every op to build the new branch, so it "
                                      "cannot leave scripts unrun; drop --no-scripts.",
                                      param_hint="--no-scripts")
-        with render().ReplayProgress(enabled=not as_json) as progress:
+        with progress_shown():
             try:
                 if target is not None and new_branch is not None:
-                    report = replay_onto(ws, tip, target, new_branch, base, progress.update)
+                    report = replay_onto(ws, tip, target, new_branch, base)
                 else:
-                    report = run_replay(ws, tip, base, progress.update, scripts=not no_scripts,
+                    report = run_replay(ws, tip, base, scripts=not no_scripts,
                                         allow_empty=allow_empty)
             except BadRange as e:
                 raise typer.BadParameter(str(e), param_hint=e.option) from None
             except BadNewBranch as e:
                 raise typer.BadParameter(str(e), param_hint="--branch") from None
     if as_json:
-        emit_json(report.as_json(), "replay")
+        from ..replay.summary import sentences
+
+        data = report.as_json()
+        emit_json({**data, "summary": sentences(data)}, "replay")
     else:
         render().replay_report(report)
     if not report.ok:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from ..errors import BadArguments, NotFound
+from ..storage import ids as shortids
 from ..storage import ledger, opindex
 from ..storage.gitrepo import GitRepo
 from . import opnames, refnames
@@ -64,8 +65,7 @@ def op_id(repo: GitRepo, text: str) -> str:
         return text
     ids = sorted({f.op_id for f in opnames.parts(repo, text) if f.op_id})
     if not ids:
-        raise NotFound(f"{text!r} is not an op id, nor the start or end of one, on any branch.",
-                       hint=HINT)
+        raise _missing(repo, text, "is not an op id, nor the start or end of one, on any branch.")
     if len(ids) > 1:
         raise _ambiguous(text, [f"op {i}" for i in ids])
     return ids[0]
@@ -97,8 +97,7 @@ def resolve(repo: GitRepo, text: str) -> Found:
     if revision is not None and all(f.commit != revision for f in candidates):
         candidates.append(Found(revision))
     if not candidates:
-        raise NotFound(f"{text!r} is not a branch or revision here, nor a checkpoint or an op.",
-                       hint=HINT)
+        raise _missing(repo, text, "is not a branch or revision here, nor a checkpoint or an op.")
     if len(candidates) > 1:
         raise _ambiguous(text, [f.describe() for f in candidates], named=bool(named))
     return candidates[0]
@@ -146,6 +145,32 @@ def _distinct_commits(found: list[Found]) -> list[Found]:
     for f in _distinct(found):
         out.setdefault(f.commit, f)
     return list(out.values())
+
+
+def _missing(repo: GitRepo, text: str, what: str) -> NotFound:
+    """Nothing ``text`` names is where an op was expected: say so, and say when it names a
+    session instead (its short form, ``s-...``, is what people copy from a listing)."""
+    named = sessions_named(repo, text)
+    if len(named) == 1:
+        short = shortids.session(named[0])
+        return NotFound(f"{text!r} is session {short} ({named[0]}), not an op.",
+                        hint=f"'gitspace log --session {short}' lists its ops; pick one of them "
+                             "(the 8 characters log shows).")
+    return NotFound(f"{text!r} {what}", hint=HINT)
+
+
+def sessions_named(repo: GitRepo, text: str) -> list[str]:
+    """The sessions whose ops the ledger records (on any ref) that ``text`` could name, in any
+    of a session id's forms (``storage/ids.py``)."""
+    part = shortids.session_part(text)
+    if len(part) < MIN_PART or not ledger.TOKEN.fullmatch(part):
+        return []
+    body = part.rsplit("-", 1)[-1]
+    literal = [re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", t) for t in (part, body)]
+    out = repo.read_git("log", "--all", "-E", f"--grep=^Gitspace-Session: .*({'|'.join(literal)})",
+                        "--format=%(trailers:key=Gitspace-Session,"
+                        "valueonly,unfold)", check=False).decode("utf-8", "replace")
+    return sorted({s for s in out.split() if shortids.names_session(text, s)})
 
 
 def _ambiguous(text: str, candidates: list[str], *, named: bool = False) -> BadArguments:

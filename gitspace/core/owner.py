@@ -137,6 +137,17 @@ def _remember(repo: GitRepo, tip: str) -> None:
 
 def refuse(repo: GitRepo, action: str) -> NotAWorkspace:
     """The error for ``action`` (e.g. 'record ops') asked of a checkout gitspace does not own."""
+    from . import linerefs
+
+    if linerefs.in_place(repo):  # recorded in place already: say what does work here
+        return NotAWorkspace(
+            f"{repo.root} is your own checkout, recorded in place, so gitspace will not "
+            f"{action} here: it writes only its own line of ops, and your work-tree files when "
+            "you undo, redo or rewind. Nothing was changed.",
+            hint="Here 'gitspace log', 'show', 'diff' and 'status' read what is recorded, and "
+                 "'undo', 'redo', 'rewind' and 'snapshot' work. To let an agent run gitspace's "
+                 f"own tools, give it a branch of its own ('gitspace -C {repo.root} attach "
+                 "--agent NAME') or a workspace ('gitspace init DIR').")
     return NotAWorkspace(
         f"{repo.root} is not a gitspace workspace but a checkout of your own, so gitspace will "
         f"not {action} here: its files, index and HEAD stay yours. Nothing was changed.",

@@ -22,7 +22,7 @@ import re
 import threading
 
 from ..errors import BadArguments, LedgerError, NotFound
-from ..storage import ledger, opchain
+from ..storage import ids, ledger, opchain
 from ..storage.gitrepo import GitRepo
 from ..storage.records import field, record
 from . import depth, linerefs
@@ -30,6 +30,10 @@ from . import depth, linerefs
 TYPE_CHECKING = False  # typing is not imported at run time: a read of the CLI starts without it
 if TYPE_CHECKING:
     from .workspace import Workspace
+
+# The sentence a recorder writes in a failed harness call's body (harness/record.py,
+# harness/recorder.py), with the harness's reason in its parentheses.
+_FAILED = re.compile(r"^The call failed \((.*)\); these are the changes it left\.$", re.M)
 
 
 @record()
@@ -63,9 +67,19 @@ class Entry:
 
     @property
     def short(self) -> str:
-        """What names it in a listing: an op's short id (``ledger.short_id``), else the first
-        8 characters of the commit id."""
-        return ledger.short_id(self.op.op_id) if self.op else self.commit[:ledger.SHORT]
+        """What names it in a listing: an op's short form, else the commit's (``ids``)."""
+        return ids.op(self.op.op_id) if self.op else ids.commit(self.commit)
+
+    @property
+    def failed(self) -> str | None:
+        """Why the harness call this op records failed, as the harness said (its recorder
+        writes that in the body: a failed call that left changes is still recorded); None
+        when it did not fail (or is no harness call)."""
+        if self.op is None or self.op.source != "harness":
+            return None
+        found = _FAILED.search(self.message.split("\n\n", 1)[1] if "\n\n" in self.message
+                               else "")
+        return found.group(1) if found else None
 
     def as_json(self) -> dict[str, object]:
         op = self.op
@@ -74,9 +88,11 @@ class Entry:
             "author": self.author, "agent": self.agent, "subject": self.subject,
             "files": self.files, "checkpoints": self.checkpoints,
             "op": None if op is None else {
-                "id": op.op_id, "short": ledger.short_id(op.op_id), "tool": op.tool,
+                "id": op.op_id, "short": ids.op(op.op_id), "tool": op.tool,
                 "args": op.args, "source": op.source,
-                "agent": op.agent, "session": op.session, "tool_use_id": op.tool_use_id,
+                "agent": op.agent, "session": op.session,
+                "session_short": ids.session(op.session) if op.session else None,
+                "failed": self.failed, "tool_use_id": op.tool_use_id,
                 "undo_of": list(op.undo_of), "redo_of": op.redo_of,
                 "parent_session": op.parent_session, "parent_tool_use_id": op.parent_tool_use_id,
             },
@@ -114,6 +130,8 @@ def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> Re
     """Re-parse every first-parent commit of a branch (with ``base``: those ``base`` does not
     contain); report malformed ops and broken links. A shallow clone's cut inside what it reads
     is refused (``depth``)."""
+    from .. import progress  # (here: a read of the log reports no progress)
+
     report = Report()
     seen: set[str] = set()
     links: list[tuple[str, str]] = []
@@ -122,6 +140,8 @@ def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> Re
     depth.require(ws.repo, (c.sha for c in commits), "verify")
     ledger.require_known((c.message for c in commits), "verify")
     for commit in commits:
+        if report.commits % VERIFY_STEP == 0:
+            progress.report(report.commits, len(commits), "commits verified")
         report.commits += 1
         try:
             op = ledger.parse_message(commit.message)
@@ -150,7 +170,11 @@ def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> Re
     for sha, target_op in links:
         if target_op not in seen:
             report.problems.append((sha, f"links to op {target_op}, which is not on this branch"))
+    progress.report(report.commits, max(len(commits), 1), "commits verified")
     return report
+
+
+VERIFY_STEP = 256  # commits between two progress reports of verify
 
 
 def _op_ids_before(repo: GitRepo, rev: str, checked: set[str]) -> set[str]:
@@ -191,9 +215,9 @@ def source_of(op: ledger.Op | None) -> str:
 @record(frozen=True)
 class Filters:
     """Which commits a timeline shows. Every value given must match exactly, except ``text``: a
-    case-insensitive piece of the subject or of the args, and ``session``: a session id or a
-    start or end of one, as gitspace shows them (a turn's checkpoint names 8 characters of it;
-    ``query`` refuses a part that two sessions share). ``path`` (or several, ``paths``) keeps
+    case-insensitive piece of the subject or of the args, and ``session``: any form of a session
+    id (``ids.names_session``: its short form, a start or end, a turn mark's prefix; ``query``
+    refuses a part that two sessions share). ``path`` (or several, ``paths``) keeps
     commits that change it (a file, or anything under a folder). ``since`` and ``until`` are
     dates as git reads them ("2 days ago", "2025-01-31"), on the commit time."""
 
@@ -233,7 +257,9 @@ class Filters:
         line is no false match)."""
         patterns = [f"^{key}: {_ere(value)}$" for key, _, value in self._exact()]
         if self.session:
-            patterns.append(f"^Gitspace-Session: .*{_ere(self.session)}")
+            part = ids.session_part(self.session)
+            body = part.rsplit("-", 1)[-1]  # (a turn mark's prefix: claude-code-84836b81)
+            patterns.append(f"^Gitspace-Session: .*({_ere(part)}|{_ere(body)})")
         if self.source == "script":
             patterns.append("^Gitspace-Script: ")
         elif self.source in ledger.SOURCES:
@@ -247,8 +273,8 @@ class Filters:
         for _, attr, value in self._exact():
             if op is None or getattr(op, attr) != value:
                 return False
-        if self.session and not (op is not None and op.session is not None and (
-                op.session.startswith(self.session) or op.session.endswith(self.session))):
+        if self.session and not (op is not None and op.session is not None
+                                 and ids.names_session(self.session, op.session)):
             return False
         if self.source is not None and self.source != source_of(op):
             return False
@@ -324,8 +350,11 @@ def query(repo: GitRepo, rev: str | None, filters: Filters | None = None, *, off
             total = counts.total(repo, rev, tip, first_parent)
         elif count:
             total = int(repo.read_git("rev-list", "--count", *args).decode().strip() or 0)
-        found = _entries(repo, ["log", f"--skip={offset}", f"-n{limit}", *args])
-        return Page(found, total, offset, limit)
+        # Several tips (every branch): children before their parents whatever their dates say
+        # (--date-order), and within one second the ops in the order they were made.
+        order = ["--date-order"] if len(revs) > 1 and not first_parent else []
+        found = _entries(repo, ["log", *order, f"--skip={offset}", f"-n{limit}", *args])
+        return Page(_same_second_by_op(found) if order else found, total, offset, limit)
     matches = _candidates(repo, revs, filters, first_parent)
     chosen = matches[offset:offset + limit]
     found = _entries(repo, ["log", "--no-walk=unsorted", *chosen, "--"]) if chosen else []
@@ -479,7 +508,8 @@ def _candidates(repo: GitRepo, revs: list[str], filters: Filters, first_parent: 
 def _one_session(text: str, sessions: set[str]) -> None:
     """A session filter that is part of two sessions' ids names neither: refuse it."""
     if len(sessions) > 1 and text not in sessions:
-        shown = ", ".join(sorted(sessions)[:5]) + (", ..." if len(sessions) > 5 else "")
+        shown = ", ".join(f"{ids.session(s)} ({s})" for s in sorted(sessions)[:5]) + (
+            ", ..." if len(sessions) > 5 else "")
         raise BadArguments(f"{text!r} is part of {len(sessions)} session ids: {shown}.",
                            hint="Give more characters of the one you mean, or the whole id.")
 
@@ -546,6 +576,35 @@ def _checkpoints_in(decorations: str) -> list[str]:
     a ref name holds no space), sorted as a listing of the tags sorts them."""
     tag = "tag: " + ledger.CHECKPOINTS
     return sorted(d[len(tag):] for d in decorations.split(", ") if d.startswith(tag))
+
+
+def _same_second_by_op(entries: list[Entry]) -> list[Entry]:
+    """``entries`` with each run of ops made in the same second put in the order their ids say
+    they were made, newest first (an op id is a ULID: its start is the millisecond, and an op
+    is always made after the op it follows, so a child still comes before its parent)."""
+    out: list[Entry] = []
+    run: list[Entry] = []
+    for e in [*entries, None]:
+        if e is not None and e.op is not None and run and e.time == run[0].time:
+            run.append(e)
+            continue
+        out += _by_op_id(run)
+        run = [e] if e is not None and e.op is not None else []
+        if e is not None and e.op is None:
+            out.append(e)
+    return out
+
+
+def _by_op_id(run: list[Entry]) -> list[Entry]:
+    """``run`` newest op id first, unless that would put a commit before one of its children
+    (an op re-made elsewhere keeps its id: ``sync``, ``replay --onto``): then as git had it."""
+    ordered = sorted(run, key=lambda r: r.op.op_id if r.op else "", reverse=True)
+    seen: set[str] = set()
+    for e in ordered:
+        if any(p in seen for p in e.parents):
+            return run
+        seen.add(e.commit)
+    return ordered
 
 
 def _verbatim_in_json(text: str) -> bool:

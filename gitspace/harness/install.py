@@ -36,7 +36,7 @@ from typing import Any
 from ..core import owner
 from ..core.snapshot import record_paths
 from ..core.workspace import Workspace
-from ..errors import BadArguments
+from ..errors import BadArguments, NotAWorkspace
 from ..provenance import githooks
 from ..storage import statefiles
 from ..storage.gitrepo import GitRepo
@@ -98,7 +98,7 @@ def _wire(spec: HookSpec, scope: str | None, start: Path, home: Path, program: s
                                         commit_transcript=commit_transcript)
         path = settings_file(spec, scope, start, home)
         return Wired(spec, scope, path, settings.install(path, spec, command))
-    repo = GitRepo.open(start)
+    repo = _repository(start)
     try:
         if not owner.owns(repo):
             return _install_in_place(spec, scope, repo, home, program, commit_transcript)
@@ -116,6 +116,23 @@ def _wire(spec: HookSpec, scope: str | None, start: Path, home: Path, program: s
         return Wired(spec, scope, path, changed, _record(repo, path) if changed else None)
     finally:
         repo.close()
+
+
+def _repository(start: Path) -> GitRepo:
+    """The repository ``start`` is in; a folder in none is refused naming it and saying how to
+    make one (a repository of the person's own is where the hooks record in place)."""
+    try:
+        return GitRepo.open(start)
+    except NotAWorkspace as e:
+        if "not inside a git repository" not in e.message:
+            raise
+        where = start.absolute()
+        raise NotAWorkspace(
+            f"{where} is not inside a git repository, so there is no checkout for the hooks to "
+            "record in.",
+            hint=f"Run 'git init' in {where} (gitspace then records in place, and nothing of "
+                 "yours moves), or 'gitspace init DIR' for a new workspace the agent owns; or "
+                 "pass -C with a folder inside a repository.") from None
 
 
 def uninstall(name: str, scope: str | None, start: Path, home: Path) -> Wired:

@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Callable
 
-from ..storage import ledger
+from ..storage import ids, ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Entry
 from . import adapters
@@ -44,11 +44,12 @@ def plain_name(text: str) -> str:
 
 
 def turn_name(agent: str, session: str | None, number: int) -> str:
-    """The checkpoint a turn ends at: ``<agent>-<first 8 of the session>-turn-<n>``, a name git
-    accepts whatever the harness sent (``gitnames.ref_refusal``)."""
+    """The checkpoint a turn ends at: ``<agent>-<the session's 8 of its short form>-turn-<n>``
+    (``ids.session_body``: a UUID's first 8, a ULID's last 8), a name git accepts whatever the
+    harness sent (``gitnames.ref_refusal``)."""
     from ..storage.gitnames import ref_refusal
 
-    middle = f"-{plain_name(session)[:8]}" if session else ""
+    middle = f"-{plain_name(ids.session_body(session))}" if session else ""
     name = f"{plain_name(agent)}{middle}-turn-{number}"
     assert ref_refusal(f"refs/gitspace/turns/{name}") is None, name  # (plain_name makes it so)
     return name

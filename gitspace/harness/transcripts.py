@@ -64,6 +64,35 @@ def read(path_text: str | None, session: str) -> tuple[list[dict[str, Any]], lis
     return messages, notes
 
 
+PROMPT_BYTES = 1 << 20  # the first prompt is near the top: a listing reads no more of a file
+
+
+def prompt(found: state.Known) -> str | None:
+    """The first line of the first prompt in the transcript of session ``found`` (what a
+    listing shows as its task; read here, on this machine, and never committed), or None when
+    the transcript cannot be read or holds none."""
+    path = Path(found.transcript) if found.transcript else None
+    if path is None or path.name != f"{found.session}.jsonl":
+        return None
+    try:
+        data = bounded.read_named(path, PROMPT_BYTES, what="The transcript", cut=True)
+    except (OSError, GitspaceError):
+        return None
+    data = data or b""
+    lines = data[:PROMPT_BYTES].splitlines()
+    if len(data) > PROMPT_BYTES:
+        lines = lines[:-1]  # (cut off in the middle)
+    for message in _messages(lines)[0]:
+        if message["role"] != "user":
+            continue
+        for block in message["content"]:
+            text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" \
+                else None
+            if isinstance(text, str) and text.strip():
+                return text.strip().splitlines()[0][:200]
+    return None
+
+
 def _messages(lines: list[bytes]) -> tuple[list[dict[str, Any]], int]:
     out: list[dict[str, Any]] = []
     last_id: str | None = None

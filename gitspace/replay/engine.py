@@ -69,6 +69,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import progress as reporting
 from ..core import checkpoints, depth
 from ..core.workspace import Workspace
 from ..errors import LedgerError, NotFound, PathRefused
@@ -255,6 +256,7 @@ def run(sc: Scratch, commits: list[Commit], report: Report, later: dict[str, lis
     for done, commit in enumerate(commits):
         if progress is not None:
             progress(done, total)
+        reporting.report(done, total, "commits replayed")
         problem = _step(sc, commit, report, apply_recorded, compare)
         if problem is not None:
             report.divergence = problem
@@ -263,6 +265,7 @@ def run(sc: Scratch, commits: list[Commit], report: Report, later: dict[str, lis
             sc.set_tags(dict.fromkeys(later[commit.sha], sc.tip()))
     if progress is not None:
         progress(total, total)
+    reporting.report(total, total, "commits replayed")
 
 
 def _step(sc: Scratch, commit: Commit, report: Report,

@@ -138,7 +138,7 @@ import time
 import unicodedata
 
 from ..errors import BadArguments, LedgerError
-from . import bounds
+from . import bounds, ids
 from .loose import sha1_hex
 from .records import field, record, replace
 
@@ -269,15 +269,13 @@ def version_for(source: str) -> int:
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
-SHORT = 8  # characters of an op id people see: its random end (a ULID's start is its time)
+SHORT = ids.OP  # characters of an op id people see: its random end (a ULID's start is its time)
 
 
 def short_id(op_id: str) -> str:
-    """The short form of an op id, the same wherever gitspace shows one (the CLI, the web view,
-    the graph, JSON): its last 8 characters, the random end of the ULID, unique in practice
-    (two ops made in the same millisecond share a start, never an end). Every reader takes it
-    back, as it takes any unique start or end of an id (``core/lookup.py``)."""
-    return op_id[-SHORT:]
+    """The short form of an op id (``storage/ids.py``): every reader takes it back, as it takes
+    any unique start or end of an id (``core/lookup.py``)."""
+    return ids.op(op_id)
 
 
 def new_op_id(now: float | None = None) -> str:

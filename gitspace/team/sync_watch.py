@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import progress
 from ..core.workspace import Workspace
 from . import sync_state
 from .remote import RemoteUnavailable
@@ -110,9 +111,12 @@ def watch(ws: Workspace, remote: str, *, every: float, stop: threading.Event,
           on_event: Callable[[Event], None]) -> None:
     """Sync ``ws``'s branch with ``remote`` until ``stop`` is set (see the module docstring)."""
     state = Watch(ws, remote, every)
+    rounds = 0
     while not stop.is_set():
         if state.due():
             event = state.step()
+            rounds += 1
+            progress.report(rounds, None, "sync rounds")
             if event.kind in REPORTED or (event.synced is not None and event.synced.changed):
                 on_event(event)
         stop.wait(min(POLL, state.idle_s()))

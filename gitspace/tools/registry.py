@@ -129,9 +129,14 @@ class Registry:
     def find(self, ws: Workspace, name: str) -> Tool:
         tool = self.get(ws, name)
         if tool is None:
+            import difflib
+
+            known = list(self.all(ws))
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+            mean = (f"Did you mean {' or '.join(repr(c) for c in close)}? " if close else "")
             raise UnknownTool(
                 f"There is no tool named {name!r}.",
-                hint="Run 'gitspace tools' to list them: " + ", ".join(self.all(ws)) + ".",
+                hint=mean + "Run 'gitspace tools' to list them: " + ", ".join(known) + ".",
             )
         return tool
 

@@ -78,6 +78,18 @@ class Context:
         prefix = checkpoints.PREFIX
         return {ref[len(prefix):]: commit for ref, _, commit in self.repo.refs(prefix.rstrip("/"))}
 
+    def turn_marks(self) -> dict[str, list[str]]:
+        """Commit -> the turns marked there, as people name them (``s-84836b81 turn 2``): in a
+        person's own checkout, where they are refs of gitspace's own, not checkpoints."""
+        if not self.in_place():
+            return {}
+        from ..harness import turns
+
+        found: dict[str, list[str]] = {}
+        for t in turns.in_place_marks(self.repo):
+            found.setdefault(t.commit, []).append(t.name)
+        return found
+
     def tips(self) -> dict[str, list[str]]:
         """Commit -> the branches whose tip it is."""
         found: dict[str, list[str]] = {}

@@ -24,7 +24,7 @@ from .context import Context
 from .diffview import files_table
 from .diffview import render as render_diff
 from .html import Html, join, link, tag
-from .layout import args_line, badge, op_link, page, placeholder, when
+from .layout import args_line, badge, op_link, page, placeholder, session_name, when
 
 OPS_SHOWN = 500  # per side
 
@@ -45,8 +45,9 @@ def render(ctx: Context, session_id: str) -> Html:
         return page(title, placeholder("Not a fork:", f"session {fork.id} was not started with "
                                        "'gitspace run --fork'."), **ctx.shell("/sessions"))  # type: ignore[arg-type]
     base = str(origin["commit"])
-    sides = [(f"the original: session {origin.get('session')}", origin.get("branch"),
-              origin.get("session")), (f"the fork: session {fork.id}", fork.branch, fork.id)]
+    sides = [(f"the original: session {session_name(str(origin.get('session')))}",
+              origin.get("branch"), origin.get("session")),
+             (f"the fork: session {session_name(fork.id)}", fork.branch, fork.id)]
     columns, tips = [], []
     for label, branch, sid in sides:
         tip = ctx.repo.read_ref(f"refs/heads/{branch}") if branch else None
@@ -54,8 +55,9 @@ def render(ctx: Context, session_id: str) -> Html:
         columns.append(tag("div", tag("h2", label), _ops(ctx, branch, tip, base, sid),
                            class_="side"))
     parts = [tag("h1", "Two runs from one op"),
-             tag("p", "Session ", link(f"/session/{fork.id}", fork.id), " forked session ",
-                 link(f"/session/{origin.get('session')}", str(origin.get("session"))),
+             tag("p", "Session ", link(f"/session/{fork.id}", session_name(fork.id)),
+                 " forked session ", link(f"/session/{origin.get('session')}",
+                                          session_name(str(origin.get("session")))),
                  " right after op ", link(f"/op/{base}", short_id(str(origin.get("op"))),
                                           title=str(origin.get("op")), class_="sha"), ".",
                  class_="muted"),

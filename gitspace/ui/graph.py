@@ -51,8 +51,9 @@ def render(ctx: Context, params: dict[str, str], fragment: bool = False) -> Html
         nav = _nav(kept, offset, older)
         shown, folds = (drawn, {}) if unfold else fold(drawn)
         unfolding = url("/graph", **{**kept, "unfold": "1"})
-        body = join([_legend(drawn), nav, tag("div", svg(shown, folds, unfolding),
-                                               class_="graph-wrap"), nav])
+        marked = ctx.turn_marks()
+        body = join([_legend(drawn, marked if ctx.in_place() else None), nav,
+                     tag("div", svg(shown, folds, unfolding, marked), class_="graph-wrap"), nav])
     if fragment:
         return body
     options = [tag("option", "all branches", value=ALL, selected=branch == ALL)]
@@ -72,13 +73,18 @@ def _nav(kept: dict[str, str], offset: int, older: bool) -> Html:
     return tag("div", newer, shown, back, class_="pager")
 
 
-def _legend(drawn: attempts.Layout) -> Html:
+def _legend(drawn: attempts.Layout, turns: dict[str, list[str]] | None = None) -> Html:
+    """The counts of what the graph draws; ``turns`` (in a person's own checkout, where there
+    are no checkpoints): the turn marks by commit, counted instead."""
     restores = sum(1 for link_ in drawn.links if link_.kind == "restore")
     dead = sum(1 for n in drawn.nodes if n.dead_end)
     marks = sum(len(n.checkpoints) for n in drawn.nodes)
     undos = sum(1 for link_ in drawn.links if link_.kind in ("undo", "redo"))
     merges = sum(1 for link_ in drawn.links if link_.kind == "merge")
-    facts = [f"{len(drawn.nodes)} commits", f"{marks} checkpoints", f"{restores} restores",
+    shown = {n.brief.commit for n in drawn.nodes}
+    kind = (f"{sum(len(v) for c, v in turns.items() if c in shown)} turn marks"
+            if turns is not None else f"{marks} checkpoints")
+    facts = [f"{len(drawn.nodes)} commits", kind, f"{restores} restores",
              f"{dead} dead ends", f"{undos} undo/redo", f"{merges} merges"]
     return tag("p", join([tag("span", f, class_="fact") for f in facts], " · "),
                " — ", tag("span", "bold: the way out", class_="way"), ", ",
@@ -161,8 +167,10 @@ def _fold_label(folded: list[attempts.Node], unfolding: str, x: int, y: int) -> 
 
 
 def svg(drawn: attempts.Layout, folds: dict[int, list[attempts.Node]] | None = None,
-        unfolding: str = "/graph?unfold=1") -> Html:
+        unfolding: str = "/graph?unfold=1", turns: dict[str, list[str]] | None = None) -> Html:
+    """The graph; ``turns``: the turn marks by commit, labelled beside their nodes (in place)."""
     folds = folds or {}
+    turns = turns or {}
     width = LEFT + drawn.lanes * LANE + 620
     height = TOP + len(drawn.nodes) * ROW + 10
     by_row = {n.row: n for n in drawn.nodes}
@@ -195,6 +203,8 @@ def svg(drawn: attempts.Layout, folds: dict[int, list[attempts.Node]] | None = N
         words += [" ", tag("tspan", f"· {agent}", class_="who")]
         for name in n.checkpoints:
             words += [" ", tag("tspan", f"⚑ {name}", class_="cp")]
+        for name in turns.get(n.brief.commit, []):
+            words += [" ", tag("tspan", f"⚑ {name}", class_="cp turn")]
         for b in n.branches:
             words += [" ", tag("tspan", f"⎇ {b}", class_="br")]
         if n.dead_end:

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..core.timeline import Entry
-from ..storage.ledger import SHORT, Op, args_summary, short_id
+from ..storage import ids
+from ..storage.ledger import Op, args_summary
 from .html import Html, join, link, tag, url
 
 NAV = (("/", "Timeline"), ("/graph", "Graph"), ("/sessions", "Sessions"), ("/files", "Files"),
@@ -53,14 +54,14 @@ def op_link(entry: Entry, label: str | None = None) -> Html:
 
 
 def short_name(commit: str, op: Op | None) -> str:
-    """What names a commit on every page: an op's short id (``ledger.short_id``, as ``gitspace
-    log`` shows it), else the commit's first 8 characters."""
-    return short_id(op.op_id) if op is not None else commit[:SHORT]
+    """What names a commit on every page: an op's short form, else the commit's (``ids``, as
+    ``gitspace log`` shows them)."""
+    return ids.op(op.op_id) if op is not None else ids.commit(commit)
 
 
 def session_name(session: str) -> str:
-    """A session id as the pages show it: its last 8 characters (``log --session`` takes them)."""
-    return session[-SHORT:]
+    """A session id as the pages show it: its short form (``ids``; every command takes it)."""
+    return ids.session(session)
 
 
 # Icons drawn as SVG paths of our own (a 16-unit square): an emoji needs a font many machines

@@ -16,13 +16,13 @@ from typing import Any
 
 from ..core import diffs, lookup, timeline
 from ..core.timeline import Entry
-from ..storage import ledger
+from ..storage import ids, ledger
 from ..tools.builtins import restoring
 from .context import Context
 from .diffview import files_table
 from .diffview import render as render_diff
 from .html import Html, file_url, join, link, tag, url
-from .layout import anchor_id, badge, page, placeholder, when
+from .layout import anchor_id, badge, page, placeholder, session_name, when
 
 BLOB_SHOW = 256 * 1024
 
@@ -68,10 +68,14 @@ def _facts(ctx: Context, e: Entry) -> Html:
         if op.session:
             target = f"/session/{op.session}" + (f"#{anchor_id(op.tool_use_id)}"
                                                  if op.tool_use_id else "")
-            rows.append(("session", link(target, f"{op.session} (the conversation)",
-                                         class_="to-session")))
+            rows.append(("session", join([link(target, f"{session_name(op.session)} (the "
+                                                       "conversation)", class_="to-session"),
+                                          " ", tag("code", op.session, class_="muted")])))
+        if e.failed is not None:
+            rows.append(("failed", join([badge("failed"), " ", e.failed,
+                                         " (the changes it left are recorded)"])))
         rows += _relations(ctx, op)
-    parents = join([link(f"/op/{p}", p[:12], class_="sha") for p in e.parents], ", ")
+    parents = join([link(f"/op/{p}", ids.commit(p), class_="sha") for p in e.parents], ", ")
     rows.append(("commit", join([tag("code", e.commit), " · parent " if e.parents else "",
                                  parents, " · ", link(file_url(e.commit), "the tree at this op"),
                                  " · ", link(url("/compare", a=e.parents[0] if e.parents else "",

@@ -29,10 +29,11 @@ from ..errors import GitspaceError
 from ..harness import forkrecords, transcripts
 from ..harness import state as harness_state
 from ..harness.naming import title
+from ..storage import ids
 from ..tools.builtins import BUILTINS
 from .context import Context
 from .html import Html, join, link, tag
-from .layout import anchor_id, badge, page, placeholder, short, when
+from .layout import anchor_id, badge, page, placeholder, session_name, short, when
 
 OPS_LIMIT = 5_000
 TEXT_SHOW = 20_000  # characters of one block shown before "… N more"
@@ -74,7 +75,7 @@ def index(ctx: Context, params: dict[str, str] | None = None) -> Html:
                             *[tag("td", "") for _ in range(7)], class_="depth-1 folded"))
             continue
         damaged = s.status == "damaged"
-        who = link(f"/session/{s.id}", s.id)
+        who = link(f"/session/{s.id}", session_name(s.id), title=s.id)
         rows.append(tag("tr", tag("td", "↳ " if depth else "", who),
                         tag("td", "saved" if not damaged else badge("warn", "damaged")),
                         tag("td", s.agent or ""), tag("td", s.status),
@@ -84,10 +85,11 @@ def index(ctx: Context, params: dict[str, str] | None = None) -> Html:
                         tag("td", when(int(s.created)) if s.created and not damaged else ""),
                         class_=f"depth-{min(depth, 4)}" if depth else None))
     for k in harness_state.sessions(ctx.repo.gitdir):
-        rows.append(tag("tr", tag("td", link(f"/session/{k.session}", k.session)),
+        rows.append(tag("tr", tag("td", link(f"/session/{k.session}", session_name(k.session),
+                                             title=k.session)),
                         tag("td", title(k.agent)), tag("td", k.agent), tag("td", ""),
                         tag("td", f"{k.turns} turn(s)"), tag("td", ""),
-                        tag("td", "the harness's own transcript" if k.transcript else ""),
+                        tag("td", short(transcripts.prompt(k) or "", 90)),
                         tag("td", when(int(k.when)))))
     hooked = {k.session for k in harness_state.sessions(ctx.repo.gitdir)}
     for r in forkrecords.listing(ctx.repo.gitdir):
@@ -98,7 +100,8 @@ def index(ctx: Context, params: dict[str, str] | None = None) -> Html:
                             tag("td", "forked from ", link(f"/fork/{r.session}", r.from_session)),
                             tag("td", when(int(r.time)))))
     for sid in committed:
-        rows.append(tag("tr", tag("td", link(f"/session/{sid}?from=commit", sid)),
+        rows.append(tag("tr", tag("td", link(f"/session/{sid}?from=commit", session_name(sid),
+                                             title=sid)),
                         tag("td", "committed"), *[tag("td", "") for _ in range(6)]))
     if not rows:
         body = placeholder("No sessions here.", "A run ('gitspace run', 'gitspace demo') saves its "
@@ -192,8 +195,9 @@ def render(ctx: Context, session_id: str, origin: str | None) -> Html:
     ops = timeline.query(ctx.repo, None, Filters(session=session_id), limit=OPS_LIMIT,
                          first_parent=False).entries if _token(session_id) else []
     by_use = {e.op.tool_use_id: e for e in ops if e.op and e.op.tool_use_id}
-    title = f"Session {session_id}"
-    facts = [tag("span", conv.origin, class_="badge b-tool"), f" · agent {conv.agent or '?'}",
+    title = f"Session {session_name(session_id)}"
+    facts = [tag("span", conv.origin, class_="badge b-tool"), " ", tag("code", session_id),
+             f" · agent {conv.agent or '?'}",
              f" · {conv.status}", f" · {len(ops)} op(s) in the ledger"]
     facts += [f" · {k} {v}" for k, v in conv.facts.items() if v not in (None, "")]
     parts = [tag("h1", title), tag("p", *facts, class_="muted")]
@@ -202,17 +206,19 @@ def render(ctx: Context, session_id: str, origin: str | None) -> Html:
     if conv.parent is not None:
         caller, use = conv.parent
         parts.append(tag("p", "Delegated by session ",
-                         link(f"/session/{caller}#{anchor_id(use or '')}", caller),
+                         link(f"/session/{caller}#{anchor_id(use or '')}", session_name(caller)),
                          f" (its call {use}).", class_="called"))
     if conv.forked_from:
         start = conv.forked_from
         parts.append(tag("p", "Forked from session ",
-                         link(f"/session/{start.get('session')}", str(start.get("session"))),
-                         f" right after op {start.get('op')}: ",
+                         link(f"/session/{start.get('session')}",
+                              session_name(str(start.get("session")))),
+                         f" right after op {ids.op(str(start.get('op')))}: ",
                          link(f"/fork/{conv.id}", "the two runs side by side"), ".",
                          class_="called"))
     for fork in conv.forks:
-        parts.append(tag("p", "Forked as session ", link(f"/session/{fork}", fork), ": ",
+        parts.append(tag("p", "Forked as session ", link(f"/session/{fork}", session_name(fork)),
+                         ": ",
                          link(f"/fork/{fork}", "the two runs side by side"), ".",
                          class_="called"))
     if conv.status == "returned":

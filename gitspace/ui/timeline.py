@@ -83,6 +83,9 @@ def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str], depth: int
                 else placeholder("Not an op:", "no gitspace trailers (a plain git commit)."))
     else:
         what = join([badge(source), " ", filter_link("tool", op.tool)])
+        if e.failed is not None:
+            what = join([what, " ", tag("span", "failed", class_="badge b-failed",
+                                        title=f"the call failed: {e.failed}")])
         if depth:  # made by a delegated agent: under the call, one step per level
             what = tag("span", "↳ ", what, class_=f"called depth-{min(depth, 6)}")
         agent = filter_link("agent", e.agent)

@@ -44,10 +44,10 @@ def test_without_a_key_or_policy_run_says_what_to_do(sample: Path) -> None:
     assert out.returncode == 1
     assert "No ANTHROPIC_API_KEY is set" in out.stderr and "--policy maze" in out.stderr
     assert not (sample / ".gitspace").exists()
-    # ... as its help and the README say: offline takes --policy, never a guess at one.
+    # ... as its help and docs/agents.md say: offline takes --policy, never a guess at one.
     helped = " ".join(gs(sample, "run", "--help").stdout.split())
     assert "Claude (needs ANTHROPIC_API_KEY), or with --policy an offline scripted policy" in helped
-    readme = " ".join((REPO / "README.md").read_text().split())
+    readme = " ".join((REPO / "docs" / "agents.md").read_text().split())
     assert "without `ANTHROPIC_API_KEY` and without `--policy`, `run` refuses" in readme
 
 

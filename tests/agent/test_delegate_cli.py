@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from fake_anthropic import FakeAnthropic, text, tool_use
 
+from gitspace.storage import ids as shortids
+
 KEY = "sk-ant-test-secret-value"
 
 
@@ -77,19 +79,23 @@ def test_sessions_lists_the_tree(nested: tuple[Path, dict[str, str]],
                                  fake_api: FakeAnthropic) -> None:
     root, ids = nested
     listed = gs(root, fake_api, "sessions").stdout
-    top, child, grand = (next(line for line in listed.splitlines() if ids[k] in line)
+    short = {k: shortids.session(v) for k, v in ids.items()}  # (listings show the short form)
+    top, child, grand = (next(line for line in listed.splitlines() if short[k] in line)
                          for k in ("top", "child", "grandchild"))
-    assert top.lstrip().startswith(ids["top"])
-    assert f"↳ {ids['child']}" in child and f"  ↳ {ids['grandchild']}" in grand
-    assert listed.index(ids["top"]) < listed.index(ids["child"]) < listed.index(ids["grandchild"])
+    assert top.lstrip().startswith(short["top"])
+    assert f"↳ {short['child']}" in child and f"  ↳ {short['grandchild']}" in grand
+    assert listed.index(short["top"]) < listed.index(short["child"]) < \
+        listed.index(short["grandchild"])
 
 
 def test_sessions_show_names_the_caller_and_the_callees(nested: tuple[Path, dict[str, str]],
                                                         fake_api: FakeAnthropic) -> None:
     root, ids = nested
     shown = gs(root, fake_api, "sessions", "show", ids["child"]).stdout
-    assert f"called  by session {ids['top']} (its delegate call toolu_p1), 1 level(s) deep" in shown
-    assert "Delegated to 1 session(s):" in shown and f"{ids['grandchild']}  1  Write a footnote." in shown
+    assert f"called  by session {shortids.session(ids['top'])} (its delegate call toolu_p1), 1 " \
+           "level(s) deep" in shown
+    assert "Delegated to 1 session(s):" in shown and \
+        f"{shortids.session(ids['grandchild'])}  1  Write a footnote." in shown
     assert 'Returned value:\n{\n  "footnotes": 1\n}' in shown
     data = json.loads(gs(root, fake_api, "sessions", "show", ids["top"], "--json").stdout)
     assert data["children"] == [ids["child"]] and data["depth"] == 0

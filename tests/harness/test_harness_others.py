@@ -86,7 +86,8 @@ def test_codex(root: Path, tmp_path: Path) -> None:
     assert harness(root)[1].args == {"command": patch}
     assert "The call failed (exit code 2)" in git(root, "log", "-1", "--format=%B")
     assert "failed" not in git(root, "log", "-1", "--format=%B", "HEAD~1")
-    assert git(root, "tag", "--list").split() == ["gitspace/codex-019d036d-turn-1"]
+    # Codex's session ids are UUIDs of version 7 (the time first): a turn names the random end.
+    assert git(root, "tag", "--list").split() == ["gitspace/codex-8bfe34e4-turn-1"]
     assert_clean(root)
 
 

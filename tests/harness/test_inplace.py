@@ -363,7 +363,7 @@ def test_undo_and_rewind_change_only_your_files_and_refuse_a_conflict(user: Path
         assert after[key] == before[key], key
     fsck(user)
     listing = gs(user, "sessions").stdout  # the harness's session, and no "No saved sessions"
-    assert SID in listing and "No saved sessions" not in listing, listing
+    assert f"s-{SID[:8]}" in listing and "No saved sessions" not in listing, listing
 
 
 def test_gitspace_record_records_in_place_too(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ test-artifacts/screenshots/.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -148,8 +149,9 @@ def test_every_page_as_a_first_time_reader_sees_it(page: Page, demo: tuple[Path,
     for cell in ("td.who", "td.op", "td.session", "td.tool"):
         assert page.eval_on_selector(f"table.timeline {cell}",
                                      "e => getComputedStyle(e).whiteSpace") == "nowrap", cell
-    session = page.locator("table.timeline td.session a").first
-    assert len(session.inner_text()) == 8 and session.get_attribute("title", timeout=1000)
+    session = page.locator("table.timeline td.session a").first  # a session's one short form
+    shown = session.inner_text()
+    assert re.fullmatch(r"s-[0-9A-Z]{8}", shown) and session.get_attribute("title", timeout=1000)
     screenshot("first-timeline")
     # The op page: the diff starts on the first screen, a created file's text is shown once.
     page.goto(base + "/?tool=create&path=summaries/index.md")
@@ -196,3 +198,36 @@ def test_every_page_as_a_first_time_reader_sees_it(page: Page, demo: tuple[Path,
     expect(page.locator("#compare-summary")).to_contain_text("from junction-1 to main")
     assert page.locator("select[name=a] optgroup").count() == 3
     screenshot("first-compare")
+
+
+def test_a_checkout_recorded_in_place_names_its_sessions_ops_and_turns_one_way(
+        page: Page, tmp_path: Path, screenshot: Callable[..., Path]) -> None:
+    """Claude Code's sessions in a person's own checkout: each session by its short form (``s-``
+    and the first 8 of its UUID) on every page, an op by its 8 characters, turns by session and
+    number, a failed call marked failed; the sessions list shows each session's first prompt."""
+    from user_repo import ONE, claude_code_checkout
+
+    own = claude_code_checkout(tmp_path)
+    page.set_viewport_size(FIRST_SCREEN)
+    with serving(own) as base:
+        page.goto(base + "/")
+        sessions = page.locator("table.timeline td.session a").all_inner_texts()
+        assert set(sessions) == {"s-3d7682ec", "s-84836b81"}, sessions
+        assert all(re.fullmatch(r"[0-9A-Z]{8}|[0-9a-f]{12}", t.split()[0])
+                   for t in page.locator("table.timeline td.op a.sha").all_inner_texts())
+        expect(page.locator("table.timeline .b-failed")).to_have_count(1)
+        screenshot("in-place-timeline")
+        page.goto(base + "/sessions")
+        expect(page.locator("main")).to_contain_text("Write the plan")
+        expect(page.locator("main")).not_to_contain_text("the harness's own transcript")
+        expect(page.locator("main")).not_to_contain_text(ONE)  # (its short form, the id a title)
+        screenshot("in-place-sessions")
+        page.goto(base + "/graph")
+        expect(page.locator("#graph-facts")).to_contain_text("3 turn marks")
+        expect(page.locator("svg.graph")).to_contain_text("s-3d7682ec turn 2")
+        screenshot("in-place-graph", full_page=True)
+        page.goto(base + "/")
+        page.locator("table.timeline tr", has_text="Bash").locator("td.op a.sha").first.click()
+        expect(page.locator("table.facts")).to_contain_text("s-3d7682ec (the conversation)")
+        expect(page.locator("table.facts")).to_contain_text("Exit code 1")
+        screenshot("in-place-op")

@@ -9,11 +9,15 @@ hand them back. Every reply says, in its text, that it comes from a script and n
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Block, Message, Reply, blocks, result_text, text_block, tool_use_block
+from ...errors import GitspaceError
+from ..fork import NOT_IN_FORK
+from ..model import FORKED, Block, Message, Reply, blocks, result_text, text_block, tool_use_block
 
 
 class GiveUp(str):
@@ -87,7 +91,9 @@ class Policy:
             return self._answer(GiveUp(f"I cannot do this task here: the workspace offers no "
                                        f"{', '.join(missing)} tool."))
         task = "".join(b.get("text", "") for b in blocks(messages[0]))
-        decision = self.decide(task, self._seen(messages[-1]))
+        if self._meta["n"] == 0 and _highest_id(messages):
+            self._adopt(task, messages)
+        decision = self._redo_dropped(messages[-1]) or self.decide(task, self._seen(messages[-1]))
         if isinstance(decision, str):
             return self._answer(decision)
         if isinstance(decision, Return):
@@ -96,13 +102,40 @@ class Policy:
         content: list[Block] = [text_block(f"[{self.label}] next: "
                                            + ", ".join(c.name for c in decision))]
         asked = []
+        # Past every id the conversation holds: a fork or a resume hands this player a
+        # conversation an earlier player (or run) numbered, and an id used twice breaks it.
+        self._meta["n"] = max(self._meta["n"], _highest_id(messages))
         for call in decision:
             self._meta["n"] += 1
-            use_id = f"toolu_scripted_{self._meta['n']:05d}"
+            use_id = f"{ID_PREFIX}{self._meta['n']:05d}"
             content.append(tool_use_block(use_id, call.name, call.input))
             asked.append([use_id, call.name, call.input])
         self._meta["asked"] = asked
         return Reply(content, "tool_use", {"input_tokens": 0, "output_tokens": 0}, self.label)
+
+    def _adopt(self, task: str, messages: list[Message]) -> None:
+        """Take over a conversation an earlier player of this policy played (a fork starts a
+        fresh player on the original's conversation): its notes become what they were after
+        the last reply here, by deciding again from each reply's results in order. The notes
+        come only from what the tools said, so the same results give the same notes. Names it
+        makes from now on carry ``tag``: the original's later ones, and another fork's from
+        the same point, hold the same numbers."""
+        before: Message = messages[0]
+        for message in messages[1:]:
+            if message.get("role") == "user":
+                before = message
+                continue
+            with contextlib.suppress(GitspaceError, ValueError, KeyError, AssertionError):
+                self.decide(task, self._seen(before))  # (only its notes matter here)
+            self._meta["asked"] = [[b.get("id"), b.get("name"), b.get("input") or {}]
+                                   for b in blocks(message) if b.get("type") == "tool_use"]
+        self._meta["tag"] = secrets.token_hex(2)
+
+    @property
+    def tag(self) -> str:
+        """"" for a player that played its conversation from the start, else what its names
+        carry to stay apart from the original's (see ``_adopt``)."""
+        return str(self._meta.get("tag", ""))
 
     def _answer(self, text: str) -> Reply:
         self._meta["asked"] = []
@@ -114,20 +147,52 @@ class Policy:
         if last.get("role") != "user":
             return []
         found = {b["tool_use_id"]: b for b in blocks(last) if b.get("type") == "tool_result"}
-        out = []
+        out = [Seen(*kept) for kept in self._meta.pop("kept", [])]
         for use_id, name, args in self._meta["asked"]:
             block = found.get(use_id)
             if block is not None:
                 out.append(Seen(name, args, result_text(block), bool(block.get("is_error"))))
         return out
 
+    def _redo_dropped(self, last: Message) -> list[Call] | None:
+        """The calls of the last reply that a fork says did not happen (it starts after an
+        earlier call of that reply), asked for again; the others' results wait in the notes
+        for the next decision, which sees the whole reply's. None when nothing was dropped."""
+        seen = self._seen(last) if last.get("role") == "user" else []
+        dropped = [s for s in seen if s.is_error and s.text.startswith(NOT_IN_FORK_START)]
+        if not dropped:
+            return None
+        self._meta["kept"] = [[s.name, s.input, s.text, s.is_error] for s in seen
+                              if s not in dropped]
+        return [Call(s.name, s.input) for s in dropped]
+
     def state(self) -> dict[str, Any]:
         return copy.deepcopy({"notes": self.notes, "meta": self._meta})
 
     def load_state(self, state: dict[str, Any]) -> None:
-        if state:
+        if "notes" in state:
             self.notes = copy.deepcopy(state["notes"])
             self._meta = copy.deepcopy(state["meta"])
+        if state.get(FORKED) and self._meta["n"]:
+            self._meta["tag"] = secrets.token_hex(2)  # (with no notes: ``_adopt`` tags them)
+
+
+ID_PREFIX = "toolu_scripted_"
+NOT_IN_FORK_START = NOT_IN_FORK.split("{", 1)[0]
+
+
+def _highest_id(messages: list[Message]) -> int:
+    """The highest number of a scripted tool-use id in ``messages`` (0 for none)."""
+    found = 0
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for block in blocks(message):
+            use_id = block.get("id") if block.get("type") == "tool_use" else None
+            if isinstance(use_id, str) and use_id.startswith(ID_PREFIX):
+                tail = use_id[len(ID_PREFIX):]
+                found = max(found, int(tail) if tail.isdigit() and len(tail) < 12 else 0)
+    return found
 
 
 def _return_input(value: Any, schema: dict[str, Any]) -> dict[str, Any]:

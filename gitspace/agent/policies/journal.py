@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ... import progress
 from ...errors import BadArguments, GitspaceError
 from . import journal_calls as calls
 from . import journal_tree as tree
@@ -89,7 +90,7 @@ class JournalPolicy(Policy):
                 "top": []}
 
     def load_state(self, state: dict[str, Any]) -> None:
-        if state and set(self.initial()) - set(state["notes"]):
+        if "notes" in state and set(self.initial()) - set(state["notes"]):
             raise GitspaceError("This session was started by an older journal policy, whose notes "
                                 "this one cannot carry on.",
                                 hint="Start a new run; the summaries it wrote are in the git log.")
@@ -276,6 +277,7 @@ class JournalPolicy(Policy):
         width = end - start
         n.update(entries=n["entries"] + chunk["count"], chunks=n["chunks"] + 1,
                  narrowest=min(n["narrowest"] or width, width), widest=max(n["widest"], width))
+        progress.report(n["entries"], n["count"] or None, "log entries summarised")
         busiest = n["busiest"]
         if busiest is None or chunk["count"] * busiest[1] > busiest[2] * width:
             n["busiest"] = [start, width, chunk["count"]]

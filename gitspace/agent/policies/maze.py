@@ -60,7 +60,7 @@ class MazePolicy(Policy):
         calls = []
         if len(fresh) >= 2 and not here:
             notes["checkpoints"] += 1
-            name = f"junction-{notes['checkpoints']}"
+            name = f"junction-{notes['checkpoints']}" + (f"-{self.tag}" if self.tag else "")
             junctions.append({"cell": cell, "name": name})
             calls.append(Call("checkpoint", {"name": name,
                                              "message": f"junction at row {cell[0]}, col {cell[1]}"}))

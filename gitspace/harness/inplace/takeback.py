@@ -27,7 +27,7 @@ from ...core import lookup, userfiles
 from ...core.identity import Identity
 from ...core.linerefs import FOLLOW, turn_marks
 from ...errors import Conflict, FileRefused, NotFound, PathRefused
-from ...storage import ledger, privateindex
+from ...storage import ids, ledger, privateindex
 from ...storage.files import State
 from ...storage.objects import Entry
 from ..naming import plain_name
@@ -50,10 +50,15 @@ class Taken:
 
 
 def latest_agent_op(repo: GitRepo) -> str:
-    """The newest of the agent's ops on this checkout's line that nothing took back yet."""
+    """The newest of the agent's ops on this checkout's line that is not taken back: an op an
+    undo or a rewind took back counts as taken back unless a redo re-applied it since."""
+    redone: set[str] = set()
     undone: set[str] = set()
     for _, op in line.walk(repo, line.where(repo).tip):
-        undone |= set(op.undo_of)
+        if op.redo_of:
+            redone.add(op.redo_of)
+        elif op.op_id not in redone:
+            undone |= set(op.undo_of)
         if op.source == "harness" and op.op_id not in undone:
             return op.op_id
     raise NotFound("The agent has no op on this checkout's line to take back.",
@@ -145,7 +150,7 @@ def _target(rec: Recorder, text: str) -> str:
     marks = turn_marks(repo)
     session = rec.event.extra.get("session")
     if isinstance(session, str) and session:
-        middle = f"-{plain_name(session)[:8]}-turn-"
+        middle = f"-{plain_name(ids.session_body(session))}-turn-"
         marks = {name: tip for name, tip in marks.items() if middle in name}
         if not marks:
             raise NotFound(f"No turn of session {session} is recorded in this checkout.",
@@ -200,8 +205,9 @@ def _rewind_all(rec: Recorder, target: str) -> Taken:
 
 
 def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, object],
-            subject_line: str, took_back: list[str]) -> Taken:
-    """Record the op ``tool`` that writes ``writes`` and takes back the ops ``took_back``."""
+            subject_line: str, took_back: list[str], redo_of: str | None = None) -> Taken:
+    """Record the op ``tool`` that writes ``writes`` and takes back the ops ``took_back`` (or,
+    a redo, the undo ``redo_of``)."""
     repo = rec.repo
     # A file a sparse checkout leaves out of the work tree stays out (git's skip-worktree).
     outside_cone = privateindex.sparse(repo, [r for r in writes if rec.files.stat(r) is None])
@@ -227,7 +233,7 @@ def _commit(rec: Recorder, writes: dict[str, State], tool: str, args: dict[str, 
                for rel, s in writes.items()}
     undone = tuple(took_back)
     person, agent = rec.person()
-    op = Identity(tool, agent=agent).op(args, undo_of=undone)
+    op = Identity(tool, agent=agent).op(args, undo_of=undone, redo_of=redo_of)
     body = (f"Run by {person.name} in their own checkout: only work-tree files changed, never "
             "the index or HEAD.")
     rec.record(op, entries, subject_line, body, person)
@@ -242,3 +248,8 @@ def here_of(rec: Recorder) -> line.Where:
 
     assert isinstance(rec.place, InPlace)
     return rec.place.here
+
+
+# What another command on the line builds on (a redo: redo.py), by public names.
+reverse = _reverse
+commit_taken = _commit
