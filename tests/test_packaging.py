@@ -99,3 +99,15 @@ def test_a_wheel_install_runs_the_demo_anywhere(dist: Path, tmp_path: Path) -> N
     sessions = subprocess.run([str(launcher), "-C", "demo", "sessions", "--json"], cwd=elsewhere,
                               env=env, capture_output=True, text=True, timeout=60)
     assert sessions.returncode == 0 and '"status": "done"' in sessions.stdout, sessions
+
+
+def test_the_wheel_holds_every_package(dist: Path) -> None:
+    # (A package left out of pyproject's list works in the editable install the tests use, and
+    # is missing from every wheel: 'gitspace hooks install' then fails for each user.)
+    source = Path(__file__).resolve().parent.parent / "gitspace"
+    wanted = {p.parent.relative_to(source.parent).as_posix() + "/__init__.py"
+              for p in source.rglob("__init__.py") if "__pycache__" not in p.parts}
+    wheel = next(dist.glob("*.whl"))
+    with zipfile.ZipFile(wheel) as z:
+        held = set(z.namelist())
+    assert wanted <= held, sorted(wanted - held)
