@@ -32,6 +32,11 @@ README_LINES = 250  # a front door: who it is for, the two commands, one short p
 
 PYTHON = ".venv/bin/python"  # what the README says runs its Python blocks
 DOCS = sorted((REPO / "docs").glob("*.md"))
+# Pages whose blocks a test of their own walks, with what that walk needs and this one has not
+# (harnesses.md forks a Claude Code session played through its hooks first; provenance.md checks
+# what each step shows): walked there, not twice.
+OWN_WALK = {"harnesses.md": "harness/test_harnesses_doc.py",
+            "provenance.md": "test_provenance_doc.py"}
 
 # What each page's walk must show (besides exiting 0), so a block that runs but does nothing
 # useful cannot pass.
@@ -140,7 +145,8 @@ def docs_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv / "bin"
 
 
-@pytest.mark.parametrize("page", [p.name for p in DOCS if commands(p, "python")])
+@pytest.mark.parametrize("page", [p.name for p in DOCS
+                                  if commands(p, "python") and p.name not in OWN_WALK])
 def test_every_docs_block_runs_as_written(page: str, docs_venv: Path, tmp_path: Path) -> None:
     found = commands(REPO / "docs" / page, "python")
     clone, home, tmp = folders(tmp_path)
@@ -154,6 +160,8 @@ def test_every_docs_block_runs_as_written(page: str, docs_venv: Path, tmp_path: 
 
 def test_every_page_with_blocks_is_walked_and_says_what_it_shows() -> None:
     walked = {p.name for p in DOCS if commands(p, "python")}
+    for page, test in OWN_WALK.items():  # walked by a test of its own, which reads that page
+        assert page in walked and f'"{page}"' in (REPO / "tests" / test).read_text(), (page, test)
     assert {"agents.md", "cli.md", "in-place.md", "json.md"} <= walked
     assert set(EXPECTED) - {"README.md"} <= walked  # (an expectation for no walk is stale)
 
