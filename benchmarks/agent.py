@@ -25,8 +25,8 @@ from pathlib import Path
 
 import gitspace
 from gitspace.agent import compaction
-from gitspace.agent.loop import Event, Loop, Options
-from gitspace.agent.policies.base import Call, Policy, Seen
+from gitspace.agent.loop import Loop, LoopEvent, LoopOptions
+from gitspace.agent.policies.base import Policy, PolicyCall, Seen
 from gitspace.agent.policies.journal import JournalPolicy
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,14 +42,14 @@ class ViewThree(Policy):
     name = "view-three"
     tools = ("view",)
 
-    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str:
+    def decide(self, task: str, seen: list[Seen]) -> list[PolicyCall] | str:
         failed = next((s for s in seen if s.is_error), None)
         if failed is not None:
             return f"I stopped: view {failed.input['path']} failed: {failed.text}"
         done = LONG_FILES.index(seen[-1].input["path"]) + 1 if seen else 0
         if done == len(LONG_FILES):
             return f"I read {len(LONG_FILES)} files."
-        return [Call("view", {"path": LONG_FILES[done]})]
+        return [PolicyCall("view", {"path": LONG_FILES[done]})]
 
 
 def fresh_copy(parent: Path, name: str) -> Path:
@@ -62,10 +62,10 @@ def fresh_copy(parent: Path, name: str) -> Path:
 def journal_run(parent: Path) -> list[tuple[str, str, str]]:
     root = fresh_copy(parent, "journal")
     size = (root / JOURNAL).stat().st_size
-    events: list[Event] = []
+    events: list[LoopEvent] = []
     began = time.perf_counter()
     with gitspace.open(root, agent="bench") as ws:
-        outcome = Loop(ws, JournalPolicy(), Options(budget=20_000, keep_last=4, max_steps=200),
+        outcome = Loop(ws, JournalPolicy(), LoopOptions(budget=20_000, keep_last=4, max_steps=200),
                        events.append).start(f"Summarise {JOURNAL}")
     wall = time.perf_counter() - began
     if outcome.status != "done":
@@ -111,7 +111,7 @@ def compaction_run(parent: Path) -> list[tuple[str, str, str]]:
             if not result.ok:
                 raise SystemExit(f"Could not create {path}: {result.text}")
         # A budget this large never compacts, so the session keeps every message as it was sent.
-        outcome = Loop(ws, ViewThree(), Options(budget=10**9, max_steps=10)).start(
+        outcome = Loop(ws, ViewThree(), LoopOptions(budget=10**9, max_steps=10)).start(
             "Read the three long notes.")
     prompt = outcome.session.messages[:-1]  # what the last model call was sent
     before = compaction.size(prompt)

@@ -36,19 +36,19 @@ import _bench  # noqa: E402
 
 import gitspace  # noqa: E402
 from gitspace.agent.loop import Loop  # noqa: E402
-from gitspace.agent.policies.base import Call, Policy, Return, Seen  # noqa: E402
+from gitspace.agent.policies.base import Policy, PolicyCall, Return, Seen  # noqa: E402
 
 
 def flat(n: int, tag: str = "") -> type[Policy]:
     class Flat(Policy):
         name = "flat"
 
-        def decide(self, task: str, seen: list[Seen]) -> list[Call] | str | Return:
+        def decide(self, task: str, seen: list[Seen]) -> list[PolicyCall] | str | Return:
             done = self.notes.setdefault("done", 0)
             if done == n:
                 return "done"
             self.notes["done"] = done + 1
-            return [Call("create", {"path": f"f{done}{tag}.md", "file_text": f"{done}\n"})]
+            return [PolicyCall("create", {"path": f"f{done}{tag}.md", "file_text": f"{done}\n"})]
     return Flat
 
 
@@ -61,19 +61,19 @@ def nested(n: int, tag: str = "") -> type[Policy]:
     class Nested(Policy):
         name = "nested"
 
-        def decide(self, task: str, seen: list[Seen]) -> list[Call] | str | Return:
+        def decide(self, task: str, seen: list[Seen]) -> list[PolicyCall] | str | Return:
             if task.startswith("write "):  # a child: one op, then its value
                 if not seen:
                     STARTS[-1] = time.perf_counter() - STARTS[-1]
                 path = task.split()[1]
-                return self.finish("", 1) if seen else [Call("create", {"path": path,
+                return self.finish("", 1) if seen else [PolicyCall("create", {"path": path,
                                                                         "file_text": "x\n"})]
             done = self.notes.setdefault("done", 0)
             if done == n:
                 return "done"
             self.notes["done"] = done + 1
             STARTS.append(time.perf_counter())
-            return [Call("delegate", {"task": f"write d{done}{tag}.md",
+            return [PolicyCall("delegate", {"task": f"write d{done}{tag}.md",
                                       "returns": {"type": "integer"}})]
     return Nested
 

@@ -24,7 +24,7 @@ MESSAGE_CAP = 500  # characters of one message; the rest is cut
 
 
 @dataclass(frozen=True)
-class Event:
+class ProgressEvent:
     """One report: ``progress`` (with ``done``, maybe ``total``) or ``log`` (with ``level``)."""
 
     kind: str
@@ -34,7 +34,7 @@ class Event:
     level: str = "info"
 
 
-Listener = Callable[[Event], None]
+Listener = Callable[[ProgressEvent], None]
 _listener: ContextVar[Listener | None] = ContextVar("gitspace_progress", default=None)
 
 
@@ -53,7 +53,7 @@ def active() -> bool:
     return _listener.get() is not None
 
 
-def emit(event: Event) -> None:
+def emit(event: ProgressEvent) -> None:
     listener = _listener.get()
     if listener is None:
         return
@@ -69,7 +69,7 @@ def report(done: float, total: float | None = None, message: str = "") -> bool:
     if not math.isfinite(done) or done < 0 or (total is not None and not (
             math.isfinite(total) and total > 0)):
         return False
-    emit(Event("progress", message[:MESSAGE_CAP], done, total))
+    emit(ProgressEvent("progress", message[:MESSAGE_CAP], done, total))
     return True
 
 
@@ -77,5 +77,5 @@ def log(level: str, message: str) -> bool:
     """A message for the person watching the call; False when ``level`` is not one of LEVELS."""
     if level not in LEVELS:
         return False
-    emit(Event("log", message[:MESSAGE_CAP], level=level))
+    emit(ProgressEvent("log", message[:MESSAGE_CAP], level=level))
     return True

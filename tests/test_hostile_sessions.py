@@ -35,8 +35,8 @@ class Quiet(Policy):
     name = "quiet"
     def decide(self, task, seen):
         if task == "Make a file.":
-            from gitspace.agent.policies.base import Call
-            return [Call("create", {"path": "made.txt", "file_text": "m\\n"})] if not seen else "ok"
+            from gitspace.agent.policies.base import PolicyCall
+            return [PolicyCall("create", {"path": "made.txt", "file_text": "m\\n"})] if not seen else "ok"
         return "Seen: " + " | ".join(s.text for s in seen)
 
 with gitspace.open(sys.argv[1], agent="boss") as ws:

@@ -19,7 +19,7 @@ from ..core.workspace import Workspace
 from ..errors import BadArguments, GitspaceError, LedgerError
 from ..storage import ledger
 from . import calls
-from .loop import Event, Loop, Options, RunOutcome
+from .loop import Loop, LoopEvent, LoopOptions, RunOutcome
 from .model import ModelClient
 from .returns import ANY, Returns
 from .session import Session, listing
@@ -54,14 +54,14 @@ class NoValue(GitspaceError):
 def ask(ws: Workspace, task: str | None = None, *, returns: Any = ANY, client: Any,
         model: str | None = None, resume: str | None = None, fork: str | None = None,
         max_steps: int = 40, budget: int = 60_000, system: str = "",
-        on_event: Callable[[Event], None] | None = None) -> Answer[Any]:
+        on_event: Callable[[LoopEvent], None] | None = None) -> Answer[Any]:
     """Run an agent on ``ws`` until it returns a value that fits ``returns`` (a JSON Schema, a
     pydantic model or a dataclass; default: any JSON value). With ``resume``, continue that
     session instead (``task``, if given, is its next message); with ``fork`` (an op), start
     from that op's files and conversation on a new branch, ``task`` being the new
     instruction (see ``agent.fork``)."""
     kind = Returns.of(returns)
-    options = Options(max_steps=max_steps, budget=budget, system=system, returns=kind)
+    options = LoopOptions(max_steps=max_steps, budget=budget, system=system, returns=kind)
     loop = Loop(ws, model_client(client, model), options, on_event)
     if resume is not None and fork is not None:
         raise BadArguments("ask takes resume= or fork=, not both.")

@@ -72,7 +72,7 @@ class Parent(Protocol):
 
     ws: Workspace
     client: Any
-    options: Any  # loop.Options
+    options: Any  # loop.LoopOptions
     sessions: Path
 
     def spawn(self, ws: Workspace, client: Any, options: Any) -> Child:

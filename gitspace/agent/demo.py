@@ -20,7 +20,7 @@ from ..core import checkpoints, timeline
 from ..core.workspace import Workspace
 from ..errors import GitspaceError
 from . import calls, runner
-from .loop import Loop, Options, RunOutcome
+from .loop import Loop, LoopOptions, RunOutcome
 from .model import ModelClient
 from .policies.journal_tree import FOLDER, LEAF
 from .session import Session, listing
@@ -91,11 +91,11 @@ def run_demo(directory: Path | None, echo: Echo, *, model: str | None = None,
     figures = Figures()
     echo("\n== maze-runner: escape the maze ==")
     figures.outcomes["maze"] = _run(target, "maze-runner", client("maze"), MAZE_TASK,
-                                    Options(max_steps=80), echo)
+                                    LoopOptions(max_steps=80), echo)
     echo("\n== journal-reader: summarise two years of worklog, one delegated agent per chunk ==")
     figures.outcomes["journal"] = _run(target, "journal-reader", client("journal-nested"),
                                        JOURNAL_TASK,
-                                       Options(max_steps=300, budget=20_000, keep_last=4), echo)
+                                       LoopOptions(max_steps=300, budget=20_000, keep_last=4), echo)
     with open_ws(target) as ws:
         _count(ws, figures)
         _report(ws, figures, echo, command)
@@ -117,7 +117,7 @@ def _prepare(directory: Path | None) -> Path:
     return target
 
 
-def _run(root: Path, agent: str, client: ModelClient, task: str, options: Options,
+def _run(root: Path, agent: str, client: ModelClient, task: str, options: LoopOptions,
          echo: Echo) -> RunOutcome:
     def show(event: object) -> None:
         line = runner.describe(event)  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ Invariants:
 - the session is saved after every step, and a mutating call's op id is saved before it runs, so a
   resumed run reads a finished op back from the ledger instead of applying it twice;
 - the conversation sent never breaks a tool_use/tool_result pairing (checked before each call);
-- a run asked for a value (``Options.returns``) is offered the ``return`` tool and ends the moment
+- a run asked for a value (``LoopOptions.returns``) is offered the ``return`` tool and ends the moment
   a call of it is accepted, with no further model call. A return is accepted when its input
   fits the schema and it is the turn's only return; the turn's other calls run first, in their
   order, and must all succeed (the value was written before their results were seen, so a
@@ -49,7 +49,7 @@ MAX_TOKENS_CEILING = 16_384
 
 
 @dataclass
-class Event:
+class LoopEvent:
     """Something the loop did, for a front end to show as it happens."""
 
     # model | tool | compacted | retry | delegate (a child starts: ``name`` its session) |
@@ -91,7 +91,7 @@ class RunOutcome:
 
 
 @dataclass
-class Options:
+class LoopOptions:
     max_steps: int = 40
     max_tokens: int = 4096
     budget: int = 60_000  # characters of conversation before compaction folds the middle
@@ -102,15 +102,15 @@ class Options:
 
 
 class Loop:
-    def __init__(self, ws: Workspace, client: ModelClient, options: Options | None = None,
-                 on_event: Callable[[Event], None] | None = None, *,
+    def __init__(self, ws: Workspace, client: ModelClient, options: LoopOptions | None = None,
+                 on_event: Callable[[LoopEvent], None] | None = None, *,
                  sessions: Path | None = None) -> None:
         self.ws = ws
         # Where session files live: the workspace's own, or (a delegated child working in a
         # worktree of its own) the top workspace's, beside its parent's.
         self.sessions = sessions or ws.root
         self.client = client
-        self.options = options or Options()
+        self.options = options or LoopOptions()
         self.on_event = on_event or (lambda event: None)
         self.max_tokens = self.options.max_tokens
         self.calls = 0
@@ -196,7 +196,7 @@ class Loop:
                 self.ws.repo.read_ref(f"refs/heads/{there}") is None):
             return None
         branches.switch(self.ws, self.ws.identity("switch"), there)
-        self.on_event(Event("switched", session.steps, there, text=here))
+        self.on_event(LoopEvent("switched", session.steps, there, text=here))
         return here
 
     @contextlib.contextmanager
@@ -212,16 +212,16 @@ class Loop:
                     branches.switch(self.ws, self.ws.identity("switch"), branch)
             raise
 
-    def spawn(self, ws: Workspace, client: ModelClient, options: Options) -> Loop:
+    def spawn(self, ws: Workspace, client: ModelClient, options: LoopOptions) -> Loop:
         """A loop for a delegated child in ``ws``: its sessions beside this one's, its events
         shown one level deeper."""
-        def nested(event: Event) -> None:
+        def nested(event: LoopEvent) -> None:
             self.on_event(dataclasses.replace(event, depth=event.depth + 1))
 
         return Loop(ws, client, options, nested, sessions=self.sessions)
 
     def announce(self, step: int, child: Session) -> None:
-        self.on_event(Event("delegate", step, child.id, text=child.task))
+        self.on_event(LoopEvent("delegate", step, child.id, text=child.task))
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -275,7 +275,7 @@ class Loop:
             before = compaction.size(s.messages)
             s.messages = fitted
             s.stats.compactions += 1
-            self.on_event(Event("compacted", s.steps, size=compaction.size(fitted), before=before))
+            self.on_event(LoopEvent("compacted", s.steps, size=compaction.size(fitted), before=before))
         problems = compaction.check(s.messages)
         if problems:  # a bug, not an expected failure: let it surface as one (exit 3)
             raise RuntimeError("The conversation would break the tool pairing rule: "
@@ -290,7 +290,7 @@ class Loop:
         if s.depth == 0:  # (a delegated child's calls are its own count, under its call)
             progress.report(s.steps, None, "model calls")
         s.client_state = self.client.state()
-        self.on_event(Event("model", s.steps, text=reply.text(), stop_reason=reply.stop_reason,
+        self.on_event(LoopEvent("model", s.steps, text=reply.text(), stop_reason=reply.stop_reason,
                             size=compaction.size(s.messages)))
         return reply
 
@@ -335,7 +335,7 @@ class Loop:
             # The last tool call may be cut off mid-arguments: run none of them, ask again with room.
             if self.max_tokens < MAX_TOKENS_CEILING:
                 self.max_tokens = min(self.max_tokens * 2, MAX_TOKENS_CEILING)
-                self.on_event(Event("retry", s.steps, text=f"max_tokens {self.max_tokens}"))
+                self.on_event(LoopEvent("retry", s.steps, text=f"max_tokens {self.max_tokens}"))
                 s.save()
                 return None
             return self._stop(s, "max_tokens", (
@@ -432,7 +432,7 @@ class Loop:
         s.stats.failed_calls += not result.ok
         s.stats.bytes_read += len(result.text)
         s.stats.largest_result = max(s.stats.largest_result, len(result.text))
-        self.on_event(Event("tool", s.steps, use["name"], use.get("input") or {}, result,
+        self.on_event(LoopEvent("tool", s.steps, use["name"], use.get("input") or {}, result,
                             recovered=recovered))
         return tool_result_block(use["id"], result.text or "(empty)", is_error=not result.ok)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import BadArguments
 from ..storage import ids, ledger
-from .loop import Event
+from .loop import LoopEvent
 from .model import ModelClient
 from .session import Session
 
@@ -49,14 +49,14 @@ def client_for_session(session: Session, *, policy: str | None = None, model: st
 
 
 
-def describe(event: Event) -> str | None:
+def describe(event: LoopEvent) -> str | None:
     """One line for a tool call or compaction as it happens (None for events not worth a line),
     indented under the call when a delegated agent did it."""
     line = _describe(event)
     return None if line is None else "    " * event.depth + line
 
 
-def _describe(event: Event) -> str | None:
+def _describe(event: LoopEvent) -> str | None:
     if event.kind == "delegate":
         return (f"  {event.step:>3} delegate -> session {ids.session(event.name)}: "
                 f"{event.text[:70]}")

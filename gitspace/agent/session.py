@@ -84,7 +84,7 @@ UNFINISHED = ("running", "crashed", "interrupted")
 
 
 @dataclass
-class Stats:
+class SessionStats:
     tool_calls: int = 0
     bytes_read: int = 0  # characters of every tool result the model was shown
     largest_result: int = 0
@@ -118,7 +118,7 @@ class Session:
     steps: int = 0
     pending: dict[str, str] = field(default_factory=dict)  # tool_use id -> op id
     client_state: dict[str, Any] = field(default_factory=dict)
-    stats: Stats = field(default_factory=Stats)
+    stats: SessionStats = field(default_factory=SessionStats)
     returns: dict[str, Any] | None = None  # the JSON Schema of the value the run must return
     value: Any = None  # the value it returned (status "returned")
     branch: str | None = None  # the branch it works on
@@ -254,7 +254,7 @@ def _dumps(value: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    return asdict(value) if isinstance(value, Stats) else value
+    return asdict(value) if isinstance(value, SessionStats) else value
 
 
 def _record_line(record: dict[str, Any], changed: dict[str, str]) -> bytes:
@@ -285,7 +285,7 @@ def _build(root: Path, state: dict[str, Any], messages: list[Message], session_i
     if wrong is not None:  # (a planted file: its fields would name what a resume removes)
         raise ValueError(wrong)
     data = dict(state)
-    stats = Stats(**data.pop("stats", {}))
+    stats = SessionStats(**data.pop("stats", {}))
     return Session(**data, messages=messages, stats=stats, root=root)
 
 

@@ -93,7 +93,7 @@ def run(
     offline scripted policy (no key needed). ``--resume SESSION "next message"`` continues a
     finished session with a new message."""
     from ..agent import runner
-    from ..agent.loop import Loop, Options
+    from ..agent.loop import Loop, LoopOptions
     from ..agent.returns import Returns, dumps
     from ..agent.session import find
 
@@ -133,7 +133,7 @@ def run(
             if line and not as_json:
                 echo(line, err=to_stderr)
 
-        options = Options(max_steps=steps or sys.maxsize, budget=budget, returns=wanted)
+        options = LoopOptions(max_steps=steps or sys.maxsize, budget=budget, returns=wanted)
         loop = Loop(ws, client, options, show)
         watcher = start_watcher(ws.root, quiet=as_json) if watch_edits else None
         try:

@@ -37,13 +37,13 @@ def sync(
 
 
 def _watch(ws: object, remote: str, every: float, as_json: bool) -> None:
-    from ..team.sync_watch import Event, watch
+    from ..team.sync_watch import SyncEvent, watch
 
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
 
-    def show(event: Event) -> None:
+    def show(event: SyncEvent) -> None:
         if as_json:
             emit_json({"kind": event.kind, "text": event.text, "queued": event.queued,
                         "synced": event.synced and dataclasses.asdict(event.synced)})

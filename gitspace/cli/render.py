@@ -518,7 +518,7 @@ class Shown:
         self.tasks: dict[str, _Task] = {}
         self.bars: Any = None
 
-    def hear(self, event: reporting.Event) -> None:
+    def hear(self, event: reporting.ProgressEvent) -> None:
         if event.kind != "progress":
             return
         label = event.message or "done"

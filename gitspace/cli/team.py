@@ -33,13 +33,13 @@ def watch(
     import threading
 
     from ..team.attach import route
-    from ..team.watch import Report, Watcher
+    from ..team.watch import Watcher, WatchReport
 
     # Like every other command: --agent NAME watches NAME's worktree, never the user's checkout.
     target = route(here(directory), state.agent)
     announced = threading.Event()  # the first flush runs at once: its line follows "Watching"
 
-    def report(line: Report) -> None:
+    def report(line: WatchReport) -> None:
         announced.wait()
         report_line(line)
 

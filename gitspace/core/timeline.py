@@ -115,7 +115,7 @@ def find(ws: Workspace, ref: str) -> Entry:
 
 
 @record()
-class Report:
+class VerifyReport:
     commits: int = 0
     ops: int = 0
     foreign: int = 0
@@ -126,13 +126,13 @@ class Report:
         return not self.problems
 
 
-def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> Report:
+def verify(ws: Workspace, rev: str | None = None, base: str | None = None) -> VerifyReport:
     """Re-parse every first-parent commit of a branch (with ``base``: those ``base`` does not
     contain); report malformed ops and broken links. A shallow clone's cut inside what it reads
     is refused (``depth``)."""
     from .. import progress  # (here: a read of the log reports no progress)
 
-    report = Report()
+    report = VerifyReport()
     seen: set[str] = set()
     links: list[tuple[str, str]] = []
     target = rev or ("HEAD" if ws.repo.read_ref("HEAD") else None)  # detached (CI) too

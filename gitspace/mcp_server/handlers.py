@@ -53,9 +53,9 @@ async def call_tool(served: Served, ctx: ServerRequestContext[Any, Any],
     hub = served.hub
     agent = served.agent_for(ctx)
     args = dict(params.arguments or {})
-    send, received = anyio.create_memory_object_stream[progress.Event](64)
+    send, received = anyio.create_memory_object_stream[progress.ProgressEvent](64)
 
-    def heard(event: progress.Event) -> None:  # (in the worker thread)
+    def heard(event: progress.ProgressEvent) -> None:  # (in the worker thread)
         try:
             anyio.from_thread.run_sync(send.send_nowait, event)
         except anyio.WouldBlock:

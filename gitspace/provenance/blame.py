@@ -151,7 +151,7 @@ def _porcelain(data: bytes) -> tuple[list[_Origin], list[str]]:
 
 
 def _line(repo: GitRepo, notes: Notes, number: int, origin: _Origin, text: str,
-          uncommitted: dict[int, tuple[str, sources.Call | None, str | None]],
+          uncommitted: dict[int, tuple[str, sources.NotedCall | None, str | None]],
           transcripts: Transcripts | None) -> Line:
     person = Line(number, text, origin.commit, "person", origin.author, None, None, None, None,
                   origin.time, None, None, None, "git")
@@ -205,7 +205,7 @@ def _from_note(number: int, text: str, origin: _Origin, key: str, note: authorsh
                 _text(agent_id.get("model")), prompt, key, "note")
 
 
-def _call(number: int, text: str, commit: str, key: str, call: sources.Call,
+def _call(number: int, text: str, commit: str, key: str, call: sources.NotedCall,
           transcripts: Transcripts | None, source: str) -> Line:
     prompt = transcripts.prompt(call.agent, call.session, call.tool_use_id) \
         if transcripts is not None else None
@@ -216,7 +216,7 @@ def _call(number: int, text: str, commit: str, key: str, call: sources.Call,
 
 
 def _uncommitted(repo: GitRepo, path: str, texts: list[str]
-                 ) -> dict[int, tuple[str, sources.Call | None, str | None]]:
+                 ) -> dict[int, tuple[str, sources.NotedCall | None, str | None]]:
     """For the work tree's lines: the key the line's recorded calls give each (1-based)."""
     tip = repo.read_ref(ref_for(repo.head_branch(), repo.gitdir))
     if tip is None:
@@ -229,7 +229,7 @@ def _uncommitted(repo: GitRepo, path: str, texts: list[str]
     if version is None:
         return {}
     lines = [t.encode("utf-8", "surrogateescape") for t in texts]
-    out: dict[int, tuple[str, sources.Call | None, str | None]] = {}
+    out: dict[int, tuple[str, sources.NotedCall | None, str | None]] = {}
     for n, i in enumerate(matching.match(version.lines, lines), 1):
         key = version.keys[i] if i >= 0 else None
         if key is not None:

@@ -45,7 +45,7 @@ FILES = (FILE_MODE, EXEC_MODE)  # what has lines: a regular file (a link's targe
 
 
 @record(frozen=True)
-class Call:
+class NotedCall:
     """A recorded call that wrote lines, as a note describes it (names and ids, never text)."""
 
     key: str
@@ -79,7 +79,7 @@ def harness_tool(agent: str) -> str:
 
 
 def key_of(op: ledger.Op, author: str, commit: str, time: int
-           ) -> tuple[str | None, bool, Call | None]:
+           ) -> tuple[str | None, bool, NotedCall | None]:
     """(key, restores, call) of an op whose commit is ``commit`` by ``author`` (``Name <email>``)."""
     if op.source == "external":
         if op.tool == FOLLOW:  # a checkout that moved to a commit, not an edit
@@ -96,7 +96,7 @@ def key_of(op: ledger.Op, author: str, commit: str, time: int
     conversation = op.session or agent  # (a call with no session: the agent's one conversation)
     session = authorship.session_key(harness_tool(agent), conversation)
     key = authorship.call_key(session, authorship.trace_key(op.op_id))
-    return key, False, Call(key, op.op_id, op.tool, agent, conversation, op.tool_use_id, time,
+    return key, False, NotedCall(key, op.op_id, op.tool, agent, conversation, op.tool_use_id, time,
                             commit)
 
 
@@ -165,10 +165,10 @@ class History:
 
     start: dict[str, str | None] = field(default_factory=dict)
     steps: dict[str, list[Step]] = field(default_factory=dict)
-    calls: dict[str, Call] = field(default_factory=dict)
+    calls: dict[str, NotedCall] = field(default_factory=dict)
     people: dict[str, str] = field(default_factory=dict)  # h_ key → the person's identity
 
-    def met(self, key: str | None, call: Call | None, author: str) -> None:
+    def met(self, key: str | None, call: NotedCall | None, author: str) -> None:
         if call is not None:
             self.calls[call.key] = call
         elif key is not None and key.startswith("h_"):

@@ -23,7 +23,7 @@ Each chunk's old lines (context and removed) are found in the file after the pre
 exactly, then ignoring trailing whitespace, then ignoring surrounding whitespace, then with
 typographic dashes, quotes and spaces read as ASCII. The patch may arrive wrapped in a shell
 heredoc (``apply_patch <<'EOF' ... EOF``). An updated file ends with a line end; Codex versions
-differ on keeping a CRLF file's line ends, so both are accepted (``edits.Result.also``).
+differ on keeping a CRLF file's line ends, so both are accepted (``edits.EditResult.also``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .budget import Budget
-from .edits import Refused, Result, read_text
+from .edits import EditResult, Refused, read_text
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
 ADD, DELETE, UPDATE, MOVE = "*** Add File: ", "*** Delete File: ", "*** Update File: ", "*** Move to: "
@@ -56,7 +56,7 @@ class Chunk:
 
 
 @dataclass
-class Hunk:
+class PatchHunk:
     kind: str  # "add", "delete" or "update"
     path: str
     lines: list[str] = field(default_factory=list)  # an added file's lines
@@ -64,16 +64,16 @@ class Hunk:
     chunks: list[Chunk] = field(default_factory=list)
 
 
-def parse(patch: str) -> list[Hunk]:
+def parse(patch: str) -> list[PatchHunk]:
     wrapped = HEREDOC.match(patch)
     lines = (wrapped.group(2) if wrapped else patch).strip().splitlines()
     if len(lines) < 2 or lines[0].strip() != BEGIN or lines[-1].strip() != END:
         raise Refused(f"the patch does not start with '{BEGIN}' and end with '{END}'")
-    hunks: list[Hunk] = []
+    hunks: list[PatchHunk] = []
     for line in lines[1:-1]:
         if line.startswith((ADD, DELETE, UPDATE)):
             kind = "add" if line.startswith(ADD) else "delete" if line.startswith(DELETE) else "update"
-            hunks.append(Hunk(kind, line.split(": ", 1)[1].strip()))
+            hunks.append(PatchHunk(kind, line.split(": ", 1)[1].strip()))
         elif not hunks:
             raise Refused(f"the patch has a line outside any file: {line[:80]!r}")
         else:
@@ -81,7 +81,7 @@ def parse(patch: str) -> list[Hunk]:
     return hunks
 
 
-def _line(hunk: Hunk, line: str) -> None:
+def _line(hunk: PatchHunk, line: str) -> None:
     if hunk.kind == "add":
         if not line.startswith("+"):
             raise Refused(f"a line of added file {hunk.path} does not start with '+'")
@@ -107,15 +107,15 @@ def _line(hunk: Hunk, line: str) -> None:
             chunk.new.append(rest)
 
 
-def apply(hunks: list[Hunk], files: dict[str, bytes | None],
-          cost: Budget) -> dict[str, Result | None]:
+def apply(hunks: list[PatchHunk], files: dict[str, bytes | None],
+          cost: Budget) -> dict[str, EditResult | None]:
     """The patch's effect on ``files`` (every path it names): new content, or None (deleted)."""
-    out: dict[str, Result | None] = {}
+    out: dict[str, EditResult | None] = {}
     for hunk in hunks:
         before = files.get(hunk.path)
         cost.spend(1 + sum(map(len, hunk.lines)))
         if hunk.kind == "add":
-            out[hunk.path] = Result("".join(f"{line}\n" for line in hunk.lines).encode())
+            out[hunk.path] = EditResult("".join(f"{line}\n" for line in hunk.lines).encode())
         elif before is None:
             raise Refused(f"{hunk.path} does not exist, so it cannot be deleted or updated")
         elif hunk.kind == "delete":
@@ -127,7 +127,7 @@ def apply(hunks: list[Hunk], files: dict[str, bytes | None],
     return out
 
 
-def _update(before: bytes, hunk: Hunk, cost: Budget) -> Result:
+def _update(before: bytes, hunk: PatchHunk, cost: Budget) -> EditResult:
     cost.spend(2 * len(before))  # read as text, split in lines
     text = read_text(before)
     assert text is not None
@@ -161,7 +161,7 @@ def _update(before: bytes, hunk: Hunk, cost: Budget) -> Result:
     body = "\n".join(lines) + "\n"
     cost.spend(2 * len(body))
     lf = body.encode(text.encoding, "surrogatepass")
-    return Result(text.encode(body), lf if text.crlf else None)
+    return EditResult(text.encode(body), lf if text.crlf else None)
 
 
 def _seek(lines: list[str], pattern: list[str], start: int, at_end: bool,

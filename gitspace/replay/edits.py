@@ -25,7 +25,7 @@ Gemini CLI (its ``replace`` and ``write_file`` as documented): ``old_string`` mu
 ``expected_replacements`` times (default 1) in the text with CRLF read as LF, and every
 occurrence is replaced; an empty ``old_string`` creates a file that does not exist.
 ``write_file`` writes ``content``. Versions differ on whether CRLF is written back, so both are
-accepted (``Result.also``).
+accepted (``EditResult.also``).
 
 Cursor's ``afterFileEdit`` reports the replacements it made (``edits``: ``old_string`` /
 ``new_string``), each applied to the first place it occurs after the previous one.
@@ -70,7 +70,7 @@ class Text:
 
 
 @dataclass(frozen=True)
-class Result:
+class EditResult:
     """The file's bytes after the call, and another outcome the harness may also have written."""
 
     data: bytes
@@ -95,13 +95,13 @@ def read_text(data: bytes | None) -> Text | None:
 
 # -- Claude Code -----------------------------------------------------------------------------
 
-def claude_write(before: bytes | None, content: str, cost: Budget) -> Result:
+def claude_write(before: bytes | None, content: str, cost: Budget) -> EditResult:
     cost.spend(len(before or b"") + len(content))
     text = read_text(before) or Text("")
-    return Result(text.encode(content, line_ends=False))
+    return EditResult(text.encode(content, line_ends=False))
 
 
-def claude_edit(before: bytes | None, path: str, edits: Sequence[Edit], cost: Budget) -> Result:
+def claude_edit(before: bytes | None, path: str, edits: Sequence[Edit], cost: Budget) -> EditResult:
     if path.endswith(".ipynb"):
         raise Refused("the file is a Jupyter notebook, which Claude Code edits with NotebookEdit")
     text = read_text(before)
@@ -119,7 +119,7 @@ def claude_edit(before: bytes | None, path: str, edits: Sequence[Edit], cost: Bu
         written.append(edit.new)
     if text is not None and body == text.body:
         raise Refused("the edited file matches the original exactly")
-    return Result((text or Text("")).encode(body))
+    return EditResult((text or Text("")).encode(body))
 
 
 def _claude_one(body: str, edit: Edit, written: list[str], cost: Budget, *,
@@ -183,19 +183,19 @@ def _curl_like(actual: str, new: str) -> str:
 
 # -- Gemini CLI ------------------------------------------------------------------------------
 
-def gemini_write(before: bytes | None, content: str, cost: Budget) -> Result:
+def gemini_write(before: bytes | None, content: str, cost: Budget) -> EditResult:
     cost.spend(len(content))
-    return Result(content.encode("utf-8", "surrogatepass"))
+    return EditResult(content.encode("utf-8", "surrogatepass"))
 
 
 def gemini_replace(before: bytes | None, old: str, new: str, expected: int,
-                   cost: Budget) -> Result:
+                   cost: Budget) -> EditResult:
     cost.spend(2 * len(before or b""))
     text = read_text(before)
     if text is None:
         if old != "":
             raise Refused("the file does not exist, and only an empty old_string creates one")
-        return Result(new.encode("utf-8", "surrogatepass"))
+        return EditResult(new.encode("utf-8", "surrogatepass"))
     if old == "":
         raise Refused("an empty old_string creates a file, and this file already exists")
     found = text.body.count(old)
@@ -206,12 +206,12 @@ def gemini_replace(before: bytes | None, old: str, new: str, expected: int,
     _grows(cost, text.body, old, new, found)
     body = text.body.replace(old, new)
     lf = Text(body, text.encoding, text.bom).encode(body)
-    return Result(text.encode(body), lf if text.crlf else None)
+    return EditResult(text.encode(body), lf if text.crlf else None)
 
 
 # -- Cursor ----------------------------------------------------------------------------------
 
-def cursor_edits(before: bytes | None, edits: Sequence[Edit], cost: Budget) -> Result:
+def cursor_edits(before: bytes | None, edits: Sequence[Edit], cost: Budget) -> EditResult:
     cost.spend(len(before or b""))
     text = read_text(before) or Text("")
     body, at = text.body, 0
@@ -225,4 +225,4 @@ def cursor_edits(before: bytes | None, edits: Sequence[Edit], cost: Budget) -> R
             raise Refused("an edit's old_string is not in the file")
         body = body[:found] + edit.new + body[found + len(edit.old):]
         at = found + len(edit.new)
-    return Result(text.encode(body))
+    return EditResult(text.encode(body))

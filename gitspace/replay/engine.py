@@ -54,7 +54,7 @@ A malformed trailer block diverges too: nothing in it can be trusted.
 What a clone lacks never passes for a match: a range reaching where a shallow clone's history
 was cut is refused (``depth``); a checkpoint a restore needs is fetched from a remote, or the
 replay is refused with the fix (``reach``); and a replay that re-executed no op of a branch
-that has ops (tool or harness calls) fails (``Report.empty``) unless ``allow_empty``.
+that has ops (tool or harness calls) fails (``ReplayReport.empty``) unless ``allow_empty``.
 
 Checkpoints: tags ``gitspace/*`` at commits outside ``base..tip`` are copied into the scratch
 repository as they are; a tag at a commit inside the range appears there only when the replay
@@ -102,7 +102,7 @@ class BadRange(NotFound):
 
 
 @dataclass
-class Report:
+class ReplayReport:
     """What a replay did: counts over the commits of ``base..tip`` and the first divergence.
     ``start`` is the commit the replay started from; ``unverified`` counts the script ops not run
     (``scripts`` off); ``leftover`` names a scratch folder that could not be removed."""
@@ -152,13 +152,13 @@ class Report:
 
 def replay(ws: Workspace, tip: str, base: str | None = None,
            progress: Progress | None = None, *, scripts: bool = True,
-           allow_empty: bool = False) -> Report:
+           allow_empty: bool = False) -> ReplayReport:
     """Re-run the ops of ``base..tip`` (commits) and compare each with the recorded commit;
     ``scripts=False`` leaves workspace scripts unrun (see the module docstring). A replay that
-    re-executed no op of a branch that has some fails (``Report.empty``) unless ``allow_empty``."""
+    re-executed no op of a branch that has some fails (``ReplayReport.empty``) unless ``allow_empty``."""
     commits, start = branch_commits(ws.repo, tip, base)
     ledger.require_known((c.message for c in commits), "replay")
-    report = Report(tip, base, len(commits) + (base is None), start=start, scripts=scripts)
+    report = ReplayReport(tip, base, len(commits) + (base is None), start=start, scripts=scripts)
     if base is None:
         report.record("root commit")
     now, later = checkpoint_tags(ws.repo, commits)
@@ -248,7 +248,7 @@ def checkpoint_tags(repo: GitRepo, commits: list[Commit]
     return now, later
 
 
-def run(sc: Scratch, commits: list[Commit], report: Report, later: dict[str, list[str]],
+def run(sc: Scratch, commits: list[Commit], report: ReplayReport, later: dict[str, list[str]],
         apply_recorded: Callable[[Scratch, Commit, ledger.Op | None], Divergence | None], *,
         compare: bool, progress: Progress | None) -> None:
     """Replay ``commits`` in order, stopping at the first divergence (kept in ``report``)."""
@@ -268,7 +268,7 @@ def run(sc: Scratch, commits: list[Commit], report: Report, later: dict[str, lis
     reporting.report(total, total, "commits replayed")
 
 
-def _step(sc: Scratch, commit: Commit, report: Report,
+def _step(sc: Scratch, commit: Commit, report: ReplayReport,
           apply_recorded: Callable[[Scratch, Commit, ledger.Op | None], Divergence | None],
           compare: bool) -> Divergence | None:
     try:
@@ -277,7 +277,7 @@ def _step(sc: Scratch, commit: Commit, report: Report,
         return diverged(sc, commit, None, e.message, diff=[])  # missing object): it stops here
 
 
-def _replay_one(sc: Scratch, commit: Commit, report: Report,
+def _replay_one(sc: Scratch, commit: Commit, report: ReplayReport,
                 apply_recorded: Callable[[Scratch, Commit, ledger.Op | None], Divergence | None],
                 compare: bool) -> Divergence | None:
     try:

@@ -31,13 +31,13 @@ from ..storage.loose import sha1_hex
 from ..storage.objects import Commit, Entry
 from . import apply_patch, edits
 from .budget import Budget, OverBudget
-from .edits import Edit, Refused, Result
+from .edits import Edit, EditResult, Refused
 from .judge import Divergence, diverged
 from .scratch import Scratch
 
 Files = dict[str, bytes | None]
 # What an editor returns: each path it writes mapped to its new content (None: deleted).
-Editor = Callable[[dict[str, Any], Files, Budget], dict[str, Result | None]]
+Editor = Callable[[dict[str, Any], Files, Budget], dict[str, EditResult | None]]
 
 
 @dataclass(frozen=True)
@@ -122,9 +122,9 @@ def _file(sc: Scratch, tree: str, path: str) -> bytes | None:
     return sc.repo.read_blob(entry.sha)
 
 
-def _replayed_tree(sc: Scratch, commit: Commit, after: dict[str, Result | None]) -> str:
+def _replayed_tree(sc: Scratch, commit: Commit, after: dict[str, EditResult | None]) -> str:
     """The replayed files with the editor's results; where a harness version may have written
-    either of two contents (``Result.also``), the one the commit holds."""
+    either of two contents (``EditResult.also``), the one the commit holds."""
     base = sc.tree()
     changes: dict[str, Entry | None] = {}
     for path, result in after.items():
@@ -287,12 +287,12 @@ class FileTool:
     run: Editor
 
 
-def _single(fn: Callable[[dict[str, Any], bytes | None, str, Budget], Result]) -> FileTool:
+def _single(fn: Callable[[dict[str, Any], bytes | None, str, Budget], EditResult]) -> FileTool:
     def targets(args: dict[str, Any], listed: list[str]) -> list[str]:
         args["file_path"] = path = _one_path(args, listed)
         return [path]
 
-    def run(args: dict[str, Any], files: Files, cost: Budget) -> dict[str, Result | None]:
+    def run(args: dict[str, Any], files: Files, cost: Budget) -> dict[str, EditResult | None]:
         path = args["file_path"]
         return {path: fn(args, files[path], path, cost)}
 
@@ -313,7 +313,7 @@ def _edit_list(items: Any, every_key: str = "replace_all") -> list[Edit]:
             for e in items]
 
 
-def _claude_edit(args: dict[str, Any], before: bytes | None, path: str, cost: Budget) -> Result:
+def _claude_edit(args: dict[str, Any], before: bytes | None, path: str, cost: Budget) -> EditResult:
     if "edits" in args:
         return edits.claude_edit(before, path, _edit_list(args["edits"]), cost)
     one = Edit(_text(args, "old_string"), _text(args, "new_string"), args.get("replace_all") is True)
@@ -321,7 +321,7 @@ def _claude_edit(args: dict[str, Any], before: bytes | None, path: str, cost: Bu
 
 
 def _gemini_replace(args: dict[str, Any], before: bytes | None, path: str,
-                    cost: Budget) -> Result:
+                    cost: Budget) -> EditResult:
     expected = args.get("expected_replacements", 1)
     if not isinstance(expected, int) or isinstance(expected, bool) or expected < 1:
         raise Refused("its expected_replacements is not a positive number")
@@ -347,7 +347,7 @@ def _listed_as(given: str, listed: list[str]) -> str:
     return clean.lstrip("/")  # a path it does not list: the tree comparison reports it
 
 
-def _patch(args: dict[str, Any], files: Files, cost: Budget) -> dict[str, Result | None]:
+def _patch(args: dict[str, Any], files: Files, cost: Budget) -> dict[str, EditResult | None]:
     return apply_patch.apply(args["hunks"], files, cost)
 
 

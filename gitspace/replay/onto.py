@@ -37,19 +37,19 @@ from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.objects import Commit, Entry
 from ..tools.registry import Tool, all_tools
-from .engine import BadRange, Progress, Report, branch_commits, checkpoint_tags, run
+from .engine import BadRange, Progress, ReplayReport, branch_commits, checkpoint_tags, run
 from .judge import Divergence, diverged
 from .scratch import Scratch, check_new_branch, create_branch, open_scratch
 
 
 def replay_onto(ws: Workspace, tip: str, onto: str, branch: str, base: str | None = None,
-                progress: Progress | None = None) -> Report:
+                progress: Progress | None = None) -> ReplayReport:
     """Re-run the ops of ``base..tip`` on ``onto``; create ``branch`` there if all applied."""
     check_new_branch(ws.repo, branch)
     if base is None:
         base = merge_base(ws.repo, tip, onto)
     commits, start = branch_commits(ws.repo, tip, base)
-    report = Report(tip, base, len(commits), start=start, onto=onto, branch=branch)
+    report = ReplayReport(tip, base, len(commits), start=start, onto=onto, branch=branch)
     stop = restore_left_behind(ws.repo, all_tools(ws), commits, start)
     with open_scratch(ws.repo, onto, ws.max_file_bytes, ops=len(commits)) as sc:
         sc.set_tags(checkpoint_tags(ws.repo, [])[0])  # as they are, as a replay of the result sees them

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..core.workspace import Workspace
 from ..errors import Conflict, LedgerError
-from ..replay.engine import Progress, Report, checkpoint_tags, run
+from ..replay.engine import Progress, ReplayReport, checkpoint_tags, run
 from ..replay.judge import Divergence
 from ..replay.onto import apply_diff
 from ..replay.scratch import open_scratch
@@ -41,7 +41,7 @@ class Rebased:
 
     tip: str
     tags: dict[str, tuple[str, str]]  # ref -> (old tag object, new tag object)
-    report: Report
+    report: ReplayReport
 
 
 class SyncStopped(Conflict):
@@ -66,7 +66,7 @@ def rebase(ws: Workspace, commits: list[Commit], base: str, onto: str, drop: set
     now, later = checkpoint_tags(repo, commits)
     _follow_dropped(commits, kept, later, now, onto)
     now.update(extra_tags)
-    report = Report(commits[-1].sha, base, len(kept), start=base, onto=onto)
+    report = ReplayReport(commits[-1].sha, base, len(kept), start=base, onto=onto)
     with open_scratch(repo, onto, ws.max_file_bytes, scratch_in) as sc:
         sc.set_tags(now)
         run(sc, kept, report, later, apply_diff, compare=False, progress=progress)
@@ -119,7 +119,7 @@ def retarget_tag(repo: GitRepo, tag: str, target: str) -> str:
     return repo.write_object("tag", b"object " + target.encode() + data[len("object ") + 40:])
 
 
-def stopped(repo: GitRepo, remote: str, branch: str, report: Report, base: str,
+def stopped(repo: GitRepo, remote: str, branch: str, report: ReplayReport, base: str,
             theirs_tip: str) -> SyncStopped:
     """The refusal for a rebase that stopped: our op, the remote ops in its way, the choices."""
     d = report.divergence

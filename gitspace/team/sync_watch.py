@@ -39,7 +39,7 @@ REPORTED = ("synced", "offline")  # what ``watch`` passes on, and any round that
 
 
 @dataclass
-class Event:
+class SyncEvent:
     """What one round did: "synced" (it changed something), "current" (nothing to do),
     "waiting" (not this clone's turn yet), "lost" (its push lost a race) or "offline"."""
 
@@ -75,7 +75,7 @@ class Watch:
         """Seconds until a round falls due with no op landing here (for a loop's sleep)."""
         return max(0.0, self.at - self.clock())
 
-    def step(self) -> Event:
+    def step(self) -> SyncEvent:
         """One sync round now, whatever ``due`` says."""
         ws, now = self.ws, self.clock()
         branch = ws.branch()
@@ -84,21 +84,21 @@ class Watch:
             done = sync(ws, self.remote, attempts=1, wait=False, clock=self.wall)
         except SyncBusy as e:
             self._next(self.clock() + e.retry_in)
-            return Event("lost", e.message, queued=self.queued(branch), pushes=e.pushes)
+            return SyncEvent("lost", e.message, queued=self.queued(branch), pushes=e.pushes)
         except RemoteUnavailable as e:
             queued = self.queued(branch)
             self.offline, self.at = True, now + self.retry
             text = f"{e.message} {queued} op(s) queued here; next try in {self.retry:.1f} s."
             self.retry = min(self.every, self.retry * 2)
-            return Event("offline", text, queued=queued)
+            return SyncEvent("offline", text, queued=queued)
         self.offline, self.retry = False, FIRST_RETRY
         if done.waiting:
             self._next(self.clock() + done.waiting)
-            return Event("waiting", f"Not this clone's turn yet; it looks again in "
+            return SyncEvent("waiting", f"Not this clone's turn yet; it looks again in "
                                     f"{done.waiting:.2f} s.", done,
                          queued=self.queued(branch), pushes=done.pushes)
         self.last, self.at, self.turn_at = done.tip, now + self.every, 0.0
-        return Event("synced" if done.changed else "current", "", done, pushes=done.pushes)
+        return SyncEvent("synced" if done.changed else "current", "", done, pushes=done.pushes)
 
     def _next(self, when: float) -> None:
         self.turn_at = self.at = when
@@ -108,7 +108,7 @@ class Watch:
 
 
 def watch(ws: Workspace, remote: str, *, every: float, stop: threading.Event,
-          on_event: Callable[[Event], None]) -> None:
+          on_event: Callable[[SyncEvent], None]) -> None:
     """Sync ``ws``'s branch with ``remote`` until ``stop`` is set (see the module docstring)."""
     state = Watch(ws, remote, every)
     rounds = 0

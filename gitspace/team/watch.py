@@ -21,7 +21,7 @@ Invariants:
   and raises when that last commit failed.
 - It runs only in a checkout gitspace owns (owner.py), never in the user's own.
 
-The watcher never prints: it hands a ``Report`` to ``on_report`` for every op, refusal or error.
+The watcher never prints: it hands a ``WatchReport`` to ``on_report`` for every op, refusal or error.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ _CACHE_LIMIT = 50_000  # remembered ignore verdicts; past this the cache starts 
 
 
 @dataclass(frozen=True)
-class Report:
+class WatchReport:
     """What the watcher did: ``committed`` an op, found files ``too_large``, or hit an ``error``."""
 
     kind: str
@@ -63,7 +63,7 @@ class Report:
 
 
 @dataclass
-class Stats:
+class WatchStats:
     """Counters for tests and benchmarks (read them, never rely on their timing)."""
 
     events: int = 0  # file-system events received
@@ -78,10 +78,10 @@ class _Request:
 
     def __init__(self) -> None:
         self.done = threading.Event()
-        self.report: Report | None = None
+        self.report: WatchReport | None = None
         self.error: BaseException | None = None
 
-    def finish(self, report: Report | None, error: BaseException | None = None) -> None:
+    def finish(self, report: WatchReport | None, error: BaseException | None = None) -> None:
         self.report, self.error = report, error
         self.done.set()
 
@@ -97,7 +97,7 @@ class Watcher:
         debounce: float = 0.3,
         max_wait: float = 5.0,
         max_file_bytes: int = 1 << 20,
-        on_report: Callable[[Report], None] | None = None,
+        on_report: Callable[[WatchReport], None] | None = None,
     ) -> None:
         if not 0 < debounce <= max_wait:
             raise BadArguments(
@@ -109,7 +109,7 @@ class Watcher:
         self.max_wait = max_wait
         self.max_file_bytes = max_file_bytes
         self.on_report = on_report
-        self.stats = Stats()
+        self.stats = WatchStats()
         with self._open(root) as ws:  # fails here, in the caller, if root is no workspace
             ws.require_owned("record outside edits")
             self.root: Path = ws.root
@@ -175,7 +175,7 @@ class Watcher:
         self._thread = threading.Thread(target=self._run, name="gitspace-watch", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 60.0) -> Report | None:
+    def stop(self, timeout: float = 60.0) -> WatchReport | None:
         """Stop watching, commit everything pending, release every process and file.
 
         Raises GitspaceError, once everything is released, when that last commit failed: the
@@ -209,7 +209,7 @@ class Watcher:
                                 hint=f"{hint} {then}" if hint else then)
         return request.report
 
-    def flush(self, timeout: float = 60.0) -> Report | None:
+    def flush(self, timeout: float = 60.0) -> WatchReport | None:
         """Commit every pending outside change now (a full snapshot); its report, or None."""
         request = _Request()
         with self._cond:
@@ -276,7 +276,7 @@ class Watcher:
                 try:
                     self._watch_folder(observer, os.path.basename(new))
                 except OSError as e:
-                    self._emit(Report("error", f"Cannot watch {new}: {e.strerror or e}; its edits "
+                    self._emit(WatchReport("error", f"Cannot watch {new}: {e.strerror or e}; its edits "
                                                "are recorded at the next full scan only."))
                 self._on_event(event)
                 # What it held before its watch was in place (moved in, or written at once) is
@@ -404,7 +404,7 @@ class Watcher:
         try:
             report = self._flush(self._workspace(), paths, full)
         except Exception as e:  # noqa: BLE001 — a long-running worker reports and carries on
-            self._emit(Report("error", _describe(e, retry=not stopping)))
+            self._emit(WatchReport("error", _describe(e, retry=not stopping)))
             self._close_workspace()  # a broken git process or repository: start afresh
             if not stopping:
                 with self._cond:
@@ -419,7 +419,7 @@ class Watcher:
         for request in waiters:
             request.finish(report)
 
-    def _flush(self, ws: Workspace, paths: set[str], full: bool) -> Report | None:
+    def _flush(self, ws: Workspace, paths: set[str], full: bool) -> WatchReport | None:
         self.stats.flushes += 1
         changed = self._examine(ws, paths)
         if not (changed or full):
@@ -432,7 +432,7 @@ class Watcher:
         ws.repo.maybe_pack()
         files = tuple(result.changed)
         shown = ", ".join(files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-        report = Report("committed", f"Recorded outside edits as op {result.op}: {shown}.",
+        report = WatchReport("committed", f"Recorded outside edits as op {result.op}: {shown}.",
                         op=result.op, commit=result.commit, files=files)
         self._emit(report)
         return report
@@ -474,7 +474,7 @@ class Watcher:
                 except (OSError, GitspaceError):
                     changed = True  # unreadable now: let the snapshot decide and explain
         if large:
-            self._emit(Report(
+            self._emit(WatchReport(
                 "too_large",
                 f"Not committed, over the {self.max_file_bytes:,}-byte cap: {'; '.join(large)}. "
                 "Add them to .gitignore, or shrink them.",
@@ -498,7 +498,7 @@ class Watcher:
         if ws is not None:
             ws.close()
 
-    def _emit(self, report: Report) -> None:
+    def _emit(self, report: WatchReport) -> None:
         if self.on_report is not None:
             try:
                 self.on_report(report)
@@ -550,7 +550,7 @@ def _forwarder(callback: Callable[[FileSystemEvent], None]) -> Any:
     return Forward()
 
 
-__all__ = ["Report", "Stats", "Watcher"]
+__all__ = ["WatchReport", "WatchStats", "Watcher"]
 
 
 class _ShutdownRace(logging.Filter):

@@ -17,13 +17,13 @@ from fake_anthropic import FakeAnthropic, text, tool_use
 import gitspace
 from gitspace.agent import compaction
 from gitspace.agent.clients import AnthropicClient
-from gitspace.agent.loop import Loop, Options
+from gitspace.agent.loop import Loop, LoopOptions
 from gitspace.agent.session import Session
 
 
 def loop(ws: gitspace.Workspace, fake: FakeAnthropic, **options: Any) -> Loop:
     client = AnthropicClient(model="fake-model", sdk_client=fake.client())
-    return Loop(ws, client, Options(**options))
+    return Loop(ws, client, LoopOptions(**options))
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from fake_anthropic import FakeAnthropic, text, tool_use
 
 import gitspace
 from gitspace.agent.clients import AnthropicClient
-from gitspace.agent.loop import Loop, Options
+from gitspace.agent.loop import Loop, LoopOptions
 from gitspace.agent.session import Session, listing
 from gitspace.storage import ledger
 
@@ -31,7 +31,7 @@ def client(fake: FakeAnthropic) -> AnthropicClient:
 
 def run(root: Path, fake: FakeAnthropic, task: str, **options: Any) -> Any:
     with gitspace.open(root, agent="boss") as ws:
-        return Loop(ws, client(fake), Options(**options)).start(task)
+        return Loop(ws, client(fake), LoopOptions(**options)).start(task)
 
 
 def last_results(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -437,7 +437,7 @@ def test_at_the_depth_limit_delegate_is_not_offered(ws_root: Path,
 
 
 def test_a_scripted_policy_delegates_to_a_fresh_player_of_its_kind(ws_root: Path) -> None:
-    from gitspace.agent.policies.base import Call, Policy, Seen
+    from gitspace.agent.policies.base import Policy, PolicyCall, Seen
 
     players: list[Policy] = []
 
@@ -453,8 +453,8 @@ def test_a_scripted_policy_delegates_to_a_fresh_player_of_its_kind(ws_root: Path
             if task.startswith("count "):
                 return self.finish("", len(task.split()) - 1)
             if not seen:
-                return [Call("delegate", {"task": "count a b c", "returns": {"type": "integer"}}),
-                        Call("delegate", {"task": "count d e", "returns": {"type": "integer"}})]
+                return [PolicyCall("delegate", {"task": "count a b c", "returns": {"type": "integer"}}),
+                        PolicyCall("delegate", {"task": "count d e", "returns": {"type": "integer"}})]
             return f"Counted {sum(json.loads(s.text) for s in seen)} words."
 
     gitspace.init(ws_root, agent="boss").close()

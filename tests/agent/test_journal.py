@@ -22,7 +22,7 @@ from conftest import REPO, SAMPLE, assert_clean, call_ok, files, git, gitspace_c
 
 import gitspace
 from gitspace.agent import session as sessions
-from gitspace.agent.loop import Event, Loop, Options, RunOutcome
+from gitspace.agent.loop import Loop, LoopEvent, LoopOptions, RunOutcome
 from gitspace.agent.policies.journal import JournalPolicy, _named_log
 from gitspace.agent.policies.journal_tree import FANOUT
 from gitspace.errors import BadArguments
@@ -56,24 +56,24 @@ def small(tmp_path: Path) -> Path:
     return root
 
 
-def run(root: Path, policy: JournalPolicy, task: str, events: list[Event] | None = None,
+def run(root: Path, policy: JournalPolicy, task: str, events: list[LoopEvent] | None = None,
         budget: int = 20_000) -> RunOutcome:
     with gitspace.open(root, agent="runner") as ws:
-        return Loop(ws, policy, Options(budget=budget, keep_last=4, max_steps=2_000),
+        return Loop(ws, policy, LoopOptions(budget=budget, keep_last=4, max_steps=2_000),
                     events.append if events is not None else None).start(task)
 
 
-def tool_events(events: list[Event], name: str) -> list[Event]:
+def tool_events(events: list[LoopEvent], name: str) -> list[LoopEvent]:
     return [e for e in events if e.kind == "tool" and e.name == name]
 
 
-def assert_within_caps(events: list[Event]) -> None:
+def assert_within_caps(events: list[LoopEvent]) -> None:
     """Every tool result, and every file a create call carried, within the caps."""
     assert all(e.result is not None and len(e.result.text) <= CAP for e in events if e.kind == "tool")
     assert all(len(e.input["file_text"]) <= CAP for e in tool_events(events, "create"))
 
 
-def assert_narrowed(ranges: list[Event]) -> None:
+def assert_narrowed(ranges: list[LoopEvent]) -> None:
     """Each refused window is asked again from its start: narrower, or page by page when no
     narrower window of whole minutes would do."""
     refused = [e for e in ranges if e.result and not e.result.ok]
@@ -86,7 +86,7 @@ def assert_narrowed(ranges: list[Event]) -> None:
 
 
 def test_the_journal_becomes_a_tree_of_summaries_within_a_small_conversation(sample: Path) -> None:
-    events: list[Event] = []
+    events: list[LoopEvent] = []
     # The task names no worklog: the policy asks peek for the workspace's, then reads that one.
     outcome = run(sample, JournalPolicy(), "Summarise the journal chunk by chunk, one file per "
                   "chunk under summaries/, then summaries/index.md.", events, budget=30_000)
@@ -132,7 +132,7 @@ def test_the_journal_becomes_a_tree_of_summaries_within_a_small_conversation(sam
 
 def test_a_synthesis_over_more_chunks_than_one_file_can_list_rolls_up_level_by_level(
         small: Path) -> None:
-    events: list[Event] = []
+    events: list[LoopEvent] = []
     outcome = run(small, JournalPolicy(fanout=2), f"Summarise {JOURNAL}", events)
     assert outcome.status == "done", outcome.text
     shape = summary_tree.check(small, fanout=2, entries=SMALL)
@@ -178,7 +178,7 @@ def test_the_nested_form_writes_each_delegated_childs_value_as_a_chunk_summary(
 
 def test_the_nested_form_without_delegate_gives_up_and_says_why(small: Path) -> None:
     with gitspace.open(small, agent="runner") as ws:
-        outcome = Loop(ws, JournalPolicy(nested=True), Options(max_depth=0)).start(
+        outcome = Loop(ws, JournalPolicy(nested=True), LoopOptions(max_depth=0)).start(
             f"Summarise {JOURNAL}")
     assert outcome.status == "gave_up" and "needs the delegate tool" in outcome.text
     assert not [op for op in ops(small) if op.session == outcome.session.id]
@@ -203,7 +203,7 @@ def test_a_dense_log_is_read_in_hours_and_minutes_and_a_burst_by_entry_count(sam
         call_ok(ws, "split_worklog", {"path": "journal/dense-src/dense.jsonl",
                                       "into": "journal/dense"})
     shutil.rmtree(sample / "journal" / "dense-src")  # never committed: the segments hold it all
-    events: list[Event] = []
+    events: list[LoopEvent] = []
     # A folder named without its final slash, and the task's full stop after it.
     outcome = run(sample, JournalPolicy(), "Summarise journal/dense.", events)
     assert outcome.status == "done", outcome.text
@@ -239,7 +239,7 @@ def test_the_task_names_its_log_as_a_file_or_a_folder_with_or_without_its_slash(
 CHILD = """
 import os, signal, sys
 import gitspace
-from gitspace.agent.loop import Loop, Options
+from gitspace.agent.loop import Loop, LoopOptions
 from gitspace.agent.policies.journal import JournalPolicy
 root, kill_after, nested = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "nested"
 done = []
@@ -249,7 +249,7 @@ def on_event(event):  # right after the op commits, before the session saves its
         if len(done) == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)
 with gitspace.open(root, agent="runner") as ws:
-    Loop(ws, JournalPolicy(fanout=2, nested=nested), Options(budget=20_000, keep_last=4, max_steps=2_000),
+    Loop(ws, JournalPolicy(fanout=2, nested=nested), LoopOptions(budget=20_000, keep_last=4, max_steps=2_000),
          on_event).start("Summarise journal/worklog.jsonl")
 """
 

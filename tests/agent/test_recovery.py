@@ -28,7 +28,7 @@ from gitspace.agent.session import TOOLS, Session
 CHILD = """
 import os, signal, sys, json
 import gitspace
-from gitspace.agent.loop import Loop, Options
+from gitspace.agent.loop import Loop, LoopOptions
 root, kind, arg, kill_after = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 if kind == "api":
     import anthropic
@@ -45,7 +45,7 @@ def on_event(event):  # kill_after > 0 counts ops; < 0 counts any tool result
         if len(seen) == abs(kill_after):
             os.kill(os.getpid(), signal.SIGKILL)
 with gitspace.open(root, agent="runner") as ws:
-    Loop(ws, client, Options(max_steps=100), on_event).start(sys.argv[5])
+    Loop(ws, client, LoopOptions(max_steps=100), on_event).start(sys.argv[5])
 """
 
 

@@ -15,7 +15,7 @@ from fake_anthropic import FakeAnthropic, text, tool_use
 import gitspace
 from gitspace.agent import NoValue, ask
 from gitspace.agent.clients import AnthropicClient
-from gitspace.agent.loop import Loop, Options
+from gitspace.agent.loop import Loop, LoopOptions
 from gitspace.agent.returns import Returns
 from gitspace.agent.session import Session
 from gitspace.errors import BadArguments
@@ -271,7 +271,7 @@ def test_without_returns_the_loop_offers_no_return_tool(agent_ws, fake_api: Fake
     fake_api.reply(tool_use("toolu_1", "return", {"value": 1}), stop_reason="tool_use", check=none)
     fake_api.reply(text("Fine."), check=unknown)
     client = AnthropicClient(model="fake-model", sdk_client=fake_api.client())
-    outcome = Loop(agent_ws, client, Options()).start("Go.")
+    outcome = Loop(agent_ws, client, LoopOptions()).start("Go.")
     fake_api.done()
     assert outcome.status == "no_action" and outcome.value is None
     assert [op.tool for op in ops(agent_ws.root)] == ["init"]

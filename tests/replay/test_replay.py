@@ -21,7 +21,7 @@ import gitspace
 from gitspace.core.identity import Identity
 from gitspace.core.result import Result
 from gitspace.core.workspace import Workspace
-from gitspace.replay.engine import BadRange, Report, replay
+from gitspace.replay.engine import BadRange, ReplayReport, replay
 from gitspace.replay.onto import replay_onto
 from gitspace.storage.ledger import Op
 from gitspace.tools import builtins, registry
@@ -124,7 +124,7 @@ def user_state(root: Path) -> tuple[str, ...]:
 pytestmark = pytest.mark.usefixtures("scratch_dirs")  # replay's folders: none left after
 
 
-def replayed(ws: Workspace, rev: str = "HEAD", base: str | None = None) -> Report:
+def replayed(ws: Workspace, rev: str = "HEAD", base: str | None = None) -> ReplayReport:
     before = user_state(ws.root)
     report = replay(ws, head(ws.root, rev), base)
     assert user_state(ws.root) == before, "replay changed the user's repository"

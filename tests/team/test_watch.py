@@ -22,7 +22,7 @@ from fake_anthropic import FakeAnthropic, text, tool_use
 
 import gitspace
 from gitspace.storage.ledger import Op
-from gitspace.team.watch import Report, Watcher
+from gitspace.team.watch import Watcher, WatchReport
 
 TIMEOUT = 30.0
 
@@ -57,12 +57,12 @@ def new_paths(root: Path, before: int) -> set[str]:
 
 
 @pytest.fixture
-def reports() -> list[Report]:
+def reports() -> list[WatchReport]:
     return []
 
 
 @pytest.fixture
-def watcher(ws: gitspace.Workspace, reports: list[Report]) -> Iterator[Watcher]:
+def watcher(ws: gitspace.Workspace, reports: list[WatchReport]) -> Iterator[Watcher]:
     w = Watcher(ws.root, author="alice", debounce=0.05, max_wait=2.0, on_report=reports.append)
     w.start()
     try:
@@ -139,12 +139,16 @@ def test_a_burst_of_10000_writes_makes_a_handful_of_commits(ws: gitspace.Workspa
     with Watcher(root, author="alice", debounce=0.2, max_wait=2.0) as w:
         wait_for(lambda: w.stats.flushes >= 1, "the first flush")
         commits_before = w.stats.commits
+        started = time.monotonic()
         for i in range(10_000):
             with open(root / "burst" / f"f{i % 10}.txt", "w") as out:
                 out.write(f"write {i}\n")
+        took = time.monotonic() - started
         settle(w, root)
         made = w.stats.commits - commits_before
-    assert 1 <= made <= 10, f"{made} commits for one burst"
+    # A commit at most each max_wait while the writes go on (a loaded machine writes for longer),
+    # and one at the end: never one a write.
+    assert 1 <= made <= 10 + int(took / 2.0), f"{made} commits for one burst of {took:.1f} s"
     for n in range(10):
         assert git(root, "show", f"HEAD:burst/f{n}.txt") == f"write {9990 + n}\n"
     assert all(op.args["paths"] for op in external(root)), "an empty external op was committed"
@@ -264,7 +268,7 @@ def test_restore_undo_and_switch_while_watching_commit_nothing_extra(ws: gitspac
 
 
 def test_files_over_the_cap_are_reported_once_and_never_committed(ws: gitspace.Workspace,
-                                                                  reports: list[Report]) -> None:
+                                                                  reports: list[WatchReport]) -> None:
     root = ws.root
     with Watcher(root, author="alice", debounce=0.05, max_file_bytes=1000,
                  on_report=reports.append) as w:
@@ -285,7 +289,7 @@ def test_files_over_the_cap_are_reported_once_and_never_committed(ws: gitspace.W
 
 
 def test_a_failed_flush_is_reported_and_retried(ws: gitspace.Workspace, watcher: Watcher,
-                                                reports: list[Report]) -> None:
+                                                reports: list[WatchReport]) -> None:
     root = ws.root
     git(root, "checkout", "--quiet", "--detach")  # no branch to record on: every flush fails
     (root / "x.txt").write_text("written while detached\n")
@@ -398,7 +402,7 @@ def test_git_and_agent_worktrees_inside_it_are_not_watched(ws: gitspace.Workspac
 
 def test_new_top_level_folders_are_watched_as_they_come_and_go(ws: gitspace.Workspace,
                                                                watcher: Watcher,
-                                                               reports: list[Report],
+                                                               reports: list[WatchReport],
                                                                tmp_path: Path) -> None:
     root = ws.root
     (root / "fresh").mkdir()

@@ -484,7 +484,7 @@ exit 3
 
 def test_progress_lines_on_stderr_are_reported_as_they_arrive(folder: Path, workspace: Path) -> None:
     script = shell_script(folder, "reporter", REPORTER)
-    heard: list[progress.Event] = []
+    heard: list[progress.ProgressEvent] = []
     with progress.listening(heard.append):
         result = run(script, {"path": "a"}, cwd=workspace, cache_dir=None)
     assert [(e.kind, e.done, e.total, e.message, e.level) for e in heard] == [
@@ -511,7 +511,7 @@ def test_without_a_listener_the_channel_costs_nothing_and_says_nobody_listens(
 
 
 def test_a_listener_that_fails_never_fails_the_call(folder: Path, workspace: Path) -> None:
-    def broken(event: progress.Event) -> None:
+    def broken(event: progress.ProgressEvent) -> None:
         raise RuntimeError("the client went away")
 
     script = shell_script(folder, "reporter", REPORTER)
@@ -530,7 +530,7 @@ def test_split_worklog_and_a_first_index_report_their_progress(ws_root: Path) ->
     with gitspace.init(ws_root) as ws:
         gen_worklog.write(ws_root / "big.jsonl", entries=3_000)
         size = (ws_root / "big.jsonl").stat().st_size
-        heard: list[progress.Event] = []
+        heard: list[progress.ProgressEvent] = []
         with progress.listening(heard.append):
             assert ws.call("peek", {"path": "big.jsonl"}).ok  # its first index
         indexing = [(e.done, e.total) for e in heard]

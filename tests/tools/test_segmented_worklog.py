@@ -505,7 +505,7 @@ def test_calls_through_ws_call_the_cli_and_mcp_use_the_cache_in_dot_git(
 
 
 def test_the_journal_policy_reads_a_segmented_log_as_it_reads_the_file(tmp_path: Path) -> None:
-    from gitspace.agent.loop import Loop, Options
+    from gitspace.agent.loop import Loop, LoopOptions
     from gitspace.agent.policies.journal import JournalPolicy
 
     summaries = {}
@@ -518,7 +518,7 @@ def test_the_journal_policy_reads_a_segmented_log_as_it_reads_the_file(tmp_path:
             if form == "folder":
                 call_ok(ws, "split_worklog", {"path": path})
                 path = "journal/worklog/"
-            outcome = Loop(ws, JournalPolicy(), Options(budget=20_000, keep_last=4, max_steps=200)
+            outcome = Loop(ws, JournalPolicy(), LoopOptions(budget=20_000, keep_last=4, max_steps=200)
                            ).start(f"Summarise {path} chunk by chunk")
         assert outcome.status == "done", outcome.text
         summaries[form] = {p: text.replace("journal/worklog.jsonl", "LOG")

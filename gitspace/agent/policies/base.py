@@ -32,7 +32,7 @@ class Return:
 
 
 @dataclass
-class Call:
+class PolicyCall:
     name: str
     input: dict[str, Any]
 
@@ -66,7 +66,7 @@ class Policy:
     def initial(self) -> dict[str, Any]:
         return {}
 
-    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str | Return:
+    def decide(self, task: str, seen: list[Seen]) -> list[PolicyCall] | str | Return:
         """The next calls (run in parallel), the final answer (a ``GiveUp`` when the policy
         could not do the task), or a ``Return``."""
         raise NotImplementedError
@@ -98,7 +98,7 @@ class Policy:
             return self._answer(decision)
         if isinstance(decision, Return):
             schema = self.offered["return"].get("input_schema", {})
-            decision = [Call("return", _return_input(decision.value, schema))]
+            decision = [PolicyCall("return", _return_input(decision.value, schema))]
         content: list[Block] = [text_block(f"[{self.label}] next: "
                                            + ", ".join(c.name for c in decision))]
         asked = []
@@ -154,7 +154,7 @@ class Policy:
                 out.append(Seen(name, args, result_text(block), bool(block.get("is_error"))))
         return out
 
-    def _redo_dropped(self, last: Message) -> list[Call] | None:
+    def _redo_dropped(self, last: Message) -> list[PolicyCall] | None:
         """The calls of the last reply that a fork says did not happen (it starts after an
         earlier call of that reply), asked for again; the others' results wait in the notes
         for the next decision, which sees the whole reply's. None when nothing was dropped."""
@@ -164,7 +164,7 @@ class Policy:
             return None
         self._meta["kept"] = [[s.name, s.input, s.text, s.is_error] for s in seen
                               if s not in dropped]
-        return [Call(s.name, s.input) for s in dropped]
+        return [PolicyCall(s.name, s.input) for s in dropped]
 
     def state(self) -> dict[str, Any]:
         return copy.deepcopy({"notes": self.notes, "meta": self._meta})

@@ -36,7 +36,7 @@ from ... import progress
 from ...errors import BadArguments, GitspaceError
 from . import journal_calls as calls
 from . import journal_tree as tree
-from .base import Call, GiveUp, Policy, Return, Seen
+from .base import GiveUp, Policy, PolicyCall, Return, Seen
 from .journal_tree import DAY_US, HOUR_US, INDEX, MINUTE_US, NOTABLE, bound, span
 
 MEMORY = "/memories/journal.md"
@@ -96,17 +96,17 @@ class JournalPolicy(Policy):
                                 hint="Start a new run; the summaries it wrote are in the git log.")
         super().load_state(state)
 
-    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str | Return:
+    def decide(self, task: str, seen: list[Seen]) -> list[PolicyCall] | str | Return:
         n = self.notes
-        again = [Call(s.name, s.input) for s in seen if _indexing(s)]
+        again = [PolicyCall(s.name, s.input) for s in seen if _indexing(s)]
         if again and n["retries"] < RETRIES:
             n["retries"] += 1
             return again
         failed = next((s for s in seen if s.is_error and not _refused(s)), None)
         if failed is not None and n["phase"] == "memory" and "already exists" in failed.text:
             n["phase"] = "rewrite"  # an earlier run's note: this run's replaces it
-            return [Call("memory", {"command": "delete", "path": MEMORY}),
-                    Call("memory", {"command": "create", "path": MEMORY,
+            return [PolicyCall("memory", {"command": "delete", "path": MEMORY}),
+                    PolicyCall("memory", {"command": "create", "path": MEMORY,
                                     "file_text": self._memory()})]
         if failed is not None:
             return self._failure(failed)
@@ -121,7 +121,7 @@ class JournalPolicy(Policy):
                 n["steps"].append(int(added.group(1)))
         return self._next(task, seen)
 
-    def _next(self, task: str, seen: list[Seen]) -> list[Call] | str:
+    def _next(self, task: str, seen: list[Seen]) -> list[PolicyCall] | str:
         n = self.notes
         phase = n["phase"]
         if phase == "start" and calls.window(task):
@@ -129,7 +129,7 @@ class JournalPolicy(Policy):
             n.update(path=path, last=end - 1, leaf={"count": 0, "tags": {}, "projects": {},
                                                     "from": "", "to": "", "notable": []})
             n.update(start=start, end=end, skip=None, page=0)
-            return [Call("range", {"path": path, "start": bound(start), "end": bound(end),
+            return [PolicyCall("range", {"path": path, "start": bound(start), "end": bound(end),
                                    "limit": LIMIT})]
         if phase == "start" and n["nested"] and calls.DELEGATE not in self.offered:
             return GiveUp("I cannot do this task here: the nested journal needs the delegate "
@@ -137,7 +137,7 @@ class JournalPolicy(Policy):
         if phase == "start":
             named = _named_log(task)
             n.update(path=named, phase="peek" if named else "find")
-            return [Call("peek", {"path": named} if named else {})]
+            return [PolicyCall("peek", {"path": named} if named else {})]
         if phase == "find":
             return self._found(_text_of(seen, "peek"))
         if phase == "peek":
@@ -150,27 +150,27 @@ class JournalPolicy(Policy):
             return self._delegated(result) if n["nested"] else self._read(result)
         if phase == "last":
             n["phase"] = "index"
-            return [Call("plan_done", {"step": n["steps"][0]}),
-                    Call("create", {"path": INDEX, "file_text": self._synthesis()})]
+            return [PolicyCall("plan_done", {"step": n["steps"][0]}),
+                    PolicyCall("create", {"path": INDEX, "file_text": self._synthesis()})]
         if phase == "index":
             n["phase"] = "memory"
-            return [Call("plan_done", {"step": n["steps"][1]}),
-                    Call("memory", {"command": "create", "path": MEMORY,
+            return [PolicyCall("plan_done", {"step": n["steps"][1]}),
+                    PolicyCall("memory", {"command": "create", "path": MEMORY,
                                     "file_text": self._memory()})]
         n["phase"] = "done"
         return self._answer_text()
 
     # -- finding and planning -----------------------------------------------------------------
 
-    def _found(self, view: str) -> list[Call] | str:
+    def _found(self, view: str) -> list[PolicyCall] | str:
         listed = LISTED.findall(view)
         if not listed:
             return GiveUp("I stopped: the task names no worklog and peek found none in the "
                           f"workspace: {_first_line(view)}")
         self.notes.update(path=listed[0], phase="peek")  # peek lists the largest first
-        return [Call("peek", {"path": listed[0]})]
+        return [PolicyCall("peek", {"path": listed[0]})]
 
-    def _plan(self, peek: str) -> list[Call] | str:
+    def _plan(self, peek: str) -> list[PolicyCall] | str:
         n = self.notes
         count, first, last = COUNT.search(peek), EARLIEST.search(peek), LATEST.search(peek)
         if not (count and first and last):
@@ -181,12 +181,12 @@ class JournalPolicy(Policy):
         n.update(count=_int(count.group(1)), first=tree.parse_bound(first.group(1)),
                  last=tree.parse_bound(last.group(1)), peek_width=peek_width,
                  width=_rounded(peek_width), phase="read")
-        plan = [Call("plan_add", {"step": step}) for step in STEPS]
+        plan = [PolicyCall("plan_add", {"step": step}) for step in STEPS]
         return [*plan, self._range(start, n["width"])]
 
     # -- reading -------------------------------------------------------------------------------
 
-    def _range(self, start: int, width: int) -> Call:
+    def _range(self, start: int, width: int) -> PolicyCall:
         n = self.notes
         end = start + width
         if end > n["last"]:  # the last window: end it on its own grid, just past the last entry
@@ -194,18 +194,18 @@ class JournalPolicy(Policy):
             end = start + ((n["last"] - start) // unit + 1) * unit
         n.update(start=start, end=end, skip=None, page=0)
         if n["nested"] and n["leaf"] is None:
-            return Call(calls.DELEGATE, {"task": calls.task(n["path"], start, end),
+            return PolicyCall(calls.DELEGATE, {"task": calls.task(n["path"], start, end),
                                          "returns": calls.VALUE})
-        return Call("range", {"path": n["path"], "start": bound(start), "end": bound(end),
+        return PolicyCall("range", {"path": n["path"], "start": bound(start), "end": bound(end),
                               "limit": LIMIT})
 
-    def _page(self, skip: int) -> Call:
+    def _page(self, skip: int) -> PolicyCall:
         n = self.notes
         n.update(skip=skip, page=n["page"] + 1)
-        return Call("range", {"path": n["path"], "start": bound(n["start"]),
+        return PolicyCall("range", {"path": n["path"], "start": bound(n["start"]),
                               "end": bound(n["end"]), "skip": skip, "limit": LIMIT})
 
-    def _read(self, result: Seen) -> list[Call] | str:
+    def _read(self, result: Seen) -> list[PolicyCall] | str:
         n = self.notes
         if _refused(result):
             n["refused"] += 1
@@ -220,7 +220,7 @@ class JournalPolicy(Policy):
             return [*writes, self._page(int(page.group(2)))]
         return self._after(writes, int(page.group(3)) if page else chunk["count"])
 
-    def _delegated(self, result: Seen) -> list[Call] | str:
+    def _delegated(self, result: Seen) -> list[PolicyCall] | str:
         """A child's value: its window written as the chunk's summary."""
         n = self.notes
         got = calls.value(result.text, n["start"], n["end"])
@@ -234,7 +234,7 @@ class JournalPolicy(Policy):
         writes = self._write_chunk(chunk, got["summary"]) if got["entries"] else []
         return self._after(writes, got["entries"])
 
-    def _after(self, writes: list[Call], in_window: int) -> list[Call] | str:
+    def _after(self, writes: list[PolicyCall], in_window: int) -> list[PolicyCall] | str:
         """The next window after one read, or the end of the tree when that was the last."""
         n = self.notes
         window = n["end"] - n["start"]
@@ -250,10 +250,10 @@ class JournalPolicy(Policy):
                     "summary.")
         rolled, top, depth = tree.finish(n["levels"], n["path"], n["fanout"])
         n.update(phase="last", depth=depth, top=top, nodes=n["nodes"] + len(rolled))
-        writes += [Call("create", {"path": f, "file_text": t}) for f, t in rolled]
+        writes += [PolicyCall("create", {"path": f, "file_text": t}) for f, t in rolled]
         return writes or self._next("", [])
 
-    def _narrowed(self, text: str) -> list[Call] | str:
+    def _narrowed(self, text: str) -> list[PolicyCall] | str:
         """The same start, a narrower window; by entry count when minutes are too wide."""
         n = self.notes
         window = n["end"] - n["start"]
@@ -270,7 +270,7 @@ class JournalPolicy(Policy):
         n["width"] = narrower
         return [self._range(n["start"], narrower)]
 
-    def _write_chunk(self, chunk: dict[str, Any], text: str) -> list[Call]:
+    def _write_chunk(self, chunk: dict[str, Any], text: str) -> list[PolicyCall]:
         n = self.notes
         start, end, page = n["start"], n["end"], n["page"]
         file = tree.leaf_file(start, end, page)
@@ -284,12 +284,12 @@ class JournalPolicy(Policy):
         item = tree.part(file, start, end, chunk["count"], chunk["tags"], chunk["projects"])
         writes = tree.add(n["levels"], item, n["path"], n["fanout"])
         n["nodes"] += len(writes)
-        return [Call("create", {"path": file, "file_text": text}),
-                *(Call("create", {"path": f, "file_text": t}) for f, t in writes)]
+        return [PolicyCall("create", {"path": file, "file_text": text}),
+                *(PolicyCall("create", {"path": f, "file_text": t}) for f, t in writes)]
 
     # -- a delegated child: one window, one value ----------------------------------------------
 
-    def _leaf(self, seen: list[Seen]) -> list[Call] | str | Return:
+    def _leaf(self, seen: list[Seen]) -> list[PolicyCall] | str | Return:
         """Read the task's window (narrowed or paged as range asks); return what it covered."""
         n, acc = self.notes, self.notes["leaf"]
         result = next((s for s in seen if s.name == "range"), None)
@@ -419,7 +419,7 @@ def _refused(seen: Seen) -> bool:
 
 
 def _indexing(seen: Seen) -> bool:
-    return seen.is_error and "Call this tool again" in seen.text
+    return seen.is_error and "PolicyCall this tool again" in seen.text
 
 
 def _chunk(text: str, page: re.Match[str] | None) -> tuple[dict[str, Any], list[str]]:

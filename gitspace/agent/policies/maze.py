@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .base import Call, GiveUp, Policy, Return, Seen
+from .base import GiveUp, Policy, PolicyCall, Return, Seen
 
 ORDER = ("north", "east", "south", "west")
 STEP = {"north": (-1, 0), "east": (0, 1), "south": (1, 0), "west": (0, -1)}
@@ -27,7 +27,7 @@ class MazePolicy(Policy):
     def initial(self) -> dict[str, object]:
         return {"visited": [], "junctions": [], "checkpoints": 0, "dead_ends": 0}
 
-    def decide(self, task: str, seen: list[Seen]) -> list[Call] | str | Return:
+    def decide(self, task: str, seen: list[Seen]) -> list[PolicyCall] | str | Return:
         failed = [s for s in seen if s.is_error]
         if failed:
             return GiveUp(f"I stopped: {failed[0].name} failed with: "
@@ -35,10 +35,10 @@ class MazePolicy(Policy):
                           "far; restore a checkpoint to retry.")
         cell_seen = next((s for s in reversed(seen) if WHERE.search(s.text)), None)
         if cell_seen is None:
-            return [Call("look", {})]
+            return [PolicyCall("look", {})]
         return self._from(cell_seen.text)
 
-    def _from(self, text: str) -> list[Call] | str | Return:
+    def _from(self, text: str) -> list[PolicyCall] | str | Return:
         notes = self.notes
         found = WHERE.search(text)
         doors_line = OPEN.search(text)
@@ -62,13 +62,13 @@ class MazePolicy(Policy):
             notes["checkpoints"] += 1
             name = f"junction-{notes['checkpoints']}" + (f"-{self.tag}" if self.tag else "")
             junctions.append({"cell": cell, "name": name})
-            calls.append(Call("checkpoint", {"name": name,
+            calls.append(PolicyCall("checkpoint", {"name": name,
                                              "message": f"junction at row {cell[0]}, col {cell[1]}"}))
         elif len(fresh) == 1 and here:
             junctions.pop()  # its last unexplored opening: nothing left to come back for
         if fresh:
-            return [*calls, Call("move", {"direction": fresh[0]})]
+            return [*calls, PolicyCall("move", {"direction": fresh[0]})]
         if not junctions:
             return GiveUp("I explored every opening without finding the exit.")
         notes["dead_ends"] += 1
-        return [Call("restore", {"name": junctions[-1]["name"]}), Call("look", {})]
+        return [PolicyCall("restore", {"name": junctions[-1]["name"]}), PolicyCall("look", {})]

@@ -46,7 +46,7 @@ class Pruned:
 
 
 @dataclass(frozen=True)
-class Report:
+class GcReport:
     pruned: list[Pruned]
     turns: list[str]
     packed: bool
@@ -75,7 +75,7 @@ def absorbed(repo: GitRepo, tip: str, target: str) -> bool:
 
 
 def collect(repo: GitRepo, keep_days: float = KEEP_DAYS, dry_run: bool = False
-            ) -> tuple[list[Pruned], Report | None]:
+            ) -> tuple[list[Pruned], GcReport | None]:
     """``gitspace gc``: ``plan`` and (unless ``dry_run``: then no report) ``prune`` under the
     checkout's lock, waiting up to 30 s for a hook that holds it."""
     writer = Writer(repo)
@@ -101,7 +101,7 @@ def _kept_first(writer: Writer, pruned: list[Pruned]) -> list[Pruned]:
     return [p for p in pruned if p.ref in going]
 
 
-def prune(writer: Writer, pruned: list[Pruned], pack: bool = True) -> Report:
+def prune(writer: Writer, pruned: list[Pruned], pack: bool = True) -> GcReport:
     """Apply ``plan``'s verdicts: the lines and the turn marks no line reaches then, deleted in
     one change of ``writer`` (the caller holds its lock)."""
     repo = writer.repo
@@ -111,7 +111,7 @@ def prune(writer: Writer, pruned: list[Pruned], pack: bool = True) -> Report:
     if pack:  # one pack, so each tree recording wrote is a delta of the person's (nothing
         # unreachable is dropped: --keep-unreachable; git's own gc decides about those)
         packed = repo.run_git("repack", "-a", "-d", "--keep-unreachable", "-q").returncode == 0
-    return Report(pruned, [ref[len(linerefs.TURNS):] for ref, _ in turns], packed)
+    return GcReport(pruned, [ref[len(linerefs.TURNS):] for ref, _ in turns], packed)
 
 
 def _orphan_turns(repo: GitRepo, pruned: set[str]) -> list[tuple[str, str]]:
