@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections import OrderedDict
 from pathlib import Path
 
 from .. import config
 from ..errors import GitCommandError, NotAWorkspace, Unsupported
-from . import loose, packs
-from .objects import EXEC_MODE, FILE_MODE, Commit, Entry, Objects
+from . import loose, objects, packs
+from .objects import EXEC_MODE, FILE_MODE, Entry, Objects
 from .refs import Refs
 from .worktrees import LinkedWorktrees
 
@@ -99,8 +98,8 @@ class GitRepo(Objects, Refs, LinkedWorktrees):
         self._env = self._child_env()
         self._gitpython: Any = None  # started for what ``packs`` cannot read (_py)
         self._packs = packs.Packs(self.objects)
-        self._trees: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
-        self._commits: dict[str, Commit] = {}
+        self._trees = objects.TREES  # (what every repository of this process parsed: ids name
+        self._commits = objects.COMMITS  # content wherever it is)
         self._packed: tuple[float, dict[str, str]] | None = None
         self._packer: subprocess.Popen[bytes] | None = None
         # Loose objects that start a background repack (0: never); the opener sets it from config.

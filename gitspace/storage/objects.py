@@ -21,9 +21,25 @@ from ..errors import NotFound, PathRefused
 from . import bounds, loose, packs, records
 from .loose import EXEC_MODE, FILE_MODE, LINK_MODE, TREE_MODE  # noqa: F401  (re-exported)
 
+# Parsed trees and commits, shared by every repository this process opens: an object's id names
+# its content (and its kind) wherever it is, so what one GitRepo parsed holds for the next, and a
+# resident recorder, which opens the checkout anew for each call, parses the line's tree once.
+# Oldest first out past CACHED; a thread may race another's insert, never corrupt it.
+CACHED = 4096
+TREES: dict[str, dict[bytes, Entry]] = {}
+COMMITS: dict[str, Commit] = {}
+
+
+def _keep(cache: dict[str, Any], sha: str, value: Any) -> None:
+    cache[sha] = value
+    while len(cache) > CACHED:
+        try:
+            del cache[next(iter(cache))]
+        except (KeyError, StopIteration, RuntimeError):  # (another thread took it first)
+            break
+
 TYPE_CHECKING = False  # (typing is not imported at run time: a hook's after path reads this)
 if TYPE_CHECKING:
-    from collections import OrderedDict
     from subprocess import CompletedProcess
     from typing import Any
 
@@ -123,8 +139,8 @@ class Objects:
     objects: Path
     _gitpython: Any
     _packs: packs.Packs
-    _trees: OrderedDict[str, dict[bytes, Entry]]
-    _commits: dict[str, Commit]
+    _trees: dict[str, dict[bytes, Entry]]  # TREES, shared
+    _commits: dict[str, Commit]  # COMMITS, shared
 
     if TYPE_CHECKING:
         def _env_overrides(self) -> dict[str, str]: ...
@@ -200,7 +216,6 @@ class Objects:
             return {}
         cached = self._trees.get(sha)
         if cached is not None:
-            self._trees.move_to_end(sha)
             return cached
         kind, data = self.read_object(sha)
         if kind != "tree":
@@ -221,9 +236,7 @@ class Objects:
                     hint="Leave that commit alone; repair the history with git.")
             entries[name] = Entry(mode, data[nul + 1 : nul + 21].hex())
             i = nul + 21
-        self._trees[sha] = entries
-        if len(self._trees) > 4096:
-            self._trees.popitem(last=False)
+        _keep(self._trees, sha, entries)
         return entries
 
     def write_tree(self, entries: Mapping[bytes, Entry]) -> str:
@@ -232,7 +245,7 @@ class Objects:
             for name, e in sorted(entries.items(), key=_tree_sort_key)
         )
         sha = self.write_object("tree", body)
-        self._trees[sha] = dict(entries)
+        _keep(self._trees, sha, dict(entries))
         return sha
 
     def entry_at(self, tree: str, path: str) -> Entry | None:
@@ -320,8 +333,8 @@ class Objects:
         lines = [f"tree {tree}", *(f"parent {p}" for p in parents)]
         lines += [f"author {author.line(when)}", f"committer {committer.line(when)}"]
         sha = self.write_object("commit", ("\n".join(lines) + "\n\n" + message).encode())
-        self._commits[sha] = Commit(sha, tree, tuple(parents), lines[-2][7:], lines[-1][10:],
-                                    message)
+        _keep(self._commits, sha, Commit(sha, tree, tuple(parents), lines[-2][7:], lines[-1][10:],
+                                         message))
         return sha
 
     def parent_tree(self, commit: Commit) -> str | None:
@@ -333,9 +346,8 @@ class Objects:
         cached = self._commits.get(sha)
         if cached is not None:
             return cached
-        if len(self._commits) > 4096:
-            self._commits.clear()
-        self._commits[sha] = found = self._read_commit(sha)
+        found = self._read_commit(sha)
+        _keep(self._commits, sha, found)
         return found
 
     def _read_commit(self, sha: str) -> Commit:
