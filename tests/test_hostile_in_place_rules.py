@@ -207,3 +207,39 @@ def test_two_harnesses_recording_at_once_keep_their_own_calls(person: Path,
     calls = [(op.agent, op.tool, op.paths) for op in _ops(person, "refs/gitspace/lines/main")]
     assert calls == [("codex", "Bash", ("c.txt",)), ("claude-code", "Write", ("a.txt",))]
     fsck(person)
+
+
+def test_the_persons_reset_and_rebase_under_a_line_lose_no_call_and_move_nothing(
+        person: Path) -> None:
+    # The person rewrites their history under a line with the agent's calls on it: a reset
+    # drops their commit the line followed, a rebase replays the rest onto a new base.
+    (person / "mine.txt").write_text("mine\n")
+    git(person, "add", "mine.txt")
+    git(person, "commit", "-qm", "mine")
+    _call(person, "a.txt", "a\n", "toolu_1")
+    git(person, "reset", "-q", "--hard", "HEAD~1")  # (a.txt is untracked: reset keeps it)
+    _call(person, "b.txt", "b\n", "toolu_2")
+    git(person, "checkout", "-qb", "side")
+    (person / "side.txt").write_text("side\n")
+    git(person, "add", "side.txt")
+    git(person, "commit", "-qm", "side")
+    git(person, "checkout", "-q", "main")
+    (person / "base.txt").write_text("base\n")
+    git(person, "add", "base.txt")
+    git(person, "commit", "-qm", "new base")
+    git(person, "checkout", "-q", "side")
+    _call(person, "c.txt", "c\n", "toolu_3")
+    git(person, "rebase", "-q", "main")
+    _call(person, "d.txt", "d\n", "toolu_4")
+    head, index = git(person, "rev-parse", "HEAD"), (person / ".git" / "index").read_bytes()
+    everywhere = {op.tool_use_id for ref in _refs(person, "refs/gitspace/lines/")
+                  for op in _ops(person, ref)}
+    assert {"toolu_1", "toolu_2", "toolu_3", "toolu_4"} <= everywhere, everywhere
+    # The undo takes back the newest call in the work tree only, on the rebased branch's line.
+    undone = gs(person, "undo")
+    assert undone.returncode == 0 and not (person / "d.txt").exists(), undone.stderr
+    assert (person / "c.txt").read_text() == "c\n"
+    assert git(person, "rev-parse", "HEAD") == head
+    assert (person / ".git" / "index").read_bytes() == index
+    assert git(person, "log", "--format=%s", "-2").split() == ["side", "new", "base"]  # theirs
+    fsck(person)
