@@ -21,6 +21,7 @@ from fake_responses import FakeResponses, message, outputs, patch, shell
 from user_repo import users_own
 
 import gitspace
+from gitspace.storage import ids  # (a turn mark names the session's short form)
 
 ADD = "*** Begin Patch\n*** Add File: a.txt\n+one\n+two\n*** End Patch\n"
 CAPITALISE = "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+TWO\n*** End Patch\n"
@@ -82,7 +83,7 @@ def test_every_call_that_changed_files_is_one_op_in_a_workspace(
     assert [op.source for op in ops(root)] == ["init", "external", *["harness"] * 5]
     assert_clean(root)
 
-    prefix = f"codex-{thread[:8]}"
+    prefix = f"codex-{ids.session_body(thread)}"
     assert git(root, "tag", "--list", "gitspace/*").split() == [
         f"gitspace/{prefix}-turn-1", f"gitspace/{prefix}-turn-2"]
     message_of = git(root, "tag", "-l", "--format=%(contents)", f"gitspace/{prefix}-turn-1")
@@ -160,7 +161,7 @@ def test_recorded_in_place_in_a_persons_own_checkout(
     assert {k: v for k, v in after.items() if k != "status"} == {
         k: v for k, v in before.items() if k != "status"}
     assert git(user, "for-each-ref", "--format=%(refname)", "refs/gitspace/turns").split() == [
-        f"refs/gitspace/turns/codex-{thread[:8]}-turn-1"]
+        f"refs/gitspace/turns/codex-{ids.session_body(thread)}-turn-1"]
 
     codex.gitspace(user, "undo", "--op", recorded[1].op_id)
     assert not (user / "gen" / "a.txt").exists() and (user / "a.txt").read_text() == "one\nTWO\n"
@@ -232,7 +233,7 @@ def test_both_installs_at_once_count_each_event_once(
     codex.run_ok(root, "again", resume=thread)
     fake_responses.done()
     assert [(op.tool_use_id, op.paths) for op in harness_ops(root)] == [("call_p1", ("a.txt",))]
-    prefix = f"gitspace/codex-{thread[:8]}"
+    prefix = f"gitspace/codex-{ids.session_body(thread)}"
     assert git(root, "tag", "--list", "gitspace/*").split() == [f"{prefix}-turn-1",
                                                                 f"{prefix}-turn-2"]
 
