@@ -112,6 +112,16 @@ def resident_enabled() -> bool:
     return os.environ.get("GITSPACE_RESIDENT", "on").strip().lower() != "off"
 
 
+def resident_watch_from(default: int = 50_000) -> int:
+    """From how many files in a checkout's index its resident recorder watches the work tree
+    (GITSPACE_RESIDENT_WATCH_FROM): below, one ``git status`` at a shell's end costs less than
+    what watching costs each call (every op's writes under .git are events too)."""
+    try:
+        return max(0, int(os.environ.get("GITSPACE_RESIDENT_WATCH_FROM", default)))
+    except ValueError:
+        return default
+
+
 def resident_idle(default: float = 900.0) -> float:
     """Seconds without a request after which a resident recorder stops
     (GITSPACE_RESIDENT_IDLE)."""

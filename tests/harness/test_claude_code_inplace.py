@@ -50,6 +50,7 @@ def person(root: Path, *args: str) -> str:
 def gs(root: Path, *args: str, resident: bool = False) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"}
     env["GITSPACE_RESIDENT"] = "on" if resident else "off"  # (through the resident recorder?)
+    env["GITSPACE_RESIDENT_WATCH_FROM"] = "0"  # (a small checkout: watched all the same)
     proc = subprocess.run([sys.executable, "-m", "gitspace", "-C", str(root), *args], env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, f"gitspace {args}:\n{proc.stdout}{proc.stderr}"

@@ -32,7 +32,7 @@ TOOLS = ("Write", "Read", "Edit", "Bash")
 
 def gs(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**{k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"},
-           "GITSPACE_RESIDENT": "on"}
+           "GITSPACE_RESIDENT": "on", "GITSPACE_RESIDENT_WATCH_FROM": "0"}  # (it watches)
     proc = subprocess.run([sys.executable, "-m", "gitspace", "-C", str(root), *args], env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, f"gitspace {args}:\n{proc.stdout}{proc.stderr}"

@@ -12,9 +12,11 @@ Invariants (the package's docstring says what the resident is for):
   journal first, what a killed resident left is recorded before it, and it is recorded by
   ``hook.run``, what the hook runs in its own process. The answer (200, with what the harness's
   hook prints) is sent once it is recorded.
-- A shell command's end is handed what the watcher saw change since the last scan
-  (``watch.Watcher``: the scan then starts no ``git status``); a turn's start and end, and a
-  shell command's end, are scans, after which what the watcher saw before them is forgotten.
+- In a checkout of at least ``config.resident_watch_from()`` files (50,000), a shell command's
+  end is handed what the watcher saw change since the last scan (``watch.Watcher``: the scan then
+  starts no ``git status``; in a smaller one that status costs less than the watch); a turn's
+  start and end, and a shell command's end, are scans, after which what the watcher saw before
+  them is forgotten.
 - It stops after ``config.resident_idle()`` seconds without a request while no session it saw
   start is still open (a ``SessionEnd`` closes one), after four times that in any case (a
   session whose harness died sends no end), and after answering a request that found the
@@ -150,6 +152,9 @@ def _scans(harness: str, payload: bytes) -> tuple[bool, bool]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # (a harness keeps its connection open between calls)
+    # The answer goes out as its headers and then its body: with Nagle's algorithm on, the body
+    # waits for the client's delayed acknowledgement of the headers, about 40 ms a request.
+    disable_nagle_algorithm = True
     server: _Server
 
     def _headers(self) -> dict[str, str]:
@@ -236,6 +241,22 @@ def _idle(server: _Server, idle: float) -> None:
             return
 
 
+def _files(gitdir: Path) -> int:
+    """How many entries the checkout's index holds (its header says: "DIRC", version, count);
+    0 when it cannot be read. Watching pays for itself only in a large checkout (measured by
+    benchmarks/hooks.py: at 1,000 files the watch cost each call about 30 ms, a shell's
+    ``git status`` 7)."""
+    try:
+        fd = os.open(gitdir / "index", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        head = os.read(fd, 12)
+    finally:
+        os.close(fd)
+    return int.from_bytes(head[8:12], "big") if len(head) == 12 and head[:4] == b"DIRC" else 0
+
+
 def serve(root: Path) -> int:
     """Serve ``root``'s checkout until idle or stale; the exit status."""
     found = loose.find(root)
@@ -251,7 +272,8 @@ def serve(root: Path) -> int:
         return 1
     try:
         server = _Server(Resident(top, gitdir, port, secret))
-        server.resident.watcher.start()
+        if _files(gitdir) >= config.resident_watch_from():
+            server.resident.watcher.start()
     except OSError as e:  # the port is taken: most likely by another resident of this checkout
         if home.alive(gitdir) is None:
             sys.stderr.write(f"gitspace: port {port} is taken ({e.strerror}); the hooks record "
