@@ -4,7 +4,8 @@ blame``, through the path people take.
 Setup, as a person has it: gitspace installed like a wheel (``hooks.install_like_a_wheel``: a
 byte-compiled copy in a virtualenv of its own), a repository of ``--files`` small files with
 ``gitspace hooks install claude-code`` run in it, which puts git's hooks in. Claude Code's calls
-go through the hook command exactly as it runs them (``/bin/sh -c COMMAND`` with the payload).
+go through the hooks exactly as installed (http to the resident recorder, and the command
+beside it).
 
 - **commit**: per size (1, 100 and 10,000 changed lines) and round, the agent writes a new file
   of that many lines (one recorded Write; not timed), and the person commits it with plain
@@ -37,7 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import emit, finish, hermetic, log  # noqa: E402
-from hooks import install_like_a_wheel, installed_command, payload  # noqa: E402
+from _claude_hooks import Hooks  # noqa: E402
+from hooks import install_like_a_wheel, payload  # noqa: E402
 
 NAME, EMAIL = "Bench Person", "bench@example.invalid"
 
@@ -49,7 +51,7 @@ def git(root: Path, *args: str) -> str:
     return proc.stdout
 
 
-def make_repository(gitspace: Path, root: Path, files: int) -> str:
+def make_repository(gitspace: Path, root: Path, files: int) -> Hooks:
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.name", NAME)
@@ -64,20 +66,18 @@ def make_repository(gitspace: Path, root: Path, files: int) -> str:
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(done.stderr)
-    return installed_command(root, "settings.local.json")
+    return Hooks.installed(root, "settings.local.json")
 
 
-def agent_write(command: str, root: Path, rel: str, content: str, use_id: str) -> None:
-    """One Write as Claude Code runs it: its PreToolUse hook, the write, its PostToolUse hook."""
+def agent_write(hooks: Hooks, root: Path, rel: str, content: str, use_id: str) -> None:
+    """One Write as Claude Code runs it: its PreToolUse hooks, the write, its PostToolUse hooks
+    (as installed: http to the resident recorder, and the command beside it)."""
     tool_input = {"file_path": str(root / rel), "content": content}
     for event in ("PreToolUse", "PostToolUse"):
         if event == "PostToolUse":
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(content)
-        proc = subprocess.run(["/bin/sh", "-c", command], cwd=root, capture_output=True,
-                              input=payload(root, event, "Write", tool_input, use_id))
-        if proc.returncode != 0 or proc.stderr:
-            raise SystemExit(f"the hook failed: {proc.stderr.decode(errors='replace')}")
+        hooks.fire(event, root, payload(root, event, "Write", tool_input, use_id))
 
 
 def timed_commit(root: Path, *extra: str) -> float:
@@ -87,7 +87,7 @@ def timed_commit(root: Path, *extra: str) -> float:
     return time.perf_counter() - started
 
 
-def commits(command: str, root: Path, size: int, rounds: int) -> dict[str, float]:
+def commits(command: Hooks, root: Path, size: int, rounds: int) -> dict[str, float]:
     body = "".join(f"line {n} of the agent's file\n" for n in range(size))
     with_note, without = [], []
     for r in range(rounds):
@@ -106,7 +106,7 @@ def commits(command: str, root: Path, size: int, rounds: int) -> dict[str, float
             "note_ms": round(a - b, 1)}
 
 
-def blame(gitspace: Path, command: str, root: Path, rounds: int) -> dict[str, float]:
+def blame(gitspace: Path, command: Hooks, root: Path, rounds: int) -> dict[str, float]:
     rel = "agent/big.py"
     lines = [f"line {n}\n" for n in range(5000)]
     for c in range(50):
