@@ -94,7 +94,7 @@ REMOVALS: dict[str, tuple[str, str, str, list[str]]] = {
            "\"gitspace: finish interrupted op\")\n",
         "                pass\n", ["tests/core/test_writer.py", "-k", "cut_short"]),
     "branch: the branch of a failed switch": (
-        "gitspace/tools/refs.py",
+        "gitspace/tools/history.py",
         "            branches.delete_created(ws, who, created.name, start)  # the call fails whole\n", "",
         ["tests/test_faults.py::test_a_failed_switch_inside_branch_leaves_no_branch_behind"]),
     "a script's files": (

@@ -18,7 +18,7 @@ from ..core import timeline
 from ..core.workspace import Workspace
 from ..errors import BadArguments, GitspaceError, LedgerError
 from ..storage import ledger
-from . import calls
+from . import calltree
 from .loop import Loop, LoopEvent, LoopOptions, RunOutcome
 from .model import ModelClient
 from .returns import ANY, Returns
@@ -98,7 +98,7 @@ def session_ops(ws: Workspace, session: Session) -> list[ledger.Op]:
     """The ops ``session`` and the sessions it delegated to (at any depth) recorded on the
     workspace's branch since the session started, oldest first."""
     tree = {session.id}
-    for s, _ in calls.ordered(listing(session.root or ws.root)):
+    for s, _ in calltree.ordered(listing(session.root or ws.root)):
         if s.parent_session in tree:
             tree.add(s.id)
     rev = f"refs/heads/{ws.branch()}"

@@ -19,7 +19,7 @@ from ..api import open as open_ws
 from ..core import checkpoints, timeline
 from ..core.workspace import Workspace
 from ..errors import GitspaceError
-from . import calls, runner
+from . import calltree, runner
 from .loop import Loop, LoopOptions, RunOutcome
 from .model import ModelClient
 from .policies.journal_tree import FOLDER, LEAF
@@ -147,7 +147,7 @@ def _count(ws: Workspace, f: Figures) -> None:
     f.bytes_read, f.largest_result = stats.bytes_read, stats.largest_result
     f.peak_request, f.compactions = stats.peak_request, stats.compactions
     journal = f.outcomes["journal"].session.id
-    f.calls = [(s, depth) for s, depth in calls.ordered(listing(ws.root))
+    f.calls = [(s, depth) for s, depth in calltree.ordered(listing(ws.root))
                if s.id == journal or s.parent_session == journal]
 
 

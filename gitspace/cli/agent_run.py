@@ -234,7 +234,7 @@ def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     sessions it delegated to."""
     if ctx.invoked_subcommand is not None:
         return
-    from ..agent import calls
+    from ..agent import calltree
     from ..agent.session import listing
     from ..harness.state import sessions as harness_sessions
     from ..harness.transcripts import prompt
@@ -252,7 +252,7 @@ def sessions(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                 for k in others], "sessions")
         else:
             if rows or not others:  # (no "No saved sessions" above a harness's sessions)
-                render().sessions(calls.ordered(rows))
+                render().sessions(calltree.ordered(rows))
             for k in others:
                 echo(f"{ids.session(k.session)}  {k.agent}  {k.turns} turn(s)  "
                      f"{lines.one_line(prompts[k.session]) or '(no prompt in its transcript)'}")

@@ -183,9 +183,9 @@ def _call_depths(root: Path, entries: list[Any]) -> dict[str, int]:
     """How deep in delegated calls each op was made (only looked into when one was)."""
     if not any(e.op is not None and e.op.parent_session for e in entries):
         return {}
-    from ..agent import calls
+    from ..agent import calltree
 
-    return calls.depths([e.op for e in entries], calls.saved_parent(root))
+    return calltree.depths([e.op for e in entries], calltree.saved_parent(root))
 
 
 def _log_format(fmt: str | None) -> str:

@@ -9,7 +9,7 @@ workspaces already open.
 
 from __future__ import annotations
 
-from . import files, memory, plan, refs, scripts
+from . import files, history, memory, plan, scripts
 from .registry import Registry, Tool
 
 BUILTINS: dict[str, Tool] = {tool.name: tool for tool in (
@@ -21,13 +21,13 @@ BUILTINS: dict[str, Tool] = {tool.name: tool for tool in (
     files.delete,
     files.rename,
     files.search,
-    refs.checkpoint,
-    refs.restore,
-    refs.undo_tool,
-    refs.redo_tool,
-    refs.branch_tool,
-    refs.switch_tool,
-    refs.log_tool,
+    history.checkpoint,
+    history.restore,
+    history.undo_tool,
+    history.redo_tool,
+    history.branch_tool,
+    history.switch_tool,
+    history.log_tool,
     plan.plan_add,
     plan.plan_done,
     plan.plan_show,

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import calls, transcript
+from ..agent import calltree, transcript
 from ..agent import fork as forking
 from ..agent import session as sessions
 from ..agent.compaction import SUMMARY_MARKER
@@ -66,8 +66,8 @@ def index(ctx: Context, params: dict[str, str] | None = None) -> Html:
     committed = transcript.committed(ctx.repo, tip) if tip else []
     rows = []
     # Newest run first, each followed by the sessions it delegated to (the tree of calls).
-    tops = [s for s, depth in calls.ordered(saved) if depth == 0][::-1]
-    tree = calls.ordered(saved)
+    tops = [s for s, depth in calltree.ordered(saved) if depth == 0][::-1]
+    tree = calltree.ordered(saved)
     for s, depth in [row for top in tops for row in _shown(_subtree(tree, top), every)]:
         if s is None:  # the rest of a run's delegated sessions, folded
             rows.append(tag("tr", tag("td", "↳ … ", link("/sessions?all=1", f"{depth} more "
@@ -124,7 +124,7 @@ def _shown(rows: list[tuple[Any, int]], every: bool) -> list[tuple[Any, int]]:
 
 
 def _subtree(tree: list[tuple[Any, int]], top: Any) -> list[tuple[Any, int]]:
-    """``top`` and the rows below it in ``calls.ordered`` order, up to the next top."""
+    """``top`` and the rows below it in ``calltree.ordered`` order, up to the next top."""
     start = next(i for i, (s, _) in enumerate(tree) if s is top)
     end = next((i for i in range(start + 1, len(tree)) if tree[i][1] == 0), len(tree))
     return tree[start:end]
@@ -141,12 +141,12 @@ def load(ctx: Context, session_id: str, origin: str | None) -> Conversation:
                             {"steps": s.steps, "compactions": s.stats.compactions,
                              "tool calls": s.stats.tool_calls, "client": s.client,
                              "scripted": s.scripted})
-        caller, use = calls.parent_of(s), s.parent_tool_use_id
+        caller, use = calltree.parent_of(s), s.parent_tool_use_id
         conv.parent = (caller, use if isinstance(use, str) else None) if caller else None
         conv.value = s.value if s.status == "returned" else None
         others = sessions.listing(ctx.root)
         conv.children = {c.parent_tool_use_id: c.id for c in others
-                         if calls.parent_of(c) == s.id and isinstance(c.parent_tool_use_id, str)}
+                         if calltree.parent_of(c) == s.id and isinstance(c.parent_tool_use_id, str)}
         conv.forked_from = forking.origin(s)
         conv.forks = [f.id for f in others if (forking.origin(f) or {}).get("session") == s.id]
         return conv

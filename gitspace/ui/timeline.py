@@ -6,7 +6,7 @@ filters, a restore's checkpoint, an undo's reverted op, a redo's undo.
 
 from __future__ import annotations
 
-from ..agent import calls
+from ..agent import calltree
 from ..core import timeline
 from ..core.timeline import Entry, Filters
 from ..storage.ledger import Op, short_id
@@ -60,7 +60,7 @@ def _results(ctx: Context, found: timeline.Page, kept: dict[str, str]) -> Html:
         return join([count, placeholder("No ops here.", "Nothing matches; clear the filters, or "
                                         "wait for an agent to make its first op.")])
     back = ctx.checkpoints()
-    depths = calls.depths([e.op for e in found.entries], calls.saved_parent(ctx.root))
+    depths = calltree.depths([e.op for e in found.entries], calltree.saved_parent(ctx.root))
     rows = [_row(e, back, kept, depths.get(e.op.op_id, 0) if e.op else 0) for e in found.entries]
     head = tag("tr", *[tag("th", h) for h in COLUMNS])
     table = tag("table", tag("thead", head), tag("tbody", *rows), class_="timeline")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitspace.agent import calls
+from gitspace.agent import calltree
 from gitspace.agent.session import Session
 from gitspace.storage.ledger import Op, new_op_id
 
@@ -19,18 +19,18 @@ def op(session: str, parent: str | None) -> Op:
 def test_depths_follow_the_chain_and_stop_at_a_loop() -> None:
     top, child, grand = new_op_id(), new_op_id(), new_op_id()
     ops = [op(top, None), op(child, top), op(grand, child)]
-    assert list(calls.depths(ops).values()) == [0, 1, 2]
+    assert list(calltree.depths(ops).values()) == [0, 1, 2]
     a, b = new_op_id(), new_op_id()  # each names the other as its parent
     looped = [op(a, b), op(b, a)]
-    assert set(calls.depths(looped).values()) == {calls.MAX_DEPTH}
+    assert set(calltree.depths(looped).values()) == {calltree.MAX_DEPTH}
     # Only the grandchild's op here: its parent's parent comes from a saved file, or nowhere.
-    assert list(calls.depths([ops[2]], {child: top}.get).values()) == [2]
-    assert list(calls.depths([ops[2]]).values()) == [1]
+    assert list(calltree.depths([ops[2]], {child: top}.get).values()) == [2]
+    assert list(calltree.depths([ops[2]]).values()) == [1]
 
 
 def test_a_session_file_is_looked_up_only_for_a_session_id(tmp_path: Path) -> None:
     (tmp_path / "x.jsonl").write_text("not a session")
-    lookup = calls.saved_parent(tmp_path / "ws")
+    lookup = calltree.saved_parent(tmp_path / "ws")
     assert lookup("../../x") is None and lookup("a/../../x") is None
     assert lookup(new_op_id()) is None  # no such file
 
@@ -44,7 +44,7 @@ def session(sid: str, parent: object, created: float) -> Session:
 def test_ordered_lists_children_under_parents_and_survives_damaged_links() -> None:
     top, child, grand, other = (new_op_id() for _ in range(4))
     a, b = new_op_id(), new_op_id()
-    rows = calls.ordered([
+    rows = calltree.ordered([
         session(grand, child, 3), session(other, None, 2), session(child, top, 2.5),
         session(top, None, 1), session(a, b, 4), session(b, a, 5),
         session(new_op_id(), ["not", "an", "id"], 6), session(new_op_id(), {"x": 1}, "soon"),
