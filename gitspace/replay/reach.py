@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ..core import checkpoints
 from ..errors import GitspaceError, NotFound
+from ..storage import remotes
 from ..storage.gitrepo import GitRepo
-from ..team import remote
 
 FETCH_TAGS = "git fetch origin 'refs/tags/gitspace/*:refs/tags/gitspace/*'"
 
@@ -33,9 +33,9 @@ def missing_checkpoints(repo: GitRepo, names: set[str], now: dict[str, str],
     tried: list[str] = []
     for name in _remotes(repo):
         try:
-            offered = remote.ls_remote(repo, name)
+            offered = remotes.ls_remote(repo, name)
             here = {ref: offered[ref] for ref in wanted if ref in offered and ref not in found}
-            remote.fetch(repo, name, here)
+            remotes.fetch(repo, name, here)
         except GitspaceError as e:
             tried.append(f"{name} ({e.message})")
             continue

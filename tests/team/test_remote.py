@@ -17,6 +17,7 @@ from conftest import call_ok, git
 import gitspace
 from gitspace import faults
 from gitspace.errors import GitspaceError, WriteFailed
+from gitspace.storage import remotes
 from gitspace.team import remote
 
 
@@ -75,12 +76,12 @@ def test_reads_from_a_git_daemon_speak_protocol_v0_and_other_remotes_keep_v2(
         git(repo.root, "remote", "add", name, url)
     git(repo.root, "config", "url.git://127.0.0.1:9/.insteadOf", "https://mirror/")
     v0 = ("-c", "protocol.version=0")
-    assert [remote._reading(repo, name) for name in ("daemon", "https", "path", "mirror")] == [
+    assert [remotes._reading(repo, name) for name in ("daemon", "https", "path", "mirror")] == [
         v0, (), (), v0]
-    assert remote._reading(repo, "git://host/y.git") == v0  # a URL given as the remote
-    assert remote._reading(repo, "nowhere") == ()
+    assert remotes._reading(repo, "git://host/y.git") == v0  # a URL given as the remote
+    assert remotes._reading(repo, "nowhere") == ()
     config = repo.commondir / "config"
     stamp = config.stat().st_mtime_ns
     git(repo.root, "remote", "set-url", "daemon", "https://example.com/y")
     os.utime(config, ns=(stamp + 1_000_000, stamp + 1_000_000))  # however coarse the clock
-    assert remote._reading(repo, "daemon") == ()
+    assert remotes._reading(repo, "daemon") == ()
