@@ -155,4 +155,10 @@ def _listed_only() -> None:
     raise AssertionError("a listed-only command ran")
 
 
-app = build()
+def __getattr__(name: str) -> Any:
+    """``app``, the whole app (for tests and tools that drive typer): built when first asked
+    for, not on import, since a run builds only its own command's (``build``)."""
+    if name == "app":
+        globals()["app"] = built = build()
+        return built
+    raise AttributeError(f"module 'gitspace.cli.commands' has no attribute {name!r}")
