@@ -104,8 +104,13 @@ def test_kill_9_during_merge_into_the_users_checkout(tmp_path: Path) -> None:
         git(tmp_path / f"timed{n}", "update-index", "-q", "--refresh")
         timings.append(duration("merge", tmp_path / f"timed{n}"))
     took = min(timings)
-    killed = finished = 0
-    for round_ in range(10):
+    killed = finished = rounds = 0
+    # Ten rounds, and more while fewer than four were killed mid-way (on a loaded machine a kill
+    # aimed at the middle lands after the end more often): the test must see merges cut short.
+    for round_ in range(30):
+        if round_ >= 10 and killed >= 4:
+            break
+        rounds += 1
         user = tmp_path / f"user{round_}"
         shutil.copytree(template, user, symlinks=True)
         git(user, "update-index", "-q", "--refresh")  # the copy's stat data, as git would
@@ -135,7 +140,7 @@ def test_kill_9_during_merge_into_the_users_checkout(tmp_path: Path) -> None:
         assert again.commit is None or again.checkout
         shutil.rmtree(user)
     print(f"merge: {killed} killed mid-way, {finished} finished first (a merge takes {took:.2f} s)")
-    assert killed >= 4, f"only {killed} of 10 merges were killed mid-way: the test proved little"
+    assert killed >= 4, f"only {killed} of {rounds} merges were killed mid-way: it proved little"
 
 
 def test_kill_9_during_pull_in_an_agents_worktree(tmp_path: Path) -> None:
@@ -150,8 +155,11 @@ def test_kill_9_during_pull_in_an_agents_worktree(tmp_path: Path) -> None:
     rng = random.Random(7)
     tip = head(user, "agent/bob")
     history = [tip]
-    killed = 0
-    for round_ in range(10):
+    killed = rounds = 0
+    for round_ in range(30):  # (ten, and more while fewer than three were cut short: see above)
+        if round_ >= 10 and killed >= 3:
+            break
+        rounds += 1
         # The remote moves on: bob's branch gets a commit touching many files (one of them a
         # folder that becomes a file), and a new agent branch and checkpoint appear.
         files: dict[str, str | None] = {f"data/{round_}/f{n:03}.txt": f"{round_} {n}\n"
@@ -180,5 +188,5 @@ def test_kill_9_during_pull_in_an_agents_worktree(tmp_path: Path) -> None:
     assert head(bob) == tip
     assert checkout_state(user) == before and status(user) == listed
     fsck(user)
-    print(f"pull: {killed} of 10 killed mid-way")
-    assert killed >= 3, f"only {killed} of 10 pulls were killed mid-way: the test proved little"
+    print(f"pull: {killed} of {rounds} killed mid-way")
+    assert killed >= 3, f"only {killed} of {rounds} pulls were killed mid-way: it proved little"
