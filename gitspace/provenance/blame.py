@@ -171,7 +171,7 @@ def _line(repo: GitRepo, notes: Notes, number: int, origin: _Origin, text: str,
             return _from_note(number, text, origin, noted, note, transcripts)
         return person
     commit = repo.commit(origin.commit)
-    op = _op(commit.message)
+    op = ledger.op_or_none(commit.message)
     if op is not None:
         _, _, call = sources.key_of(op, commit.author.rsplit(" ", 2)[0], commit.sha,
                                     commit.time)
@@ -241,8 +241,3 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _op(message: str) -> ledger.Op | None:
-    try:
-        return ledger.parse_message(message)
-    except GitspaceError:
-        return None

@@ -47,7 +47,7 @@ def read_line(repo: GitRepo, tip: str) -> Line | None:
         if sha is None:
             return found
         commit = repo.commit(sha)
-        op = _op(commit.message)
+        op = ledger.op_or_none(commit.message)
         if op is None:
             found.root = sha
             return found
@@ -115,11 +115,6 @@ def unnoted(repo: GitRepo, tip: str, target: str, model_of: object = None
     return out
 
 
-def _op(message: str) -> ledger.Op | None:
-    try:
-        return ledger.parse_message(message)
-    except GitspaceError:
-        return None
 
 
 def may_go(writer: Writer, lines: list[tuple[str, str]]) -> set[str]:

@@ -94,7 +94,7 @@ def _rewrite(repo: GitRepo, tip: str, path: str, mapping: dict[str, str], blobs:
         if sha is None:
             break
         commit = repo.commit(sha)
-        if _op(commit.message) is None:
+        if ledger.op_or_none(commit.message) is None:
             break  # the person's commit the line starts from
         chain.append(commit)
         sha = commit.parents[0] if commit.parents else None
@@ -138,7 +138,7 @@ def _without(repo: GitRepo, tree: str, path: str, blobs: set[str]) -> str:
 
 
 def _purged_message(message: str) -> str:
-    op = _op(message)
+    op = ledger.op_or_none(message)
     if op is None:
         return message
     args = {k: (v if k in PATH_KEYS else {"$purged": len(ledger.canonical_json(v))})
@@ -183,8 +183,3 @@ def _delete(repo: GitRepo, blobs: set[str], out: Purged) -> None:
                 pass
 
 
-def _op(message: str) -> ledger.Op | None:
-    try:
-        return ledger.parse_message(message)
-    except GitspaceError:
-        return None

@@ -12,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from ..errors import GitspaceError, NotFound
+from ..errors import NotFound
 from ..storage import ledger
 from ..storage.gitrepo import GitRepo
 from ..storage.records import field, record
@@ -102,7 +102,7 @@ def commit_report(repo: GitRepo, notes: Notes, sha: str) -> CommitReport:
             for attested, ranges in entries.items():
                 _count(out, note, attested, authorship.count(ranges))
         return out
-    op = _op(commit.message)
+    op = ledger.op_or_none(commit.message)
     if op is not None:
         key, _, call = sources.key_of(op, attribute.identity(commit.author), sha, commit.time)
         if call is not None:
@@ -167,8 +167,3 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _op(message: str) -> ledger.Op | None:
-    try:
-        return ledger.parse_message(message)
-    except GitspaceError:
-        return None

@@ -223,7 +223,7 @@ def _walk_here(repo: GitRepo, tip: str, wanted: list[str], exclude: str | None
         if sha is None or sha == exclude or not open_paths:
             break
         commit = repo.commit(sha)
-        op = _op(commit.message)
+        op = ledger.op_or_none(commit.message)
         if op is None:
             break
         author = commit.author.rsplit(" ", 2)[0]
@@ -288,7 +288,7 @@ def commit_steps(repo: GitRepo, commits: Sequence[str], paths: Iterable[str],
         commit = repo.commit(sha)
         parent = repo.commit(commit.parents[0]).tree if commit.parents else None
         note = note_of(sha)
-        op = _op(commit.message)
+        op = ledger.op_or_none(commit.message)
         author = commit.author.rsplit(" ", 2)[0]
         key, restores, call = (None, False, None) if op is None else key_of(
             op, author, sha, commit.time)
@@ -317,8 +317,3 @@ def note_keys(entries: dict[str, authorship.Ranges], count: int) -> list[str | N
     return keys
 
 
-def _op(message: str) -> ledger.Op | None:
-    try:
-        return ledger.parse_message(message)
-    except LedgerError:
-        return None

@@ -137,7 +137,7 @@ import re
 import time
 import unicodedata
 
-from ..errors import BadArguments, LedgerError
+from ..errors import BadArguments, GitspaceError, LedgerError
 from . import bounds, ids
 from .loose import sha1_hex
 from .records import field, record, replace
@@ -446,6 +446,15 @@ def parse_message(message: str) -> Op | None:
     if missing:
         raise LedgerError(f"Missing trailer(s): {', '.join(missing)}.")
     return _op_from(seen)
+
+
+def op_or_none(message: str) -> Op | None:
+    """The op a commit message records, or None: not an op, or one that cannot be read (a
+    reader that only skips what it cannot attribute; ``verify`` reports those)."""
+    try:
+        return parse_message(message)
+    except GitspaceError:  # (LedgerError, or a value the format refuses)
+        return None
 
 
 def _op_from(seen: dict[str, str]) -> Op:
