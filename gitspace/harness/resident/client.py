@@ -10,6 +10,8 @@ Invariants:
 - ``without`` is what a hook does first when it records in its own process in a checkout where a
   resident is set up: it records what a killed resident left (``journal.replay``), starts a new
   one in the background for the calls after this one, and says once, plainly, what happened.
+  It waits (``READY`` seconds at most) until the new one listens: a session's first call follows
+  its ``SessionStart`` at once, and would otherwise find no resident on a loaded machine.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from ..events import Event
 
 TIMEOUT = 25.0  # seconds a hook waits for the resident (the harness gives up on it at 30)
+READY = 5.0  # seconds a hook that started a resident waits for it to listen
 NOTES = "X-Gitspace-Notes"  # a hook asks for the recording's notes instead of the harness's output
 SAYS = ("before", "after", "failed", "prompt", "stop")  # the events a person is told about
 
@@ -97,11 +100,13 @@ def _project_dirs(root: Path) -> dict[str, str]:
 
 def start_resident(root: Path, gitdir: Path) -> bool:
     """Start the checkout's resident recorder in the background, detached from the hook (it
-    outlives it and holds none of its pipes). False when it could not be started. Two started
-    at once are harmless: the second finds the port taken and stops."""
+    outlives it and holds none of its pipes) and wait until it listens (or stopped, or ``READY``
+    passed). False when it could not be started. Two started at once are harmless: the second
+    finds the port taken and stops."""
     import os
     import subprocess
     import sys
+    import time
 
     from ... import config
 
@@ -111,12 +116,15 @@ def start_resident(root: Path, gitdir: Path) -> bool:
     except OSError:
         return False
     try:
-        subprocess.Popen([sys.executable, "-m", "gitspace.harness.resident.server", str(root)],
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=root,
-                         start_new_session=True, close_fds=True,
-                         env=config.resident_environment(_project_dirs(root)))
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gitspace.harness.resident.server", str(root)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=root, start_new_session=True,
+            close_fds=True, env=config.resident_environment(_project_dirs(root)))
     except OSError:
         return False
     finally:
         os.close(log)
+    deadline = time.monotonic() + READY
+    while home.alive(gitdir) is None and server.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     return True
