@@ -152,7 +152,8 @@ def refusal(headers: dict[str, str], hosts: frozenset[str], token: str | None, m
                 ("www-authenticate", 'Bearer realm="gitspace"')]
     if methods is not None and method not in methods:
         allowed = ", ".join(methods)
-        return 405, f"This server is read-only: only {allowed} are served.", [("allow", allowed)]
+        verb = "is" if len(methods) == 1 else "are"
+        return 405, f"Only {allowed} {verb} served here.", [("allow", allowed)]
     return None
 
 
