@@ -33,9 +33,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .forkcut import BROKEN, Cut, Refused, blocks, check_uuid, dump_line, new_uuid4, parse_lines
+from .forkcut import (
+    HINT,
+    Cut,
+    Refused,
+    blocks,
+    check_uuid,
+    dump_line,
+    new_uuid4,
+    only,
+    parse_lines,
+    refuse_broken,
+)
 
-HINT = "Fork at another op of the session ('gitspace log --session ID' lists them)."
 new_session = new_uuid4  # Claude Code's session ids are random UUIDs
 
 
@@ -60,23 +70,23 @@ def cut(data: bytes, session: str, use_id: str, tool: str, new: str, name: str =
     entries = parse_lines(data)
     compacted = any(isinstance(e, dict) and e.get("subtype") == "compact_boundary"
                     for e in entries)
-    call = _only(entries, "assistant", "tool_use", "id", use_id, f"The call {use_id}",
-                 "a compaction folded it away (the transcript holds the summary that replaced "
-                 "it)" if compacted else "the transcript was edited or cut short, or the call "
-                 "ran in a subagent, whose calls Claude Code keeps in a file of their own")
+    call = only(entries, lambda e: _holds(e, "assistant", "tool_use", "id", use_id),
+                f"The call {use_id}", "a compaction folded it away (the transcript holds the "
+                "summary that replaced it)" if compacted else "the transcript was edited or cut "
+                "short, or the call ran in a subagent, whose calls Claude Code keeps in a file of "
+                "their own", "transcript")
     made = next(b.get("name") for b in blocks(entries[call].get("message"))
                 if b.get("type") == "tool_use" and b.get("id") == use_id)
     if made != tool:
         raise Refused(f"The transcript's call {use_id} is a {made!s:.40} call, but its op "
                       f"records {tool}: the transcript was edited.", hint=HINT)
-    result = _only(entries[call + 1:], "user", "tool_result", "tool_use_id", use_id,
-                   f"The result of call {use_id}", "the session stopped before the call "
-                   "finished, or the transcript was edited") + call + 1
+    result = only(entries[call + 1:],
+                  lambda e: _holds(e, "user", "tool_result", "tool_use_id", use_id),
+                  f"The result of call {use_id}", "the session stopped before the call finished, "
+                  "or the transcript was edited", "transcript") + call + 1
     kept = entries[:result + 1]
     for n, entry in enumerate(kept):
-        if entry is BROKEN or (entry is not None and not isinstance(entry, dict)):
-            raise Refused(f"Line {n + 1} of the transcript is not a JSON object: it was edited "
-                          "or damaged before the call, so gitspace will not copy it.", hint=HINT)
+        refuse_broken(n, entry, "transcript")
         if isinstance(entry, dict) and entry.get("sessionId", session) != session:
             raise Refused(f"Line {n + 1} of the transcript names session "
                           f"{str(entry.get('sessionId'))[:40]!r}, not {session}: the transcript "
@@ -95,17 +105,6 @@ def cut(data: bytes, session: str, use_id: str, tool: str, new: str, name: str =
 def _holds(entry: Any, kind: str, block: str, key: str, value: str) -> bool:
     return isinstance(entry, dict) and entry.get("type") == kind and any(
         b.get("type") == block and b.get(key) == value for b in blocks(entry.get("message")))
-
-
-def _only(entries: list[Any], kind: str, block: str, key: str, value: str, what: str,
-          why: str) -> int:
-    found = [n for n, e in enumerate(entries) if _holds(e, kind, block, key, value)]
-    if not found:
-        raise Refused(f"{what} is not in the session's transcript any more: {why}.", hint=HINT)
-    if len(found) > 1:
-        raise Refused(f"{what} appears {len(found)} times in the session's transcript: it was "
-                      "edited, so gitspace cannot tell which to fork at.", hint=HINT)
-    return found[0]
 
 
 def _chain(kept: list[Any], result: int, call: int) -> None:

@@ -26,9 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .forkcut import BROKEN, Cut, Refused, check_uuid, dump_line, parse_lines, uuid7
+from .forkcut import HINT, Cut, Refused, check_uuid, dump_line, only, parse_lines, refuse_broken, uuid7
 
-HINT = "Fork at another op of the session ('gitspace log --session ID' lists them)."
 CALLS = ("custom_tool_call", "function_call", "local_shell_call")
 OUTPUTS = ("custom_tool_call_output", "function_call_output")
 new_session = uuid7  # Codex's session ids are time-ordered UUIDs
@@ -61,16 +60,16 @@ def cut(data: bytes, session: str, use_id: str, tool: str, new: str,
         raise Refused(f"The rollout does not begin with session {session}'s own record, so it "
                       "is not that session's (or it was edited).", hint=HINT)
     compacted = any(isinstance(e, dict) and e.get("type") == "compacted" for e in entries)
-    call = _only(entries, CALLS, use_id, f"The call {use_id}",
-                 "a compaction folded it away (the rollout holds the summary that replaced it)"
-                 if compacted else "the rollout was edited or cut short")
+    call = only(entries, lambda e: _is(e, CALLS, use_id), f"The call {use_id}",
+                "a compaction folded it away (the rollout holds the summary that replaced it)"
+                if compacted else "the rollout was edited or cut short", "rollout")
     kind = _payload(entries[call]).get("name")
     if (tool == "apply_patch") != (kind == "apply_patch"):
         raise Refused(f"The rollout's call {use_id} is a {str(kind)[:40]} call, but its op "
                       f"records {tool}: the rollout was edited.", hint=HINT)
-    output = _only(entries[call + 1:], OUTPUTS, use_id, f"The output of call {use_id}",
-                   "the session stopped before the call finished, or the rollout was edited"
-                   ) + call + 1
+    output = only(entries[call + 1:], lambda e: _is(e, OUTPUTS, use_id),
+                  f"The output of call {use_id}", "the session stopped before the call finished, "
+                  "or the rollout was edited", "rollout") + call + 1
     kept = entries[:output + 1]
     _check(kept, session)
     _answered(kept, use_id)
@@ -93,21 +92,9 @@ def _is(entry: Any, kinds: tuple[str, ...], use_id: str) -> bool:
         and p.get("call_id") == use_id if isinstance(entry, dict) else False
 
 
-def _only(entries: list[Any], kinds: tuple[str, ...], use_id: str, what: str, why: str) -> int:
-    found = [n for n, e in enumerate(entries) if _is(e, kinds, use_id)]
-    if not found:
-        raise Refused(f"{what} is not in the session's rollout any more: {why}.", hint=HINT)
-    if len(found) > 1:
-        raise Refused(f"{what} appears {len(found)} times in the session's rollout: it was "
-                      "edited, so gitspace cannot tell which to fork at.", hint=HINT)
-    return found[0]
-
-
 def _check(kept: list[Any], session: str) -> None:
     for n, entry in enumerate(kept):
-        if entry is BROKEN or (entry is not None and not isinstance(entry, dict)):
-            raise Refused(f"Line {n + 1} of the rollout is not a JSON object: it was edited or "
-                          "damaged before the call, so gitspace will not copy it.", hint=HINT)
+        refuse_broken(n, entry, "rollout")
         p = _payload(entry)
         ids = [p.get(k) for k in ("thread_id", "session_id") if k in p]
         if entry is not None and entry.get("type") == "session_meta":

@@ -19,6 +19,10 @@ from typing import Any
 
 from ..errors import GitspaceError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 READ_LIMIT = 64 << 20  # bytes of a transcript read for a fork; a larger one is refused
 
 
@@ -38,6 +42,28 @@ class Cut:
 
 
 BROKEN = object()  # a line that is not JSON
+HINT = "Fork at another op of the session ('gitspace log --session ID' lists them)."
+
+
+def only(entries: list[Any], holds: Callable[[Any], bool], what: str, why: str,
+         file: str) -> int:
+    """The index of the one entry that ``holds`` (``what``: its name in a sentence, ``why``:
+    what most likely became of it, ``file``: what the harness calls the file, transcript or
+    rollout); refused when there is none, or more than one (gitspace would not know which)."""
+    found = [n for n, e in enumerate(entries) if holds(e)]
+    if not found:
+        raise Refused(f"{what} is not in the session's {file} any more: {why}.", hint=HINT)
+    if len(found) > 1:
+        raise Refused(f"{what} appears {len(found)} times in the session's {file}: it was "
+                      "edited, so gitspace cannot tell which to fork at.", hint=HINT)
+    return found[0]
+
+
+def refuse_broken(n: int, entry: Any, file: str) -> None:
+    """Refused when line ``n`` (from 0) of what is copied is not a JSON object."""
+    if entry is BROKEN or (entry is not None and not isinstance(entry, dict)):
+        raise Refused(f"Line {n + 1} of the {file} is not a JSON object: it was edited or "
+                      "damaged before the call, so gitspace will not copy it.", hint=HINT)
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
