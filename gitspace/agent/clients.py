@@ -1,4 +1,6 @@
-"""The Anthropic SDK as a ``ModelClient``; the SDK is imported only when one is made.
+"""The Anthropic SDK as a ``ModelClient``; the SDK is imported when the first call is made (it
+takes seconds to import, so a run that stops before its first model call, an empty task or a
+finished session, never pays for it).
 
 Invariant: API failures surface as ``ModelError`` with a sentence a person can act on (status,
 error type, the server's message) and never the API key; the SDK's own retries handle transient
@@ -29,13 +31,20 @@ class AnthropicClient:
                  base_url: str | None = None, max_retries: int = 2, sdk_client: Any = None) -> None:
         if sdk_client is None:
             extras.require("agent")
-            import anthropic
-
-            sdk_client = anthropic.Anthropic(api_key=api_key, base_url=base_url,
-                                             max_retries=max_retries)
-        self.sdk = sdk_client
+        self._sdk = sdk_client
+        self._key, self._base_url, self._retries = api_key, base_url, max_retries
         self.model = model
         self.name = model
+
+    @property
+    def sdk(self) -> Any:
+        """The SDK's client, made on first use."""
+        if self._sdk is None:
+            import anthropic
+
+            self._sdk = anthropic.Anthropic(api_key=self._key, base_url=self._base_url,
+                                            max_retries=self._retries)
+        return self._sdk
 
     def create(self, *, system: list[Block], messages: list[Message], tools: list[dict[str, Any]],
                max_tokens: int) -> Reply:

@@ -196,3 +196,25 @@ def test_run_is_refused_up_front_in_a_users_own_repository(tmp_path: Path) -> No
     assert out.returncode == 1 and "attach" in out.stderr
     assert "Running" not in out.stdout and not (repo / ".gitspace").exists()
     assert (git(repo, "rev-parse", "HEAD"), (repo / ".git" / "index").read_bytes()) == before
+
+
+def test_a_run_that_stops_before_its_first_model_call_never_imports_the_sdk(
+        sample: Path, fake_api: FakeAnthropic) -> None:
+    # The SDK takes seconds to import: an empty next message, or a finished session resumed
+    # without one, is told so at once.
+    env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.base_url}
+    fake_api.reply(text("Done."))
+    sid = json.loads(gs(sample, "--agent", "claude", "run", "Say done", "--model", "claude-test",
+                        "--json", env=env).stdout)["session"]
+    fake_api.done()
+    probe = ("import runpy, sys\n"
+             "sys.argv = ['gitspace', *sys.argv[1:]]\n"
+             "try:\n    runpy.run_module('gitspace', run_name='__main__')\n"
+             "finally:\n    print('sdk imported' if 'anthropic' in sys.modules else 'no sdk',"
+             " file=sys.stderr)\n")
+    base = {k: v for k, v in os.environ.items() if k != "GITSPACE_AGENT"}
+    for args in (["run", " ", "--resume", sid], ["run", "--resume", sid]):
+        proc = subprocess.run([sys.executable, "-c", probe, "-C", str(sample), *args],
+                              capture_output=True, text=True, env={**base, **env}, timeout=120)
+        assert proc.stderr.strip().endswith("no sdk"), proc.stderr
+    assert not fake_api.requests[1:], "a model call was made"
