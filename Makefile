@@ -1,5 +1,6 @@
 # Two entry points for a fresh machine: `make demo` and `make test`.
-# Each builds .venv from pyproject.toml when it is missing or older than pyproject.toml.
+# Each builds .venv from pyproject.toml when it is missing or older than pyproject.toml: gitspace
+# with every extra for the demo, and the test tools on top for the tests (a demo needs none).
 # `make test` first installs the Debian packages the tests drive when they are missing (npm,
 # chromium, lighttpd: DEB_PACKAGES below; as root, else it says how).
 # `make test` also installs the real Claude Code CLI from npm into .cache/claude-code (git-ignored),
@@ -14,6 +15,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.dev-installed
 CLAUDE_CODE_VERSION := >=2.1.332 <2.2
 CLAUDE_DIR := .cache/claude-code
 CLAUDE := $(CLAUDE_DIR)/node_modules/.bin/claude
@@ -45,8 +47,12 @@ TOOL_VENV := $(PREFIX)/share/gitspace/venv
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[all]'
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
+	touch $(DEV_STAMP)
 
 # npm 11 skips dependencies' install scripts unless approved; the package's own postinstall only
 # links its platform binary into place, so it is run by hand when the first check fails.
@@ -125,11 +131,11 @@ debian-packages:
 # Two test processes (pytest-xdist): the suite is mostly waiting on git and subprocesses, and CI
 # has two cores. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
-test: debian-packages $(STAMP) $(CLAUDE_STAMP) $(CODEX_STAMP) $(GEMINI_STAMP) $(CONFORMANCE_STAMP) \
+test: debian-packages $(DEV_STAMP) $(CLAUDE_STAMP) $(CODEX_STAMP) $(GEMINI_STAMP) $(CONFORMANCE_STAMP) \
 	$(HUSKY_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check gitspace tests benchmarks mutation ci examples
 	$(BIN)/mypy gitspace mutation/run.py ci/gitspace_ci.py examples/sdk_runner.py
 
@@ -138,7 +144,7 @@ lint: $(STAMP)
 MODULES ?=
 JOBS ?= 1
 SAMPLE ?=
-mutation: $(STAMP)
+mutation: $(DEV_STAMP)
 	$(BIN)/python mutation/run.py $(MODULES) --jobs $(JOBS) $(if $(SAMPLE),--sample $(SAMPLE))
 
 install:
@@ -156,7 +162,7 @@ uninstall:
 	rm -f $(PREFIX)/bin/gitspace
 	rm -rf $(PREFIX)/share/gitspace
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/ops.py
 	$(BIN)/python benchmarks/scale.py --quick
 	$(BIN)/python benchmarks/agent.py
