@@ -19,7 +19,7 @@ import pytest
 from conftest import SAMPLE, gitspace_cli
 
 import gitspace
-from gitspace.cli import render as progressbar
+from gitspace.cli import progressview as progressbar
 
 OPS = 150
 

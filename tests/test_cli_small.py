@@ -85,3 +85,43 @@ def test_every_branch_lists_ops_of_one_second_in_the_order_they_were_made(tmp_pa
     listed = gitspace_cli(root, "log", "--all", "--format", "{op_short} {tool}").stdout.split()
     ops = [listed[i] for i in range(0, len(listed), 2) if listed[i + 1] == "create"]
     assert ops == made[::-1], (ops, made)  # a1 (a child of m1) is above m1, whatever the clock
+
+
+PROBE = ("import runpy, sys\nsys.argv = ['gitspace', *sys.argv[1:]]\ntry:\n"
+         "    runpy.run_module('gitspace', run_name='__main__')\nfinally:\n"
+         "    print('RICH' if 'rich' in sys.modules else 'PLAIN', file=sys.stderr)\n")
+
+
+@pytest.mark.parametrize("args", [
+    ["call", "create", "--args", '{"path": "a :smile: [b]x[/b].md", "file_text": "x\\n"}'],
+    ["call", "view", "--args", '{"path": "nowhere :x: [b].md"}'], ["undo"],
+    ["restore", "[red]:smile:"]])
+def test_a_result_or_an_error_into_a_pipe_says_what_rich_says_without_importing_it(
+        ws_dir: Path, args: list[str]) -> None:
+    # Into a pipe nothing is coloured, so rich (a third of a command's start) is not imported;
+    # on a terminal with colour the same words come through rich, and neither turns an emoji
+    # code or markup from history into anything else.
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("GITSPACE_AGENT", "NO_COLOR")}
+    runs = {}
+    for colour in ("never", "always"):
+        root = ws_dir.parent / f"ws-{colour}"
+        shutil.copytree(ws_dir, root, symlinks=True)
+        argv = ["-C", str(root), *(["--color", "always"] if colour == "always" else []), *args]
+        runs[colour] = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True,
+                                      text=True, env=env)
+    plain, coloured = runs["never"], runs["always"]
+    *said, imported = plain.stderr.splitlines()
+    assert imported == "PLAIN", plain.stderr
+    *rich_said, imported = coloured.stderr.splitlines()
+    assert imported == "RICH", coloured.stderr
+    strip = re.compile(r"\x1b\[[0-9;]*m")
+    ids = re.compile(r"\b[0-9A-Z]{8}\b|\b[0-9A-Z]{26}\b|\b[0-9a-f]{12}\b")
+    assert ids.sub("ID", strip.sub("", coloured.stdout)) == ids.sub("ID", plain.stdout)
+    assert [strip.sub("", line) for line in rich_said] == said
+    assert ":smile:" in plain.stdout + plain.stderr or ":x:" in plain.stderr or args == ["undo"]
+    assert coloured.returncode == plain.returncode

@@ -81,7 +81,7 @@ def main(process: bool = False) -> None:
     try:
         args = shared.take_arguments(sys.argv[1:])
     except jsonout.UnknownField as e:
-        shared.render().usage_error(str(e))
+        shared.show_usage_error(str(e))
         sys.exit(2)
     try:
         if _run_read(args):
@@ -92,14 +92,14 @@ def main(process: bool = False) -> None:
 
             build(state.command, whole=config.completing())(args=args, prog_name="gitspace")
     except GitspaceError as e:
-        shared.render().error(e)
+        shared.show_error(e)
         sys.exit(1)
     except OSError as e:  # a full disk, a read-only file: the machine's, not a bug
         expected = from_os_error(e)
         if expected is None:
             shared.render().bug(e)
             sys.exit(3)
-        shared.render().error(expected)
+        shared.show_error(expected)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -110,7 +110,7 @@ def main(process: bool = False) -> None:
         if missing is None:
             shared.render().bug(e)
             sys.exit(3)
-        shared.render().error(missing)
+        shared.show_error(missing)
         sys.exit(1)
     except Exception as e:  # noqa: BLE001 — the one place bugs are reported
         shared.render().bug(e)

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from . import shared
 from .options import Color, colour_on, state  # noqa: F401  (re-exported)
 from .shared import (  # noqa: F401  (re-exported)
     echo,
@@ -48,8 +49,10 @@ def person_of(root: Path, explicit: str | None) -> str:
 
 def progress_shown(enabled: bool = True) -> Any:
     """A context in which the progress the library reports is shown on stderr (a bar on a
-    terminal, plain lines elsewhere: ``render.shown``)."""
-    return render().shown(enabled)
+    terminal, plain lines elsewhere: ``progressview.shown``)."""
+    from .progressview import shown
+
+    return shown(enabled)
 
 
 def show_result(result: Any, as_json: bool = False) -> None:
@@ -62,7 +65,7 @@ def show_result(result: Any, as_json: bool = False) -> None:
                    "commit": result.commit, "changed": result.changed,
                    "external_op": result.external_op, "notes": result.notes}, "result")
     else:
-        render().result(result)
+        shared.show_result(result)
     if not result.ok:
         raise typer.Exit(1)
 

@@ -168,6 +168,56 @@ def render() -> ModuleType:
     return module
 
 
+# What ``render`` prints without colour, in the same words, for the commonest output: a tool
+# call's result and an error. Into a pipe, a file or with colour off (scripts, CI, every test)
+# a command then never imports rich, which costs a command a third of its start.
+
+def _plain(stream: Any) -> bool:
+    from .options import colour_on
+
+    return not colour_on(stream)
+
+
+def show_result(res: Any) -> None:
+    """A tool call's result (``render.result``)."""
+    if not (_plain(sys.stdout) and _plain(sys.stderr)):
+        render().result(res)
+        return
+    if not res.ok:
+        show_error(res.error or res.text)
+    else:
+        from ..storage.ledger import short_id
+
+        said = [res.text]
+        if res.op:
+            extra = (f" (after outside changes, op {short_id(res.external_op)})"
+                     if res.external_op else "")
+            said.append(f"op {short_id(res.op)} ({res.op}) commit {res.commit[:12]}{extra}")
+        echo("\n".join(said))
+    for note in getattr(res, "notes", []):
+        echo(f"note: {note}", err=True)
+
+
+def show_error(e: Any, hint: str | None = None) -> None:
+    """An expected error and its hint, on stderr (``render.error``)."""
+    if not _plain(sys.stderr):
+        render().error(e)
+        return
+    said = [f"error: {getattr(e, 'message', str(e))}"]
+    hint = hint or getattr(e, "cli_hint", None) or getattr(e, "hint", None)
+    if hint:
+        said.append(f"hint: {hint}")
+    echo("\n".join(said), err=True)
+
+
+def show_usage_error(message: str) -> None:
+    """A command line gitspace could not read (``render.usage_error``)."""
+    if not _plain(sys.stderr):
+        render().usage_error(message)
+        return
+    show_error(message, "'gitspace COMMAND -h' shows how a command is used.")
+
+
 def echo(text: str, *, err: bool = False) -> None:
     """A message for the person; what it quotes from history never acts on their terminal."""
     from . import lines
