@@ -19,8 +19,10 @@ from wire_hooks import install, payloads
 EVENTS = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd")
 
 
-def record_hooks(gemini: Gemini, log: Path, timeout: int = 30_000) -> None:
+def record_hooks(gemini: Gemini, log: Path, timeout: int = 30_000, wait: float = 0) -> None:
+    """Every event's hook records what it was handed (``wait``: seconds it sleeps first)."""
     command = install(gemini.home, log, stdout="{}")
+    command = f"sleep {wait}; {command}" if wait else command
     settings = gemini.settings()
     settings["hooks"] = {e: [{"hooks": [{"type": "command", "command": command,
                                          "timeout": timeout}]}] for e in EVENTS}
@@ -103,7 +105,9 @@ def test_a_hook_timeout_is_in_milliseconds(gemini: Gemini, fake_gemini: FakeGemi
                                            tmp_path: Path) -> None:
     project, log = tmp_path / "project", tmp_path / "hooks.jsonl"
     project.mkdir()
-    record_hooks(gemini, log, timeout=30)  # what gitspace wrote, meaning seconds
+    # What gitspace wrote, meaning seconds; each hook waits a second before it writes, so only a
+    # timeout read as milliseconds (30 ms) kills it first, however fast the machine.
+    record_hooks(gemini, log, timeout=30, wait=1)
     fake_gemini.reply(text("done"))
     out = gemini.run_ok(project, "hello", session=new_session())
     fake_gemini.done()
