@@ -55,7 +55,7 @@ class BlameLine:
     commit: str
     op: ledger.Op | None
     subject: str
-    agent: str = ""  # who made it: the op's agent, else the commit's author (timeline.Entry.agent)
+    agent: str = ""  # who made it: the op's agent, else the commit's author (timeline.LogEntry.agent)
 
 
 def listing(repo: GitRepo, commit: str, folder: str = "") -> list[Item]:

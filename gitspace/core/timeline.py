@@ -37,7 +37,7 @@ _FAILED = re.compile(r"^The call failed \((.*)\); these are the changes it left\
 
 
 @record()
-class Entry:
+class LogEntry:
     commit: str
     time: int
     author: str
@@ -100,13 +100,13 @@ class Entry:
         }
 
 
-def timeline(ws: Workspace, limit: int | None = 20, rev: str | None = None) -> list[Entry]:
+def timeline(ws: Workspace, limit: int | None = 20, rev: str | None = None) -> list[LogEntry]:
     """Newest first: the ops (and any other commits) of ``rev`` (default HEAD)."""
     return query(ws.repo, rev or "HEAD", limit=ALL if limit is None else limit,
                  count=False).entries
 
 
-def find(ws: Workspace, ref: str) -> Entry:
+def find(ws: Workspace, ref: str) -> LogEntry:
     """What ``ref`` names (an op id or part of one, a checkpoint, a branch, any revision: see
     ``lookup.resolve``), as a timeline entry."""
     from . import lookup  # (here: the op index it reads is no cost of a plain log)
@@ -291,7 +291,7 @@ ALL = 1_000_000_000  # a limit that takes every entry (git reads -n as an int)
 
 @record()
 class Page:
-    entries: list[Entry]
+    entries: list[LogEntry]
     total: int  # commits that match, on every page (-1: not counted, count=False)
     offset: int
     limit: int
@@ -419,7 +419,7 @@ def interleaved(repo: GitRepo, line_ref: str, head: str) -> list[str]:
     return found
 
 
-def entry(repo: GitRepo, sha: str) -> Entry:
+def entry(repo: GitRepo, sha: str) -> LogEntry:
     """The timeline entry of one commit (``sha`` as ``locate`` returns it)."""
     found = entries_of(repo, [sha])
     if not found:
@@ -427,7 +427,7 @@ def entry(repo: GitRepo, sha: str) -> Entry:
     return found[0]
 
 
-def entries_of(repo: GitRepo, shas: list[str]) -> list[Entry]:
+def entries_of(repo: GitRepo, shas: list[str]) -> list[LogEntry]:
     """The entries of these commits (full ids, as ``lookup.resolve`` finds), in the order given."""
     if any(not re.fullmatch(r"[0-9a-f]{40,64}", sha) for sha in shas):
         raise BadArguments("Only full commit ids name entries.", hint="Use lookup.resolve() first.")
@@ -546,7 +546,7 @@ def _op_of(subject: str, trailers: str) -> ledger.Op | None:
         return None
 
 
-def _entries(repo: GitRepo, log_args: list[str]) -> list[Entry]:
+def _entries(repo: GitRepo, log_args: list[str]) -> list[LogEntry]:
     """Entries from one ``git log`` call: ids, parents, author, message, changed files, and the
     checkpoints at each commit (git's own decorations, limited to checkpoint tags and peeled to
     the commit: no listing of the tags apart, no tag read)."""
@@ -565,7 +565,7 @@ def _entries(repo: GitRepo, log_args: list[str]) -> list[Entry]:
         except LedgerError as e:
             op, problem = None, str(e)
         names = names.removeprefix("\0").removeprefix("\n")
-        found.append(Entry(sha, int(when or 0), author, message.split("\n", 1)[0], op,
+        found.append(LogEntry(sha, int(when or 0), author, message.split("\n", 1)[0], op,
                            [n for n in names.split("\0") if n], _checkpoints_in(decorations),
                            problem, tuple(parents.split()), message))
     return found
@@ -578,12 +578,12 @@ def _checkpoints_in(decorations: str) -> list[str]:
     return sorted(d[len(tag):] for d in decorations.split(", ") if d.startswith(tag))
 
 
-def _same_second_by_op(entries: list[Entry]) -> list[Entry]:
+def _same_second_by_op(entries: list[LogEntry]) -> list[LogEntry]:
     """``entries`` with each run of ops made in the same second put in the order their ids say
     they were made, newest first (an op id is a ULID: its start is the millisecond, and an op
     is always made after the op it follows, so a child still comes before its parent)."""
-    out: list[Entry] = []
-    run: list[Entry] = []
+    out: list[LogEntry] = []
+    run: list[LogEntry] = []
     for e in [*entries, None]:
         if e is not None and e.op is not None and run and e.time == run[0].time:
             run.append(e)
@@ -595,7 +595,7 @@ def _same_second_by_op(entries: list[Entry]) -> list[Entry]:
     return out
 
 
-def _by_op_id(run: list[Entry]) -> list[Entry]:
+def _by_op_id(run: list[LogEntry]) -> list[LogEntry]:
     """``run`` newest op id first, unless that would put a commit before one of its children
     (an op re-made elsewhere keeps its id: ``sync``, ``replay --onto``): then as git had it."""
     ordered = sorted(run, key=lambda r: r.op.op_id if r.op else "", reverse=True)

@@ -103,7 +103,7 @@ def _shown(result: Result) -> str:
     return result.text
 
 
-def log_line(e: timeline.Entry) -> str:
+def log_line(e: timeline.LogEntry) -> str:
     files = ", ".join(e.files[:3]) + (f" +{len(e.files) - 3}" if len(e.files) > 3 else "")
     if e.op:
         args = ledger.canonical_json(e.op.args)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ..agent import fork as forking
 from ..agent import session as sessions
 from ..core import diffs, timeline
-from ..core.timeline import Entry, Filters
+from ..core.timeline import Filters, LogEntry
 from ..errors import GitspaceError
 from ..harness import forkrecords
 from ..harness.naming import title as harness_title
@@ -87,7 +87,7 @@ def _ops(ctx: Context, branch: str | None, tip: str | None, base: str, sid: obje
     return join([head, tag("table", tag("tbody", *rows), class_="timeline")])
 
 
-def _row(e: Entry, sid: object) -> Html:
+def _row(e: LogEntry, sid: object) -> Html:
     op = e.op
     if op is None:
         return tag("tr", tag("td", op_link(e, when(e.time))), tag("td", op_link(e)),
@@ -129,13 +129,13 @@ def _harness(ctx: Context, r: forkrecords.ForkRecord) -> Html:
     return page(f"Fork {r.session}", join(parts), **ctx.shell("/sessions"))  # type: ignore[arg-type]
 
 
-def _of_session(ctx: Context, session: str) -> list[Entry]:
+def _of_session(ctx: Context, session: str) -> list[LogEntry]:
     """The session's ops on every branch and line, newest first."""
     return timeline.query(ctx.repo, None, Filters(session=session), limit=OPS_SHOWN,
                           first_parent=False, count=False).entries
 
 
-def _after(ctx: Context, entries: list[Entry], base: str) -> list[Entry]:
+def _after(ctx: Context, entries: list[LogEntry], base: str) -> list[LogEntry]:
     """Those of ``entries`` that came after commit ``base`` (descend from it)."""
     if not entries or not ctx.repo.is_ancestor(base, entries[0].commit):
         return []

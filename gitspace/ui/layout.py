@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..core.timeline import Entry
+from ..core.timeline import LogEntry
 from ..storage import ids
 from ..storage.ledger import Op, args_summary
 from .html import Html, join, link, tag, url
@@ -48,7 +48,7 @@ def short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def op_link(entry: Entry, label: str | None = None) -> Html:
+def op_link(entry: LogEntry, label: str | None = None) -> Html:
     """A link to ``entry``'s op page, named as every page and the CLI name it (``short_name``)."""
     return link(f"/op/{entry.commit}", label or entry.short, class_="sha")
 

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from ..core import diffs, lookup, timeline
-from ..core.timeline import Entry
+from ..core.timeline import LogEntry
 from ..storage import ids, ledger
 from ..tools.builtins import restoring
 from .context import Context
@@ -51,7 +51,7 @@ def render(ctx: Context, ref: str, params: dict[str, str]) -> Html:
     return page(title, body, **ctx.shell())  # type: ignore[arg-type]
 
 
-def _facts(ctx: Context, e: Entry) -> Html:
+def _facts(ctx: Context, e: LogEntry) -> Html:
     """What names and places the op, one line each, the short op id first (as ``gitspace log``
     shows it) and the agent by the one name every page uses."""
     op = e.op
@@ -100,7 +100,7 @@ def _relations(ctx: Context, op: ledger.Op) -> list[tuple[str, Html | str]]:
     return rows
 
 
-def _trailers(e: Entry) -> Html:
+def _trailers(e: LogEntry) -> Html:
     block = _last_paragraph(e.message)
     if e.op is None and e.problem is None:
         return placeholder("Not an op.", "This commit carries no gitspace trailers: a plain git "
@@ -124,7 +124,7 @@ def _last_paragraph(message: str) -> str:
     return paragraphs[-1] if len(paragraphs) > 1 else ""
 
 
-def _args(ctx: Context, e: Entry) -> Html:
+def _args(ctx: Context, e: LogEntry) -> Html:
     if e.op is None:
         return Html("")
     rows = []
@@ -179,7 +179,7 @@ def _blob(ctx: Context, sha: str, size: object) -> Html:
     return join([note, tag("pre", text, class_="argtext"), more])
 
 
-def _result(e: Entry) -> Html:
+def _result(e: LogEntry) -> Html:
     if e.op is None:
         return Html("")
     text = ledger.result_of(e.message)

@@ -24,7 +24,7 @@ from ..agent import fork as forking
 from ..agent import session as sessions
 from ..agent.compaction import SUMMARY_MARKER
 from ..core import timeline
-from ..core.timeline import Entry, Filters
+from ..core.timeline import Filters, LogEntry
 from ..errors import GitspaceError
 from ..harness import forkrecords, transcripts
 from ..harness import state as harness_state
@@ -255,7 +255,7 @@ def _tool_use_ids(messages: list[Any], kind: str = "tool_use") -> set[str]:
     return found
 
 
-def _message(i: int, message: Any, by_use: dict[str, Entry], folded: list[Entry],
+def _message(i: int, message: Any, by_use: dict[str, LogEntry], folded: list[LogEntry],
              children: dict[str, str] | None = None, refused: set[str] | None = None) -> Html:
     if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
         return placeholder(f"Message {i} is malformed:", "it is not a user or assistant message; "
@@ -274,7 +274,7 @@ def _message(i: int, message: Any, by_use: dict[str, Entry], folded: list[Entry]
                id=f"m{i}")
 
 
-def _compaction(i: int, summary: str, folded: list[Entry]) -> Html:
+def _compaction(i: int, summary: str, folded: list[LogEntry]) -> Html:
     listed = _ops_table(f"{len(folded)} op(s) whose tool calls this compaction folded away", folded)
     return tag("div", tag("div", "compaction", class_="role"),
                tag("p", "The conversation was compacted here: the middle was folded into this "
@@ -283,7 +283,7 @@ def _compaction(i: int, summary: str, folded: list[Entry]) -> Html:
                listed, class_="msg compaction", id=f"m{i}")
 
 
-def _ops_table(title: str, ops: list[Entry]) -> Html:
+def _ops_table(title: str, ops: list[LogEntry]) -> Html:
     if not ops:
         return Html("")
     rows = [tag("tr", tag("td", link(f"/op/{e.commit}", e.op.tool if e.op else "commit")),
@@ -292,7 +292,7 @@ def _ops_table(title: str, ops: list[Entry]) -> Html:
     return tag("details", tag("summary", title), tag("table", tag("tbody", *rows)))
 
 
-def _block(block: Any, by_use: dict[str, Entry], children: dict[str, str] | None = None,
+def _block(block: Any, by_use: dict[str, LogEntry], children: dict[str, str] | None = None,
            refused: set[str] | None = None) -> Html:
     if not isinstance(block, dict):
         return placeholder("Unreadable block:", short(repr(block), 120), kind="warn")

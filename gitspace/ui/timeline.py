@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..agent import calltree
 from ..core import timeline
-from ..core.timeline import Entry, Filters
+from ..core.timeline import Filters, LogEntry
 from ..storage.ledger import Op, short_id
 from ..tools.builtins import restoring
 from .context import ALL, Context
@@ -68,7 +68,7 @@ def _results(ctx: Context, found: timeline.Page, kept: dict[str, str]) -> Html:
     return join([count, nav, table, nav])
 
 
-def _row(e: Entry, checkpoints: dict[str, str], kept: dict[str, str], depth: int = 0) -> Html:
+def _row(e: LogEntry, checkpoints: dict[str, str], kept: dict[str, str], depth: int = 0) -> Html:
     def filter_link(name: str, value: str, text: str | None = None) -> Html:
         return link(url("/", **{**kept, name: value}), text or value, class_="filter",
                     title=f"only {name} {value}")

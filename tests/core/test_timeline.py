@@ -51,7 +51,7 @@ def busy(ws_root: Path) -> Path:
 
 
 def _query(root: Path, rev: str | None = "HEAD", *, limit: int | None = None, skip: int = 0,
-           filters: Filters | None = None) -> list[timeline.Entry]:
+           filters: Filters | None = None) -> list[timeline.LogEntry]:
     with gitspace.open(root) as ws:
         return timeline.query(ws.repo, rev, filters, offset=skip,
                               limit=timeline.ALL if limit is None else limit, count=False).entries
@@ -108,7 +108,7 @@ def test_since_and_until_use_the_commit_time(ws_root: Path) -> None:
     assert subjects == ["2022-01-01"]
 
 
-def _keeps(filters: Filters, e: timeline.Entry) -> bool:
+def _keeps(filters: Filters, e: timeline.LogEntry) -> bool:
     """What the filters mean, said independently of how query applies them."""
     wanted = {"agent": filters.agent, "tool": filters.tool}
     if not any(wanted.values()):
