@@ -117,7 +117,9 @@ def test_field_selection_is_checked_for_every_kind(outputs: dict[str, object]) -
 
 @pytest.mark.parametrize(("data", "plain"), [
     ([{"line": 1, "text": 'say "hi"\\ \t\x01 é 𝄞 \u2028', "n": None, "ok": True, "no": False,
-       "x": 1.5, "big": 10**30, "nan": float("nan"), "inf": float("-inf")}, {}, {"k": ""}], True),
+       "x": 1.5, "big": 10**30, "nan": float("nan"), "inf": float("-inf")}, {"k": "},\n    {"},
+      {"k": ""}], True),
+    ([{"a": 1}, {}], False),  # (an empty object: json's own)
     ([{"line": n, "text": f"line {n}", "key": None} for n in range(50)], True),
     ([], False),
     ([{"nested": {"a": 1}}], False),  # (not plain: json's own indenting)
