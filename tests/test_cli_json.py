@@ -113,3 +113,23 @@ def test_field_selection_is_checked_for_every_kind(outputs: dict[str, object]) -
     for kind in jsonout.FIELDS:
         with pytest.raises(jsonout.UnknownField, match="Fields: "):
             jsonout.check(kind, ["no_such_field"])
+
+
+@pytest.mark.parametrize(("data", "plain"), [
+    ([{"line": 1, "text": 'say "hi"\\ \t\x01 é 𝄞 \u2028', "n": None, "ok": True, "no": False,
+       "x": 1.5, "big": 10**30, "nan": float("nan"), "inf": float("-inf")}, {"k": "},\n    {"},
+      {"k": ""}], True),
+    ([{"a": 1}, {}], False),  # (an empty object: json's own)
+    ([{"line": n, "text": f"line {n}", "key": None} for n in range(50)], True),
+    ([], False),
+    ([{"nested": {"a": 1}}], False),  # (not plain: json's own indenting)
+    ([{"list": [1, 2]}, {"a": 1}], False),
+    ([1, "two", None], False),
+    ([{1: "a key that is no string"}], False),
+    ({"a": [{"b": 1}]}, False),
+])
+def test_the_fast_rows_print_what_json_prints(data: object, plain: bool) -> None:
+    # (blame's 5,000 lines are written by the C encoder a row at a time: byte for byte what
+    # json.dumps(indent=2) writes, for every value a row can hold; anything else goes to it)
+    assert jsonout.dumps(data) == json.dumps(data, indent=2, ensure_ascii=False)
+    assert (jsonout._rows(json, data) is not None) == plain

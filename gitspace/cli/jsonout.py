@@ -103,4 +103,24 @@ def select(data: Any, fields: list[str] | None) -> Any:
 def dumps(data: Any) -> str:
     import json  # (here: a read without --json never loads it)
 
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    rows = _rows(json, data)
+    return rows if rows is not None else json.dumps(data, indent=2, ensure_ascii=False)
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_STR = frozenset((str,))
+
+
+def _rows(json: Any, data: Any) -> str | None:
+    """``json.dumps(data, indent=2, ensure_ascii=False)`` exactly, for a list of objects of
+    plain values (blame's, a line each); None for anything else. Python writes indented JSON
+    in Python, several times slower than its C encoder writes compact JSON: so the C encoder
+    writes it, its item separator a line break and the indent of a field. An encoded string
+    holds no line break (it is escaped), so ``},<line break>`` followed by ``{`` is found only
+    between two objects, where the indent of the list goes in."""
+    if type(data) is not list or not data or not all(
+            type(row) is dict and row and _SCALARS.issuperset(map(type, row.values()))
+            and _STR.issuperset(map(type, row)) for row in data):
+        return None
+    text = json.dumps(data, ensure_ascii=False, separators=(",\n    ", ": "))
+    return "[\n  {\n    " + text[2:-2].replace("},\n    {", "\n  },\n  {\n    ") + "\n  }\n]"

@@ -101,7 +101,8 @@ class Notes:
 
 
 def blob_size(repo: GitRepo, blob: str) -> int:
-    """The size of a blob without reading it whole (a loose object's header; else git's)."""
+    """The size of a blob without reading it whole (a loose object's header, a pack entry's;
+    else git's: a blame reads one per commit, and a process each would cost more than it)."""
     path = loose.object_path(repo.objects, blob)
     try:
         if path is not None:
@@ -111,6 +112,9 @@ def blob_size(repo: GitRepo, blob: str) -> int:
             return int(size)
     except (OSError, ValueError, zlib.error):
         pass
+    packed = repo.packed_size(blob)
+    if packed is not None:
+        return packed
     out = repo.git("cat-file", "-s", blob, check=False).strip()
     if not out.isdigit():
         raise NotFound(f"The note blob {blob} is not in this repository.",

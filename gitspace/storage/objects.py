@@ -185,6 +185,10 @@ class Objects:
                 if kind == "commit" else "The history is damaged: repair it with git."))
         return data
 
+    def packed_size(self, sha: str) -> int | None:
+        """The size of a packed object from its pack entry's header (None: ask git)."""
+        return self._packs.size(sha)
+
     def has_object(self, sha: str) -> bool:
         path = loose.object_path(self.objects, sha)
         if path is not None and path.is_file() or self._packs.contains(sha):

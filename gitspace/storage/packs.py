@@ -148,16 +148,33 @@ class Packs:
                 return found
         return None
 
+    def size(self, sha: str) -> int | None:
+        """The size of packed object ``sha`` as its entry's header says (a delta's: the size
+        it makes), read without inflating the object; None: not in a pack, or unusual (ask
+        git). A size is a hint for what to read, never a checked content."""
+        try:
+            raw = bytes.fromhex(sha)
+        except ValueError:
+            return None
+        if len(raw) != 20:
+            return None
+        for attempt in (0, 1):
+            if (attempt or not self._packs) and not self._refresh() and attempt:
+                return None
+            for pack in self._packs:
+                offset = pack.offset(raw)
+                if offset is not None:
+                    try:
+                        return _entry_size(pack.pack, offset)
+                    except (ValueError, IndexError, zlib.error, OSError):
+                        return None
+        return None
+
     def _entry(self, pack: _Pack, offset: int, depth: int) -> tuple[str, bytes] | None:
         if depth > MAX_CHAIN:
             return None
         data = pack.pack
-        c = data[offset]
-        kind, size, shift, at = (c >> 4) & 7, c & 15, 4, offset + 1
-        while c & 0x80:
-            c = data[at]
-            size |= (c & 0x7F) << shift
-            shift, at = shift + 7, at + 1
+        kind, size, at = _header(data, offset)
         if kind in KINDS:
             return KINDS[kind], _inflate(data, at, size)
         if kind == OFS_DELTA:
@@ -176,6 +193,37 @@ class Packs:
         if base is None:
             return None
         return base[0], apply_delta(base[1], _inflate(data, at, size))
+
+
+def _header(data: Any, offset: int) -> tuple[int, int, int]:
+    """(kind, size, where the entry's data starts) of the pack entry at ``offset``."""
+    c = data[offset]
+    kind, size, shift, at = (c >> 4) & 7, c & 15, 4, offset + 1
+    while c & 0x80:
+        c = data[at]
+        size |= (c & 0x7F) << shift
+        shift, at = shift + 7, at + 1
+    return kind, size, at
+
+
+def _entry_size(data: Any, offset: int) -> int | None:
+    """The size of the object the entry at ``offset`` makes: its header's, or for a delta the
+    target size its first bytes say (inflating only those)."""
+    kind, size, at = _header(data, offset)
+    if kind in KINDS:
+        return size
+    if kind == OFS_DELTA:
+        while data[at] & 0x80:
+            at += 1
+        at += 1
+    elif kind == REF_DELTA:
+        at += 20
+    else:
+        return None
+    head = zlib.decompressobj().decompress(data[at: at + 64], 20)
+    _, end = _varint(head, 0)
+    target, _ = _varint(head, end)
+    return target
 
 
 def _inflate(data: Any, at: int, size: int) -> bytes:
