@@ -133,3 +133,34 @@ def test_the_fast_rows_print_what_json_prints(data: object, plain: bool) -> None
     # json.dumps(indent=2) writes, for every value a row can hold; anything else goes to it)
     assert jsonout.dumps(data) == json.dumps(data, indent=2, ensure_ascii=False)
     assert (jsonout._rows(json, data) is not None) == plain
+
+
+def test_what_a_terminal_acts_on_is_spelled_in_ascii_text_too() -> None:
+    # (long ASCII output such as blame's is checked with bytes.translate, not the pattern: the
+    # same characters spelled, every C0 control and DEL among them, tab and line break kept)
+    from gitspace.cli import lines
+
+    for c in map(chr, range(0x2070)):
+        text = f"a{c}b\n"
+        assert lines.visible(text) == lines._CONTROL.sub(lines._spelled, text), repr(c)
+    assert lines.visible("plain\tascii\n" * 1000) == "plain\tascii\n" * 1000
+    assert lines.visible('{"a": "\x1b[2J"}') == '{"a": "\\x1b[2J"}'
+
+
+def test_blame_json_is_what_the_generic_writer_writes() -> None:
+    # (blame's lines are written a group at a time, each group's fields encoded once)
+    from gitspace.cli import reads
+    from gitspace.provenance.blame import Line
+
+    found = [Line(n, text, commit, kind, "claude-code", None, session, None, "Write", 17, None,
+                  prompt, key, "note")
+             for n, (text, commit, kind, session, prompt, key) in enumerate([
+                 ('say "hi" \\ é 𝄞 \u2028', "a" * 40, "agent", "s-1", None, "s_1::t_1"),
+                 ("},\n    {", "a" * 40, "agent", "s-1", None, "s_1::t_1"),
+                 ("\x1b[2J", "b" * 40, "person", None, "a \"prompt\"\n", None),
+                 ("", "a" * 40, "agent", "s-1", None, "s_1::t_1"),
+                 ("last", "a" * 40, "agent", "s-2", None, "s_2::t_1")], 1)]
+    assert reads.blame_json(found) == jsonout.dumps([line.as_json() for line in found])
+    assert reads.blame_json([]) == jsonout.dumps([]) == "[]"
+    found[0].time = True  # (a value no group can be encoded for: the generic writer)
+    assert reads.blame_json(found) == jsonout.dumps([line.as_json() for line in found])

@@ -33,12 +33,25 @@ TIMELINE = ["gitspace.core.depth", "gitspace.core.timeline", "gitspace.storage.o
 WHO = ["gitspace.core.person"]  # the name an entry made with no agent is shown by
 FINDER = ["gitspace.core.lookup", "gitspace.core.opnames", "gitspace.core.refnames",
           "gitspace.storage.gitnames", "gitspace.storage.opindex"]  # an op id, a checkpoint, a branch
+BLAME = ["gitspace", "gitspace.config", "gitspace.core", "gitspace.core.linerefs",
+         "gitspace.core.person", "gitspace.errors", "gitspace.faults", "gitspace.harness",
+         "gitspace.harness.state", "gitspace.provenance",
+         "gitspace.provenance.authorship", "gitspace.provenance.blame",
+         "gitspace.provenance.matching", "gitspace.provenance.notes",
+         "gitspace.provenance.sessions", "gitspace.provenance.sources", "gitspace.storage",
+         "gitspace.storage.bounded", "gitspace.storage.bounds", "gitspace.storage.gitrepo",
+         "gitspace.storage.ids", "gitspace.storage.ledger", "gitspace.storage.lockfile",
+         "gitspace.storage.loose", "gitspace.storage.objects", "gitspace.storage.packs",
+         "gitspace.storage.records", "gitspace.storage.refs", "gitspace.storage.statefiles",
+         "gitspace.storage.worktrees"]  # (the notes, the ops' trailers, the transcripts)
 PINNED: dict[str, tuple[list[str], set[str]]] = {  # command -> (its gitspace modules, allowed)
     "status": ([*CLI, *LIBRARY, *TIMELINE, *WHO, "gitspace.core.exclude",
                 "gitspace.core.snapshot"], {"json"}),  # (the timeline: the last op, said)
     "log -n 20": ([*CLI, *LIBRARY, *TIMELINE, *WHO], {"json"}),
     "show HEAD": ([*CLI, *LIBRARY, *TIMELINE, *FINDER, *WHO], {"json", "sqlite3"}),
     "diff HEAD~1": ([*CLI, *LIBRARY, *TIMELINE, *FINDER], {"json", "sqlite3"}),
+    "blame a.md": ([*CLI, *BLAME], {"json"}),
+    "blame a.md HEAD --json": ([*CLI, *BLAME], {"json"}),
 }
 NEVER = {"typer", "click", "rich", "git", "typing", "dataclasses", "inspect", "json", "sqlite3"}
 

@@ -36,7 +36,7 @@ from . import (
 # Every command, in the order ``gitspace --help`` lists them.
 COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("init", workspace.init),
-    *reads.READS.items(),  # status, log, show, diff
+    *reads.READS.items(),  # status, log, show, diff, blame
     ("checkpoints", history.checkpoints),
     ("branches", history.branches),
     ("tools", workspace.tools),
@@ -66,7 +66,6 @@ COMMANDS: list[tuple[str, Callable[..., Any]]] = [
     ("rewind", harness.rewind),
     ("fork", fork.fork),
     ("gc", harness.gc),
-    ("blame", provenance.blame),
     ("provenance", provenance.provenance),
     ("purge", provenance.purge),
     ("hook", harness.hook),

@@ -47,6 +47,7 @@ TEMPLATE_FIELDS = {
 # and the bidirectional overrides that show text in another order than it is.
 _HIDDEN = "\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069"
 _CONTROL = re.compile(f"[{_HIDDEN}]")
+_HIDDEN_ASCII = bytes([*range(0x09), *range(0x0b, 0x20), 0x7f])  # (_HIDDEN's ASCII part)
 _LINE = re.compile(f"[\\\\\n\t{_HIDDEN}]")
 # A colour as git's own diff writes one (bold, faint, reverse, red to white, and their
 # backgrounds): no concealed or black text, so a colour kept from a file hides none of it.
@@ -68,6 +69,10 @@ def one_line(text: str) -> str:
 def visible(text: str) -> str:
     """``text`` (lines kept) as a terminal only shows it: every character it would act on
     spelled as an escape, so text from history never moves the cursor or hides a line."""
+    if text.isascii():  # (known without a scan: ASCII holds only the C0 controls and DEL,
+        data = text.encode("ascii")  # which bytes.translate finds many times faster than re)
+        if len(data.translate(None, _HIDDEN_ASCII)) == len(data):
+            return text
     return _CONTROL.sub(_spelled, text)
 
 

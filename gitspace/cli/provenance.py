@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -12,6 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .common import JsonOpt, echo, emit_json, state
+from .shared import relative
 
 notes_app = typer.Typer(help="The authorship notes (refs/notes/ai): fetch and merge them, push "
                              "them (docs/provenance.md).", no_args_is_help=True)
@@ -28,69 +27,6 @@ def _repo() -> Any:
     from ..storage.gitrepo import GitRepo
 
     return GitRepo.open(Path(state.directory))
-
-
-def _relative(repo: Any, path: str) -> str:
-    """``path`` as the work tree's top names it (given relative to -C, or absolute)."""
-    full = Path(path) if os.path.isabs(path) else Path(os.path.abspath(Path(state.directory)
-                                                                        / path))
-    try:
-        return full.relative_to(repo.root.resolve()).as_posix() if full.is_absolute() and \
-            full.resolve().is_relative_to(repo.root.resolve()) else path
-    except ValueError:
-        return path
-
-
-def blame(
-    path: Annotated[str, typer.Argument(help="The file (relative to -C, or to the work tree).")],
-    rev: Annotated[Optional[str], typer.Argument(metavar="REV", help=(  # noqa: UP045
-        "The revision to blame at (default: the work tree, uncommitted lines included)."))
-    ] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """For each line: the agent call (harness, session, op, tool, time, the turn's prompt) or
-    the person that wrote it, from the authorship notes (refs/notes/ai)."""
-    from ..provenance import blame as blaming
-    from ..provenance.sessions import Transcripts
-
-    repo = _repo()
-    try:
-        rel = _relative(repo, path)
-        found = blaming.blame(repo, rel, rev, Transcripts(repo.gitdir))
-    finally:
-        repo.close()
-    if as_json:
-        emit_json([line.as_json() for line in found], "blame")
-        return
-    last: tuple[object, ...] | None = None
-    width = len(str(len(found)))
-    shown = []
-    for line in found:
-        group = (line.commit, line.key, line.author)
-        if group != last:
-            shown.append(_heading(line))
-            last = group
-        shown.append(f"  {line.line:>{width}} | {line.text}")
-    if shown:
-        echo("\n".join(shown))
-
-
-def _heading(line: Any) -> str:
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(line.time)) if line.time else ""
-    commit = "uncommitted" if set(line.commit) == {"0"} else line.commit[:10]
-    if line.kind == "person":
-        return f"{commit}  {line.author} (person)  {when}"
-    parts = [f"{commit}  {line.author}"]
-    if line.session:
-        parts.append(f"session {line.session[:8]}")
-    if line.op:
-        parts.append(f"op {line.op} {line.tool or ''}".rstrip())
-    if line.model:
-        parts.append(line.model)
-    parts.append(when)
-    if line.prompt:
-        parts.append(json.dumps(line.prompt, ensure_ascii=False))
-    return "  ".join(p for p in parts if p)
 
 
 def provenance(
@@ -165,7 +101,7 @@ def purge(
 
     repo = _repo()
     try:
-        done = purging.purge(repo, _relative(repo, path))
+        done = purging.purge(repo, relative(repo, path))
     finally:
         repo.close()
     echo(f"Purged {done.path} from {len(done.lines)} recorded line(s): {done.ops} op record(s) "

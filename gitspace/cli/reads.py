@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from ..errors import GitspaceError
-from . import lines
+from . import jsonout, lines
 from .options import colour_on, state
 from .pager import paged
 from .params import Argument, Command, Option, declare
@@ -28,6 +28,7 @@ from .shared import (
     find_entry,
     in_place,
     open_to_read,
+    relative,
     render,
     take_paths,
     usage,
@@ -286,5 +287,96 @@ def _color() -> list[str]:
     return ["--color=always" if colour_on() else "--color=never"]
 
 
-# Every read command, in the order ``gitspace --help`` lists them (after ``init``).
-READS: dict[str, Command] = {"status": status, "log": log, "show": show, "diff": diff}
+@declare(
+    path=Argument(help="The file (relative to -C, or to the work tree)."),
+    rev=Argument(metavar="REV", help=(
+        "The revision to blame at (default: the work tree, uncommitted lines included).")),
+    as_json=JSON,
+)
+def blame(path: str, rev: str | None = None, as_json: bool = False) -> None:
+    """For each line: the agent call (harness, session, op, tool, time, the turn's prompt) or
+    the person that wrote it, from the authorship notes (refs/notes/ai)."""
+    import gc
+
+    from ..provenance import blame as blaming
+    from ..provenance.sessions import Transcripts
+    from ..storage.gitrepo import GitRepo
+
+    gc.disable()  # (a line is a few objects, none in a cycle: collecting found nothing, slowly)
+    repo = GitRepo.locate(Path(state.directory))  # (an ordinary checkout: found, no git asked)
+    try:
+        found = blaming.blame(repo, relative(repo, path), rev, Transcripts(repo.gitdir))
+    finally:
+        repo.close()
+    if as_json:
+        if state.json_fields is None:
+            echo(blame_json(found))
+        else:
+            emit_json([line.as_json() for line in found], "blame")
+        return
+    last: tuple[object, ...] | None = None
+    width = len(str(len(found)))
+    shown = []
+    for line in found:
+        group = (line.commit, line.key, line.author)
+        if group != last:
+            shown.append(_heading(line))
+            last = group
+        shown.append(f"  {line.line:>{width}} | {line.text}")
+    if shown:
+        echo("\n".join(shown))
+
+
+def blame_json(found: list[Any]) -> str:
+    """``jsonout.dumps`` of the lines' ``as_json()``, exactly, written a group at a time: the
+    lines of one commit and key differ only in their number and text, so the rest of them is
+    encoded once (the whole of it a line at a time was most of a long file's blame)."""
+    import json
+    from json.encoder import encode_basestring as text_of  # (C: ensure_ascii=False's own)
+    from operator import attrgetter
+
+    from ..provenance.blame import FIELDS
+
+    assert FIELDS[:2] == ["line", "text"]
+    rest_of = attrgetter(*FIELDS[2:])
+    rest = json.JSONEncoder(ensure_ascii=False, separators=(",\n    ", ": ")).encode
+    encoded: dict[tuple[object, ...], str] = {}
+    out = []
+    for line in found:
+        values = rest_of(line)
+        tail = encoded.get(values)
+        if tail is None:
+            if not all(v is None or type(v) in (str, int) for v in values) \
+                    or type(line.line) is not int or type(line.text) is not str:
+                return jsonout.dumps([each.as_json() for each in found])
+            tail = encoded[values] = rest(dict(zip(FIELDS[2:], values, strict=True)))[1:-1]
+        out.append(f'  {{\n    "line": {line.line},\n    "text": {text_of(line.text)},\n    '
+                   f"{tail}\n  }}")
+    return "[\n" + ",\n".join(out) + "\n]" if out else "[]"
+
+
+def _heading(line: Any) -> str:
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(line.time)) if line.time else ""
+    commit = "uncommitted" if set(line.commit) == {"0"} else line.commit[:10]
+    if line.kind == "person":
+        return f"{commit}  {line.author} (person)  {when}"
+    parts = [f"{commit}  {line.author}"]
+    if line.session:
+        parts.append(f"session {line.session[:8]}")
+    if line.op:
+        parts.append(f"op {line.op} {line.tool or ''}".rstrip())
+    if line.model:
+        parts.append(line.model)
+    parts.append(when)
+    if line.prompt:
+        import json
+
+        parts.append(json.dumps(line.prompt, ensure_ascii=False))
+    return "  ".join(p for p in parts if p)
+
+
+# Every read command (``gitspace --help`` lists them by ``commands.SECTIONS``).
+READS: dict[str, Command] = {"status": status, "log": log, "show": show, "diff": diff,
+                             "blame": blame}

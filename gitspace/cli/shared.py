@@ -154,6 +154,19 @@ def take_paths() -> list[str]:
     return paths
 
 
+def relative(repo: Any, path: str) -> str:
+    """``path`` as the work tree's top names it (given relative to -C, or absolute)."""
+    import os
+
+    full = Path(path) if os.path.isabs(path) else Path(os.path.abspath(Path(state.directory)
+                                                                        / path))
+    try:
+        return full.relative_to(repo.root.resolve()).as_posix() if full.is_absolute() and \
+            full.resolve().is_relative_to(repo.root.resolve()) else path
+    except ValueError:
+        return path
+
+
 def find_entry(ws: Any, text: str) -> Any:
     """The timeline entry a person named: an op id or the part of one log shows, a checkpoint,
     a branch or any revision (the library's finder; ambiguity is its error)."""

@@ -16,11 +16,14 @@ committed. A line that is not JSON, or not of a known shape, is skipped and coun
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..errors import GitspaceError
 from ..storage import bounded, bounds
 from . import state
+
+TYPE_CHECKING = False  # (typing is not imported at run time: blame reads prompts through here)
+if TYPE_CHECKING:
+    from typing import Any
 
 LIMIT = 32 << 20
 MESSAGES = 5_000

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 
 try:  # CPython's own SHA-256: a hook that imports hashlib pays for OpenSSL's (about 5 ms)
     from _sha256 import sha256
@@ -159,8 +160,6 @@ def parse_ranges(text: str) -> Ranges:
 
 
 def covers(ranges: Ranges, line: int) -> bool:
-    from bisect import bisect_right
-
     i = bisect_right(ranges, (line, LINE_MAX)) - 1
     return i >= 0 and ranges[i][0] <= line <= ranges[i][1]
 

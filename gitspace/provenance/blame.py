@@ -14,6 +14,8 @@ Invariants:
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 from ..core.linerefs import ref_for
 from ..errors import GitspaceError, NotFound
 from ..storage import ledger
@@ -54,13 +56,9 @@ FIELDS = ["line", "text", "commit", "kind", "author", "harness", "session", "op"
           "model", "prompt", "key", "source"]
 
 
-@record()
-class _Origin:
-    commit: str
-    line: int
-    path: str
-    author: str
-    time: int
+# Where a line came from: commit, its line there, its path there, its author and time. A tuple
+# (one per line of the file: a record's __init__ cost a 5,000-line blame a tenth of its time).
+_Origin = namedtuple("_Origin", ["commit", "line", "path", "author", "time"])
 
 
 def blame(repo: GitRepo, path: str, rev: str | None = None,
@@ -85,13 +83,21 @@ def blame(repo: GitRepo, path: str, rev: str | None = None,
         group = _group(notes, origin) if origin.commit != UNCOMMITTED else None
         known = seen.get(group) if group is not None else None
         if known is not None:  # (one lookup a group: a file is a few groups of many lines)
-            out.append(Line(number, text, *known))  # type: ignore[arg-type]
+            out.append(_again(number, text, known))
             continue
         found = _line(repo, notes, number, origin, text, uncommitted, transcripts)
         if group is not None:
             seen[group] = tuple(getattr(found, name) for name in FIELDS[2:])
         out.append(found)
     return out
+
+
+def _again(number: int, text: str, known: tuple[object, ...]) -> Line:
+    """A line of a group met before, its fields set at once (``Line(...)`` sets each of them by
+    a call of its own: most of a long file's blame, where every line is such a one)."""
+    line: Line = object.__new__(Line)
+    line.__dict__.update(zip(FIELDS, (number, text, *known), strict=True))
+    return line
 
 
 def _group(notes: Notes, origin: _Origin) -> tuple[str, str | None]:
@@ -121,32 +127,31 @@ def _untracked(repo: GitRepo, path: str, transcripts: Transcripts | None) -> lis
 
 
 def _porcelain(data: bytes) -> tuple[list[_Origin], list[str]]:
+    """Each line's origin and text, from ``git blame --porcelain`` (a commit's fields follow
+    the first header line naming it; each line is a header line, then its text after a tab).
+    Decoded at once: a byte sequence of UTF-8 never spans a line break."""
     origins: list[_Origin] = []
     texts: list[str] = []
     known: dict[str, dict[str, str]] = {}
-    current: list[str] = []
-    rows = data.split(b"\n")
-    i = 0
-    while i < len(rows):
-        row = rows[i].decode("utf-8", "surrogateescape")
-        i += 1
+    fields: dict[str, str] = {}
+    sha, orig = "", 0
+    for row in data.decode("utf-8", "surrogateescape").split("\n"):
         if not row:
             continue
-        if row.startswith("\t"):
-            sha, orig = current[0], int(current[1])
-            info = known[sha]
-            origins.append(_Origin(sha, orig, info.get("filename", ""), info.get("author", ""),
-                                   int(info.get("author-time", "0") or 0)))
+        if row[0] == "\t":
+            origins.append(_Origin(sha, orig, fields.get("filename", ""),
+                                   fields.get("author", ""),
+                                   int(fields.get("author-time", "0") or 0)))
             texts.append(row[1:])
             continue
-        head = row.split(" ")
+        head = row.split(" ", 3)
         if len(head) >= 3 and len(head[0]) == 40 and head[1].isdigit():
-            current = head
-            known.setdefault(head[0], {})
+            sha, orig = head[0], int(head[1])
+            fields = known.setdefault(sha, {})
             continue
         name, _, value = row.partition(" ")
-        if current:
-            known[current[0]][name] = value
+        if sha:
+            fields[name] = value
     return origins, texts
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import zlib
 
-from ..core.writer import Change, RefMove, Writer
 from ..errors import ConcurrentUpdate, GitspaceError, NotFound
 from ..storage import loose
 from ..storage.gitrepo import GitRepo
@@ -28,6 +27,8 @@ from . import authorship
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from ..core.writer import Writer
 
 REF = authorship.REF
 
@@ -127,6 +128,8 @@ def put(writer: Writer, person: Signature, notes: Mapping[str, str | None], why:
     """Write ``notes`` (commit → note text; None removes it) as one notes commit, and move
     ``ref`` to it (the caller holds ``writer.locked``). The new tip; the old one when nothing
     changed."""
+    from ..core.writer import Change, RefMove  # (here: a read of the notes never loads it)
+
     repo = writer.repo
     for attempt in range(tries):
         current = Notes(repo, ref)
