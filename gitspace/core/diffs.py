@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..storage.gitnames import unquote
 from ..storage.gitrepo import GitRepo
 
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
@@ -71,29 +72,8 @@ def _path(raw: bytes) -> str | None:
     if raw == b"/dev/null":
         return None
     if raw.startswith(b'"') and raw.endswith(b'"'):
-        raw = _unquote(raw[1:-1])
+        raw = unquote(raw[1:-1])
     return _text(raw[2:] if raw[:2] in (b"a/", b"b/") else raw)
-
-
-def _unquote(raw: bytes) -> bytes:
-    out = bytearray()
-    i = 0
-    simple = {ord("n"): 10, ord("t"): 9, ord('"'): 34, ord("\\"): 92, ord("a"): 7, ord("b"): 8,
-              ord("f"): 12, ord("r"): 13, ord("v"): 11}
-    while i < len(raw):
-        c = raw[i]
-        if c == 92 and i + 1 < len(raw):
-            nxt = raw[i + 1]
-            if 48 <= nxt <= 55 and re.fullmatch(rb"[0-7]{3}", raw[i + 1:i + 4]):
-                out.append(int(raw[i + 1:i + 4], 8))
-                i += 4
-                continue
-            out.append(simple.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return bytes(out)
 
 
 def _header_paths(line: bytes) -> tuple[str | None, str | None]:

@@ -164,6 +164,22 @@ def covers(ranges: Ranges, line: int) -> bool:
     return i >= 0 and ranges[i][0] <= line <= ranges[i][1]
 
 
+def keys_in(entries: dict[str, Ranges], first: int, count: int) -> list[str | None]:
+    """The key ``entries`` (key → ranges) give each of lines ``first`` to ``first + count - 1``
+    (None: not attested); where ranges of two keys overlap, the first key's (``key_at``'s).
+    Ranges past those lines are cut, however long a hostile note makes them."""
+    keys: list[str | None] = [None] * count
+    last = first + count - 1
+    for key, ranges in reversed(list(entries.items())):
+        i = max(0, bisect_right(ranges, (first, LINE_MAX)) - 1)  # (ranges: sorted, apart)
+        while i < len(ranges) and ranges[i][0] <= last:
+            lo, hi = max(ranges[i][0], first), min(ranges[i][1], last)
+            if lo <= hi:
+                keys[lo - first:hi - first + 1] = [key] * (hi - lo + 1)
+            i += 1
+    return keys
+
+
 def count(ranges: Ranges) -> int:
     return sum(b - a + 1 for a, b in ranges)
 

@@ -19,6 +19,7 @@ from collections import namedtuple
 from ..core.linerefs import ref_for
 from ..errors import GitspaceError, NotFound
 from ..storage import ledger
+from ..storage.gitnames import unquoted_path
 from ..storage.gitrepo import GitRepo
 from ..storage.records import record
 from . import authorship, matching, sources
@@ -56,9 +57,26 @@ FIELDS = ["line", "text", "commit", "kind", "author", "harness", "session", "op"
           "model", "prompt", "key", "source"]
 
 
-# Where a line came from: commit, its line there, its path there, its author and time. A tuple
-# (one per line of the file: a record's __init__ cost a 5,000-line blame a tenth of its time).
+# Where a line came from: commit, its line there, its path there, its author and time (a tuple:
+# a record's __init__ is paid once per line where a file has no groups, untracked).
 _Origin = namedtuple("_Origin", ["commit", "line", "path", "author", "time"])
+
+
+@record(frozen=True)
+class _Hunk:
+    """Lines ``final`` to ``final + len(texts) - 1`` of the file, from lines ``orig`` on of
+    ``path`` in ``commit``."""
+
+    commit: str
+    orig: int
+    final: int
+    path: str
+    author: str
+    time: int
+    texts: list[str]
+
+    def origin(self, k: int) -> _Origin:
+        return _Origin(self.commit, self.orig + k, self.path, self.author, self.time)
 
 
 def blame(repo: GitRepo, path: str, rev: str | None = None,
@@ -73,22 +91,26 @@ def blame(repo: GitRepo, path: str, rev: str | None = None,
         raise NotFound(f"git blame cannot blame {path}{' at ' + rev if rev else ''}: {text}",
                        hint="Name a file the revision holds (paths are relative to the work "
                             "tree's top).")
-    origins, texts = _porcelain(proc.stdout)
+    hunks = _porcelain(proc.stdout)
     notes = Notes(repo)
-    uncommitted = _uncommitted(repo, path, texts) if any(
-        o.commit == UNCOMMITTED for o in origins) else {}
-    out = []
+    uncommitted = _uncommitted(repo, path, [text for h in hunks for text in h.texts]) if any(
+        h.commit == UNCOMMITTED for h in hunks) else {}
+    out: list[Line] = []
     seen: dict[tuple[str, str | None], tuple[object, ...]] = {}  # (commit, key) → its fields
-    for number, (origin, text) in enumerate(zip(origins, texts, strict=True), 1):
-        group = _group(notes, origin) if origin.commit != UNCOMMITTED else None
-        known = seen.get(group) if group is not None else None
-        if known is not None:  # (one lookup a group: a file is a few groups of many lines)
-            out.append(_again(number, text, known))
-            continue
-        found = _line(repo, notes, number, origin, text, uncommitted, transcripts)
-        if group is not None:
-            seen[group] = tuple(getattr(found, name) for name in FIELDS[2:])
-        out.append(found)
+    for hunk in hunks:
+        note = notes.get(hunk.commit) if hunk.commit != UNCOMMITTED else None
+        keys = authorship.keys_in(note.files.get(hunk.path, {}), hunk.orig, len(hunk.texts)) \
+            if note is not None else [None] * len(hunk.texts)
+        for k, (key, text) in enumerate(zip(keys, hunk.texts, strict=True)):
+            number = hunk.final + k
+            known = seen.get((hunk.commit, key)) if hunk.commit != UNCOMMITTED else None
+            if known is not None:  # (a file is a few groups of many lines)
+                out.append(_again(number, text, known))
+                continue
+            found = _line(repo, notes, number, hunk.origin(k), text, uncommitted, transcripts)
+            if hunk.commit != UNCOMMITTED:
+                seen[hunk.commit, key] = tuple(getattr(found, name) for name in FIELDS[2:])
+            out.append(found)
     return out
 
 
@@ -98,11 +120,6 @@ def _again(number: int, text: str, known: tuple[object, ...]) -> Line:
     line: Line = object.__new__(Line)
     line.__dict__.update(zip(FIELDS, (number, text, *known), strict=True))
     return line
-
-
-def _group(notes: Notes, origin: _Origin) -> tuple[str, str | None]:
-    note = notes.get(origin.commit)
-    return origin.commit, note.key_at(origin.path, origin.line) if note is not None else None
 
 
 def _untracked(repo: GitRepo, path: str, transcripts: Transcripts | None) -> list[Line]:
@@ -126,33 +143,45 @@ def _untracked(repo: GitRepo, path: str, transcripts: Transcripts | None) -> lis
             for n, (o, t) in enumerate(zip(origins, texts, strict=True), 1)]
 
 
-def _porcelain(data: bytes) -> tuple[list[_Origin], list[str]]:
-    """Each line's origin and text, from ``git blame --porcelain`` (a commit's fields follow
-    the first header line naming it; each line is a header line, then its text after a tab).
-    Decoded at once: a byte sequence of UTF-8 never spans a line break."""
-    origins: list[_Origin] = []
-    texts: list[str] = []
+def _porcelain(data: bytes) -> list[_Hunk]:
+    """The hunks of ``git blame --porcelain``, in the file's order. A hunk's first line is a
+    header ``SHA ORIG FINAL COUNT``, the fields of its commit (all of them the first time the
+    commit is named; ``filename`` always), and its text after a tab; each of its other lines a
+    header ``SHA ORIG FINAL`` and its text: those are taken as one slice, never parsed. Decoded
+    at once: a byte sequence of UTF-8 never spans a line break."""
+    rows = data.decode("utf-8", "surrogateescape").split("\n")
+    if rows and not rows[-1]:
+        rows.pop()
+    hunks: list[_Hunk] = []
     known: dict[str, dict[str, str]] = {}
-    fields: dict[str, str] = {}
-    sha, orig = "", 0
-    for row in data.decode("utf-8", "surrogateescape").split("\n"):
-        if not row:
-            continue
-        if row[0] == "\t":
-            origins.append(_Origin(sha, orig, fields.get("filename", ""),
-                                   fields.get("author", ""),
-                                   int(fields.get("author-time", "0") or 0)))
-            texts.append(row[1:])
-            continue
-        head = row.split(" ", 3)
-        if len(head) >= 3 and len(head[0]) == 40 and head[1].isdigit():
-            sha, orig = head[0], int(head[1])
-            fields = known.setdefault(sha, {})
-            continue
-        name, _, value = row.partition(" ")
-        if sha:
+    i, end = 0, len(rows)
+    while i < end:
+        head = rows[i].split(" ")
+        if len(head) != 4 or len(head[0]) != 40 or not all(h.isdigit() for h in head[1:]):
+            raise _unreadable(rows[i])
+        sha, orig, final, count = head[0], int(head[1]), int(head[2]), int(head[3])
+        fields = known.setdefault(sha, {})
+        i += 1
+        while i < end and rows[i][:1] != "\t":
+            name, _, value = rows[i].partition(" ")
             fields[name] = value
-    return origins, texts
+            i += 1
+        rest = rows[i + 1:i + 2 * count - 1]  # (the other lines: header, text, header, ...)
+        texts = rows[i:i + 2 * count - 1:2]
+        if count < 1 or len(texts) != count or not all(t[:1] == "\t" for t in texts) or \
+                not all(r.startswith(sha) for r in rest[::2]):
+            raise _unreadable(rows[i] if i < end else "")
+        hunks.append(_Hunk(sha, orig, final, unquoted_path(fields.get("filename", "")),
+                           fields.get("author", ""), int(fields.get("author-time", "0") or 0),
+                           [t[1:] for t in texts]))
+        i += 2 * count - 1
+    hunks.sort(key=lambda h: h.final)
+    return hunks
+
+
+def _unreadable(row: str) -> GitspaceError:
+    return GitspaceError(f"git blame printed what gitspace cannot read ({row[:80]!r}).",
+                         hint="Report it with your git version (git --version).")
 
 
 def _line(repo: GitRepo, notes: Notes, number: int, origin: _Origin, text: str,

@@ -151,7 +151,7 @@ def _next(history: list[Version], lines: list[bytes], step: Step) -> Version:
                     keys[n] = older.keys[again[n]]
     keys = [k if k is not None or kept[n] >= 0 else step.key for n, k in enumerate(keys)]
     if step.note is not None:
-        attested = note_keys(step.note, len(lines))
+        attested = authorship.keys_in(step.note, 1, len(lines))
         keys = [a if a is not None else k if kept[n] >= 0 else None
                 for n, (a, k) in enumerate(zip(attested, keys, strict=True))]
     return Version(lines, keys)
@@ -304,16 +304,3 @@ def commit_steps(repo: GitRepo, commits: Sequence[str], paths: Iterable[str],
                     change.old.mode in FILES else None
             out.steps.setdefault(change.path, []).append(step)
     return out
-
-
-def note_keys(entries: dict[str, authorship.Ranges], count: int) -> list[str | None]:
-    """The key a note's ``entries`` give each of ``count`` lines (None: not attested); ranges
-    past the file's end are ignored, however long a hostile note makes them."""
-    keys: list[str | None] = [None] * count
-    for key, ranges in entries.items():
-        for a, b in ranges:
-            for n in range(a - 1, min(b, count)):
-                keys[n] = key
-    return keys
-
-

@@ -11,6 +11,9 @@ says whether a name has the form of an object id or an op id. Every ref gitspace
 from a remote (checkpoints, branches, turn marks, lines) is named so that both say no
 (``core/refnames.py`` adds the names gitspace and git mean something by, and the op ids
 recorded here).
+
+And paths as git prints them: ``unquote`` reads a name git wrote C-style between double quotes
+(``core.quotePath``: any byte past ASCII, a control character, ``"`` or ``\\``).
 """
 
 from __future__ import annotations
@@ -96,3 +99,36 @@ def ref_parts_refused(name: str) -> bool:
     character rules are each caller's: they differ by what the name is for.)"""
     return ".." in name or any(not p or p.startswith(".") or p.endswith((".lock", "."))
                                for p in name.split("/"))
+
+
+_ESCAPES = {ord("n"): 10, ord("t"): 9, ord('"'): 34, ord("\\"): 92, ord("a"): 7, ord("b"): 8,
+            ord("f"): 12, ord("r"): 13, ord("v"): 11}
+_OCTAL = re.compile(rb"[0-7]{3}")
+
+
+def unquote(raw: bytes) -> bytes:
+    """The bytes of a name git quoted, given what is between its quotes (``\\303\\251`` is é)."""
+    out = bytearray()
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if c == 92 and i + 1 < len(raw):
+            if _OCTAL.fullmatch(raw, i + 1, i + 4):
+                out.append(int(raw[i + 1:i + 4], 8) & 0xFF)
+                i += 4
+                continue
+            out.append(_ESCAPES.get(raw[i + 1], raw[i + 1]))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return bytes(out)
+
+
+def unquoted_path(text: str) -> str:
+    """A path as git printed it (quoted or not), read back: surrogate-escaped where it is not
+    UTF-8, as every path gitspace reads from git is."""
+    if len(text) < 2 or text[0] != '"' or text[-1] != '"':
+        return text
+    return unquote(text[1:-1].encode("utf-8", "surrogateescape")).decode("utf-8",
+                                                                          "surrogateescape")

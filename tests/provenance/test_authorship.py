@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitspace.provenance import authorship
 from gitspace.provenance.authorship import Note, NoteRefused, dump, parse
@@ -140,3 +142,17 @@ def test_fields_another_tool_wrote_are_kept_when_a_note_is_written_again() -> No
     again = json.loads(dump(parse(text)).split("---\n", 1)[1])
     assert again["git_ai_version"] == "1.4.5" and again["future"] == [1]
     assert again["humans"]["h_31dce776f88375"]["ide"] == "zed"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["k1", "k2", "k3"]),
+                       st.lists(st.tuples(st.integers(1, 40), st.integers(0, 12)), max_size=5)),
+       st.integers(1, 45), st.integers(0, 20))
+def test_the_keys_of_a_run_of_lines_are_those_key_at_gives_each(
+        drawn: dict[str, list[tuple[int, int]]], first: int, count: int) -> None:
+    # (blame asks a hunk's keys at once; overlapping keys, as a hostile note has them, too)
+    entries = {key: authorship.parse_ranges(",".join(f"{a}-{a + n}" for a, n in sorted(ranges)))
+               for key, ranges in drawn.items() if ranges}
+    note = authorship.Note(files={"f": entries})
+    assert authorship.keys_in(entries, first, count) == [
+        note.key_at("f", n) for n in range(first, first + count)]

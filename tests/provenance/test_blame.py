@@ -127,3 +127,44 @@ def test_bad_revisions_and_paths_are_refused_with_a_sentence(root: Path) -> None
         done = gs(root, *args, check=False)
         assert done.returncode in (1, 2), (args, done.stdout)
         assert "Traceback" not in done.stderr and done.stderr.strip(), args
+
+
+def test_blame_of_many_hunks_names_each_line_where_git_blame_does(tmp_path: Path) -> None:
+    # Hunks of several commits interleaved (agent calls, the person's edits), lines that read
+    # as blame's own headers or start with a tab, a path with a space and an accent, the work
+    # tree's uncommitted lines: each line's commit and text are git blame's, the agent's lines
+    # the agent's.
+    root = checkout(tmp_path)
+    rel = "src/a é \"b\".txt"
+    lines = [f"line {n}\n" for n in range(60)]
+    lines[7] = f"{'a' * 40} 1 1 1\n"
+    lines[13] = "\tfilename x\n"
+    agent_writes(root, rel, "".join(lines), "toolu_m0")
+    person(root, "add", ".")
+    person(root, "commit", "-q", "-m", "the agent's file")
+    for c in range(1, 4):
+        for n in range(c, 60, 7):
+            lines[n] = f"call {c} wrote {n}\n"
+        agent_writes(root, rel, "".join(lines), f"toolu_m{c}")
+        lines[c * 11] = f"the person wrote {c * 11}\n"
+        (root / rel).write_text("".join(lines))
+        person(root, "add", ".")
+        person(root, "commit", "-q", "-m", f"round {c}")
+    lines[5] = "not committed\n"
+    (root / rel).write_text("".join(lines))
+    for rev in ("HEAD", "HEAD~2", None):
+        found = json.loads(gs(root, "blame", rel, *([rev] if rev else []), "--json").stdout)
+        porcelain = person(root, "blame", "--line-porcelain", *([rev] if rev else []), "--",
+                           rel).stdout.splitlines()
+        theirs = [row.split()[0] for i, row in enumerate(porcelain)
+                  if i == 0 or porcelain[i - 1].startswith("\t")]  # (each line's header)
+        texts = [row[1:] for row in porcelain if row.startswith("\t")]
+        assert [x["line"] for x in found] == list(range(1, len(texts) + 1))
+        assert [x["commit"] for x in found] == theirs
+        assert [x["text"] for x in found] == texts
+    mine = {x["line"]: x for x in found}
+    assert mine[12]["kind"] == "person" and mine[34]["kind"] == "person"
+    assert mine[1]["kind"] == mine[8]["kind"] == mine[14]["kind"] == "agent"
+    assert mine[2]["kind"] == "agent" and mine[2]["op"] and mine[2]["text"] == "call 1 wrote 1"
+    assert mine[8]["text"] == f"{'a' * 40} 1 1 1" and mine[14]["text"] == "\tfilename x"
+    assert mine[6]["text"] == "not committed" and set(mine[6]["commit"]) == {"0"}
