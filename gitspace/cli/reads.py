@@ -298,14 +298,17 @@ def blame(path: str, rev: str | None = None, as_json: bool = False) -> None:
     the person that wrote it, from the authorship notes (refs/notes/ai)."""
     import gc
 
-    from ..provenance import blame as blaming
-    from ..provenance.sessions import Transcripts
     from ..storage.gitrepo import GitRepo
 
     gc.disable()  # (a line is a few objects, none in a cycle: collecting found nothing, slowly)
     repo = GitRepo.locate(Path(state.directory))  # (an ordinary checkout: found, no git asked)
     try:
-        found = blaming.blame(repo, relative(repo, path), rev, Transcripts(repo.gitdir))
+        rel = relative(repo, path)
+        started = repo.start_blame(rel, rev)  # (git blames while the rest is loaded)
+        from ..provenance import blame as blaming
+        from ..provenance.sessions import Transcripts
+
+        found = blaming.blame(repo, rel, rev, Transcripts(repo.gitdir), started)
     finally:
         repo.close()
     if as_json:

@@ -27,6 +27,8 @@ from .notes import Notes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
+
     from .sessions import Transcripts
 
 UNCOMMITTED = "0" * 40
@@ -80,19 +82,22 @@ class _Hunk:
 
 
 def blame(repo: GitRepo, path: str, rev: str | None = None,
-          transcripts: Transcripts | None = None) -> list[Line]:
-    args = ["blame", "--porcelain"] + ([rev] if rev else []) + ["--", path]
-    proc = repo.run_git(*args)
+          transcripts: Transcripts | None = None,
+          started: subprocess.Popen[bytes] | None = None) -> list[Line]:
+    """Each line of ``path`` at ``rev`` (None: the work tree). ``started``: its ``git blame``,
+    begun by the caller (``GitRepo.start_blame``) before it loaded this module."""
+    proc = started if started is not None else repo.start_blame(path, rev)
+    notes = Notes(repo)  # (while git works)
+    stdout, stderr = proc.communicate()
     if proc.returncode != 0 and rev is None and not repo.run_git(
             "ls-files", "--error-unmatch", "--", path).returncode == 0:
         return _untracked(repo, path, transcripts)
     if proc.returncode != 0:
-        text = proc.stderr.decode(errors="replace").strip()
+        text = stderr.decode(errors="replace").strip()
         raise NotFound(f"git blame cannot blame {path}{' at ' + rev if rev else ''}: {text}",
                        hint="Name a file the revision holds (paths are relative to the work "
                             "tree's top).")
-    hunks = _porcelain(proc.stdout)
-    notes = Notes(repo)
+    hunks = _porcelain(stdout)
     uncommitted = _uncommitted(repo, path, [text for h in hunks for text in h.texts]) if any(
         h.commit == UNCOMMITTED for h in hunks) else {}
     out: list[Line] = []

@@ -46,10 +46,17 @@ def main(argv: list[str], stdin: object = None) -> int:
     if name in ("post-rewrite", "pre-push"):
         source: Any = stdin if stdin is not None else sys.stdin.buffer
         data = source.read()
+    return run(name, args, data, Path.cwd())
+
+
+def run(name: str, args: list[str], data: bytes, start: Path) -> int:
+    """What hook ``name`` does in the checkout at ``start``, given its arguments and what git
+    wrote to its stdin: its exit code. Run by the hook's own process (``main``) or by the
+    checkout's resident recorder, which a hook asks first (``harness/resident/server.py``)."""
     try:
         from ..storage.gitrepo import GitRepo
 
-        repo = GitRepo.locate(Path.cwd())
+        repo = GitRepo.locate(start)
     except Exception:  # noqa: BLE001  (a hook never fails the person's git)
         return 1 if name == "pre-push" else 0
     try:

@@ -41,7 +41,7 @@ _BODY = r"""#!/bin/sh
 # before is {name}{chained} beside this file, and runs first, as it always did.
 GITSPACE_PY={python}
 GITSPACE_BOOT={boot}
-chained="$(dirname "$0")/{name}{chained}"
+{ask_program}chained="$(dirname "$0")/{name}{chained}"
 {read_input}status=0
 if [ -x "$chained" ]; then
     case $(head -n 1 "$chained" 2>/dev/null) in
@@ -60,9 +60,34 @@ fi
 
 _OURS = r"""if [ -x "$GITSPACE_PY" ]; then
     {feed}(unset GIT_INDEX_FILE GIT_PREFIX
-        exec "$GITSPACE_PY" -E -S -c "$GITSPACE_BOOT" {name} "$@") >/dev/null 2>&1
+        {ask}exec "$GITSPACE_PY" -E -S -c "$GITSPACE_BOOT" {name} "$@") >/dev/null 2>&1
 fi
 """
+
+# The hooks a checkout's resident recorder runs when one is up (harness/resident/server.py):
+# bash asks it over the loopback address with the secret it keeps, and the hook's own Python
+# runs only when that did not answer 200 (no resident, no bash, anything else).
+SERVED = ("post-commit", "post-rewrite", "post-merge")
+_ASK = r"""GITSPACE_INPUT="$input" /bin/bash -c "$GITSPACE_ASK" {name} "$@" </dev/null && exit 0
+        """
+_PROGRAM = r"""[ "$GITSPACE_RESIDENT" != off ] || exit 1
+LC_ALL=C
+g=$(git rev-parse --absolute-git-dir 2>/dev/null) || exit 1
+r=$g/gitspace/resident
+for f in port secret pid; do [ -f "$r/$f" ] && [ ! -L "$r/$f" ] || exit 1; done
+{ read -r port <"$r/port" && read -r key <"$r/secret" && read -r pid <"$r/pid"; } || exit 1
+case $port:$pid in *[!0-9:]* | :* | *:) exit 1 ;; esac
+kill -0 "$pid" 2>/dev/null || exit 1
+IFS='&'; query="$*"; unset IFS
+exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 1
+head='POST /git/%s?%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nAuthorization: Bearer %s\r\n'
+head="$head"'Content-Length: %s\r\nConnection: close\r\n\r\n%s'
+printf "$head" "$0" "$query" "$port" "$key" "${#GITSPACE_INPUT}" "$GITSPACE_INPUT" >&3 || exit 1
+IFS= read -r -t 25 status <&3 || exit 1
+case $status in 'HTTP/1.1 200 '*) exit 0 ;; esac
+exit 1
+"""
+
 
 # pre-push: gitspace's part decides (exit 0) that refs/notes/ai goes too, once it merged the
 # remote's notes into the local ones; the person's push is never failed for it.
@@ -82,9 +107,11 @@ def _script(name: str, python: str, paths: list[str]) -> str:
             "from gitspace.provenance.githook import main; sys.exit(main(sys.argv[1:]))")
     stdin = name in READS_STDIN
     feed = "printf '%s' \"$input\" | " if stdin else ""
-    ours = _PUSH if name == "pre-push" else _OURS.format(feed=feed, name=name)
+    ask = _ASK.format(name=name) if name in SERVED else ""
+    ours = _PUSH if name == "pre-push" else _OURS.format(feed=feed, name=name, ask=ask)
     return _BODY.format(mark=MARK, name=name, chained=CHAINED, python=shlex.quote(python),
                         boot=shlex.quote(boot), feed=feed, ours=ours,
+                        ask_program=f"GITSPACE_ASK={shlex.quote(_PROGRAM)}\n" if ask else "",
                         read_input="input=$(cat; echo x); input=${input%x}\n" if stdin else "")
 
 

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from .. import config
-from ..errors import GitCommandError, NotAWorkspace, Unsupported
+from ..errors import GitCommandError, NotAWorkspace, NotFound, Unsupported
 from . import loose, objects, packs
 from .objects import EXEC_MODE, FILE_MODE, Entry, Objects
 from .refs import Refs
@@ -201,6 +201,18 @@ class GitRepo(Objects, Refs, LinkedWorktrees):
         cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args]
         env = self._env if index is None else {**self._env, "GIT_INDEX_FILE": str(index)}
         return subprocess.run(cmd, cwd=self.root, env=env, input=input, capture_output=True)
+
+    def start_blame(self, path: str, rev: str | None = None) -> subprocess.Popen[bytes]:
+        """``git blame --porcelain [REV] -- PATH``, begun and not waited for
+        (``communicate()``): a caller does what it can while git works. A revision that reads
+        as an option is refused."""
+        if rev is not None and rev.startswith("-"):
+            raise NotFound(f"{rev!r} is no revision (it reads as an option of git blame).",
+                           hint="Name a commit, a branch or a tag, or leave REV out.")
+        cmd = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "blame",
+               "--porcelain", *([rev] if rev else []), "--", path]
+        return subprocess.Popen(cmd, cwd=self.root, env=self._env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def git(self, *args: str, input: bytes | None = None, check: bool = True,
             index: Path | None = None) -> bytes:

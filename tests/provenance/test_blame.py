@@ -127,6 +127,10 @@ def test_bad_revisions_and_paths_are_refused_with_a_sentence(root: Path) -> None
         done = gs(root, *args, check=False)
         assert done.returncode in (1, 2), (args, done.stdout)
         assert "Traceback" not in done.stderr and done.stderr.strip(), args
+    # A revision that git would read as one of its options never reaches it.
+    (root / "elsewhere.txt").write_text("not in the history\n")
+    done = gs(root, "blame", "src/parse.py", "--", "--contents=elsewhere.txt", check=False)
+    assert done.returncode == 1 and "reads as an option" in done.stderr, done.stderr
 
 
 def test_blame_of_many_hunks_names_each_line_where_git_blame_does(tmp_path: Path) -> None:

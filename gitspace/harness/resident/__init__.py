@@ -10,7 +10,9 @@ Invariants:
   (its ``"type": "http"`` hooks, which ``hooks install`` writes with the checkout's port and
   secret); a harness with command hooks only runs ``gitspace hook NAME``, which hands the
   payload to the resident when one answers (``client.forward``) and records it itself when none
-  does.
+  does. Git's own ``post-commit``, ``post-rewrite`` and ``post-merge`` hooks ask it first too
+  (``POST /git/<hook>``), so a commit's authorship note costs no process of Python while it
+  runs (``provenance/githooks.py``).
 - **Guarded.** It listens on 127.0.0.1 only; a request needs the ``Host`` of that address and
   port, no ``Origin`` of another, and ``Authorization: Bearer <secret>``, the secret the install
   wrote (``home.secret``: mode 600 in the checkout's git dir), compared in constant time

@@ -6,8 +6,10 @@ Invariants (the package's docstring says what the resident is for):
   written once the socket is bound and removed when it stops.
 - Every request passes ``http_guard.refusal`` (Host, Origin, the secret in constant time, POST
   only) before its body is read; a body is at most the hook's payload cap. ``POST
-  /hook/<harness>[?flag...]`` of a known harness, with the flags a hook command takes, is the
-  only thing served.
+  /hook/<harness>[?flag...]`` of a known harness, with the flags a hook command takes, is what
+  is served, and ``POST /git/<hook>[?arg]``: git's own hooks of the checkout (a commit's
+  authorship note, ``provenance/githook.py``) ask here first, so that a commit made while a
+  session is open pays for no process start and no import.
 - Requests are recorded one at a time, in arrival order, under one lock: each is kept in the
   journal first, what a killed resident left is recorded before it, and it is recorded by
   ``hook.run``, what the hook runs in its own process. The answer (200, with what the harness's
@@ -43,6 +45,9 @@ from .client import NOTES
 from .watch import Watcher
 
 CHECK_EVERY = 2.0  # seconds between two looks at whether the installed gitspace changed
+# git's hooks served (``githooks._RESIDENT`` asks), each with the arguments git gives it.
+GIT_HOOKS: dict[str, list[list[str]]] = {"post-commit": [[]], "post-rewrite": [["amend"], ["rebase"]],
+             "post-merge": [["0"], ["1"]]}
 
 
 def installed() -> tuple[tuple[str, int, int], ...]:
@@ -97,6 +102,19 @@ class Resident:
                 self.last = time.monotonic()
             self._check_installed()
         return said
+
+    def git_hook(self, name: str, args: list[str], data: bytes) -> int:
+        """Run git's hook ``name`` in this checkout, one request at a time as every recording
+        is (it takes the checkout's lock as the hook's own process would); its exit code."""
+        from ...provenance import githook
+
+        with self.lock:
+            self.last = time.monotonic()
+            try:
+                return githook.run(name, args, data, self.root)
+            finally:
+                self.last = time.monotonic()
+                self._check_installed()
 
     def _open_or_close(self, payload: bytes) -> None:
         """Count the sessions open (a session's start and end: see ``idle``)."""
@@ -180,12 +198,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(refused[0], refused[1] + "\n")
             return
         path, _, query = self.path.partition("?")
+        if path.startswith("/git/"):
+            self._git(path.removeprefix("/git/"), [a for a in query.split("&") if a])
+            return
         name = path.removeprefix("/hook/")
         flags = [f"--{f}" for f in query.split("&") if f]
         if not path.startswith("/hook/") or name not in adapters.ADAPTERS or any(
                 f not in ("--quiet-outside", "--commit-transcript") for f in flags):
             self._answer(404, "Only POST /hook/<harness> is served here.\n")
             return
+        payload = self._body()
+        if payload is None:
+            return
+        said = resident.record(name, flags, payload)
+        # A hook of ours asks for what the recording said; a harness, for what its hook prints.
+        notes = self.headers.get(NOTES) == "1"
+        self._answer(200, said if notes else adapters.adapter(name).SPEC.stdout)
+        if resident.stale:
+            self.server.stop()
+
+    def _body(self) -> bytes | None:
+        """The request's body, or None once the request was answered with why not."""
         from ..payload import MAX_PAYLOAD
 
         length = self.headers.get("Content-Length", "")
@@ -194,12 +227,19 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(413 if length.isdigit() else 411,
                          f"A hook's payload is one JSON object of at most {MAX_PAYLOAD >> 20} "
                          "MiB, with its Content-Length.\n")
+            return None
+        return self.rfile.read(int(length))
+
+    def _git(self, name: str, args: list[str]) -> None:
+        resident = self.server.resident
+        if args not in GIT_HOOKS.get(name, []):
+            self._answer(404, "Only git's post-commit, post-rewrite (amend, rebase) and "
+                              "post-merge (0, 1) are served at /git/.\n")
             return
-        payload = self.rfile.read(int(length))
-        said = resident.record(name, flags, payload)
-        # A hook of ours asks for what the recording said; a harness, for what its hook prints.
-        notes = self.headers.get(NOTES) == "1"
-        self._answer(200, said if notes else adapters.adapter(name).SPEC.stdout)
+        data = self._body()
+        if data is None:
+            return
+        self._answer(200, f"{resident.git_hook(name, args, data)}\n")
         if resident.stale:
             self.server.stop()
 
