@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import namedtuple
+from itertools import groupby
 
 from ..core.linerefs import ref_for
 from ..errors import GitspaceError, NotFound
@@ -101,30 +102,42 @@ def blame(repo: GitRepo, path: str, rev: str | None = None,
     uncommitted = _uncommitted(repo, path, [text for h in hunks for text in h.texts]) if any(
         h.commit == UNCOMMITTED for h in hunks) else {}
     out: list[Line] = []
-    seen: dict[tuple[str, str | None], tuple[object, ...]] = {}  # (commit, key) → its fields
+    seen: dict[tuple[str, str | None], dict[str, object]] = {}  # (commit, key) → its fields
     for hunk in hunks:
-        note = notes.get(hunk.commit) if hunk.commit != UNCOMMITTED else None
+        if hunk.commit == UNCOMMITTED:  # (each line looked up in the line on its own)
+            out += [_line(repo, notes, hunk.final + k, hunk.origin(k), text, uncommitted,
+                          transcripts) for k, text in enumerate(hunk.texts)]
+            continue
+        note = notes.get(hunk.commit)
         keys = authorship.keys_in(note.files.get(hunk.path, {}), hunk.orig, len(hunk.texts)) \
             if note is not None else [None] * len(hunk.texts)
-        for k, (key, text) in enumerate(zip(keys, hunk.texts, strict=True)):
-            number = hunk.final + k
-            known = seen.get((hunk.commit, key)) if hunk.commit != UNCOMMITTED else None
-            if known is not None:  # (a file is a few groups of many lines)
-                out.append(_again(number, text, known))
-                continue
-            found = _line(repo, notes, number, hunk.origin(k), text, uncommitted, transcripts)
-            if hunk.commit != UNCOMMITTED:
-                seen[hunk.commit, key] = tuple(getattr(found, name) for name in FIELDS[2:])
-            out.append(found)
+        k = 0
+        for key, run in groupby(keys):  # (a run of lines of one key: one group's fields)
+            end = k + sum(1 for _ in run)
+            known = seen.get((hunk.commit, key))
+            if known is None:
+                found = _line(repo, notes, hunk.final + k, hunk.origin(k), hunk.texts[k],
+                              uncommitted, transcripts)
+                known = seen[hunk.commit, key] = {name: getattr(found, name)
+                                                  for name in FIELDS[2:]}
+                out.append(found)
+                k += 1
+            _again(out, hunk.final + k, hunk.texts[k:end], known)
+            k = end
     return out
 
 
-def _again(number: int, text: str, known: tuple[object, ...]) -> Line:
-    """A line of a group met before, its fields set at once (``Line(...)`` sets each of them by
-    a call of its own: most of a long file's blame, where every line is such a one)."""
-    line: Line = object.__new__(Line)
-    line.__dict__.update(zip(FIELDS, (number, text, *known), strict=True))
-    return line
+def _again(out: list[Line], first: int, texts: list[str], known: dict[str, object]) -> None:
+    """Lines ``first`` on, of a group met before: each a copy of the group's fields
+    (``Line(...)`` sets each of them by a call of its own: most of a long file's blame, where
+    almost every line is such a one)."""
+    new = object.__new__
+    for number, text in enumerate(texts, first):
+        line: Line = new(Line)
+        fields = known.copy()
+        fields["line"], fields["text"] = number, text
+        line.__dict__ = fields
+        out.append(line)
 
 
 def _untracked(repo: GitRepo, path: str, transcripts: Transcripts | None) -> list[Line]:
