@@ -21,7 +21,7 @@ Invariants:
   (``Change.index`` False: a change to work-tree files alone).
 - A private repository (``GitRepo.private``: replay's scratch) keeps no journal.
 
-Nothing else above ``storage/`` moves a ref, HEAD or the index (``tests/test_layers.py`` holds
+Nothing else above ``storage/`` moves a ref, HEAD or the index (``tests/test_architecture.py`` holds
 the rule and its listed exceptions).
 """
 

@@ -4,7 +4,7 @@ Invariants:
 - A ref moves only by compare-and-swap under git's own lock file (``<ref>.lock``), so no writer,
   gitspace or git, ever loses a commit; every move is recorded in the reflog, whose line is
   written first, as git does. Several refs move together only through one git ref transaction.
-- Only ``core/writer.py`` moves refs and HEAD (``tests/test_layers.py`` holds the rule); everyone
+- Only ``core/writer.py`` moves refs and HEAD (``tests/test_architecture.py`` holds the rule); everyone
   else reads them.
 """
 
